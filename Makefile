@@ -1,0 +1,100 @@
+# spoa-breaker - a backpressure-aware circuit breaker for HAProxy (SPOE agent)
+#
+#   make                 build build/spoa-breaker
+#   make check           install missing packages, then unit tests, fuzz smoke, end-to-end tests
+#   make demo            install missing packages, then HAProxy + agent + demo workers on loopback
+#   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
+#   make fuzz            libFuzzer target for the frame decoder (FUZZ_SECONDS=60)
+#   make install         PREFIX=/usr/local DESTDIR=
+
+VERSION    := 0.1.0
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BUILD      ?= build
+CC         ?= cc
+FUZZ_CC    ?= clang
+FUZZ_SECONDS ?= 20
+
+WARNINGS   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+              -Wpointer-arith -Wformat=2 -Wno-unused-parameter
+CFLAGS     ?= -O2 -g
+CPPFLAGS   += -Iinclude -DSPOA_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
+ALL_CFLAGS := -std=c11 $(WARNINGS) $(CFLAGS)
+
+# libev ships no pkg-config file on Debian; the others do.
+PKGS       := inih
+DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lm
+TEST_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# Every source but main.c goes into a static library the tests link against.
+LIB_SRCS   := $(filter-out spoa/main.c,$(wildcard spoa/*.c))
+LIB_OBJS   := $(LIB_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+BIN        := $(BUILD)/spoa-breaker
+
+.PHONY: all check unit e2e fuzz fuzz-smoke sanitize demo deps install clean
+
+all: $(BIN)
+
+$(BUILD)/obj/%.o: spoa/%.c $(wildcard include/*.h) | $(BUILD)/obj
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libspoa.a: $(LIB_OBJS)
+	ar rcs $@ $^
+
+$(BIN): spoa/main.c $(BUILD)/libspoa.a
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspoa.a | $(BUILD)/tests
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS) $(TEST_LIBS)
+
+$(BUILD)/obj $(BUILD)/tests:
+	mkdir -p $@
+
+# Installs only what is missing; a no-op on a machine that has it all.
+deps:
+	@packaging/install-deps.sh
+
+unit: $(UNIT_BINS)
+	@tests/run-unit.sh $(UNIT_BINS)
+
+e2e: $(BIN)
+	SPOA_BIN=$(abspath $(BIN)) bats --print-output-on-failure tests/e2e
+
+check: deps
+	@$(MAKE) --no-print-directory all unit
+	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(MAKE) --no-print-directory e2e
+
+# The sanitizer build: same sources, same tests, its own build directory.
+sanitize: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" all unit e2e
+
+FUZZ_BIN := $(BUILD)/fuzz/fuzz_frame
+$(FUZZ_BIN): tests/fuzz/fuzz_frame.c $(LIB_SRCS) $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-o $@ tests/fuzz/fuzz_frame.c $(filter spoa/spop_%.c,$(LIB_SRCS))
+
+fuzz: $(FUZZ_BIN)
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=20000 $(BUILD)/fuzz/corpus tests/fuzz/corpus
+
+# A short run for `make check`: enough to catch a regression in the decoder.
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+demo: deps all
+	haproxy/demo.sh
+
+install: $(BIN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/spoa-breaker
+	install -D -m 0644 haproxy/spoe-breaker.conf $(DESTDIR)$(PREFIX)/share/spoa-breaker/spoe-breaker.conf
+	install -D -m 0644 haproxy/haproxy.cfg $(DESTDIR)$(PREFIX)/share/spoa-breaker/haproxy.cfg
+
+clean:
+	rm -rf build build-asan

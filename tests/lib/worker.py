@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""A loopback HTTP worker for the demo and the end-to-end tests.
+
+It answers every request according to its behaviour, which a path of the
+form /status/NNN overrides for one request:
+
+  NNN       answer that status (200, 429, 500, 503, ...)
+  hang      accept the request and never answer (server timeout)
+  close     close the connection before any response (closed before headers)
+  garbage   answer bytes that are not HTTP (invalid response)
+  midbody   send a 200 head announcing a long body, then close mid-body
+
+Every response carries `x-worker: NAME`. Binds 127.0.0.1 only.
+"""
+import argparse
+import socket
+import socketserver
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # keep test output quiet
+        pass
+
+    def do_GET(self):
+        behaviour = self.server.behaviour
+        if self.path.startswith("/status/"):
+            behaviour = self.path[len("/status/"):].split("?")[0]
+        self.server.requests += 1
+        if behaviour == "hang":
+            time.sleep(3600)
+            return
+        if behaviour == "close":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if behaviour == "garbage":
+            self.wfile.write(b"this is not HTTP\r\n\r\n")
+            self.close_connection = True
+            return
+        if behaviour == "midbody":
+            self.send_response(200)
+            self.send_header("x-worker", self.server.name)
+            self.send_header("content-length", "100000")
+            self.end_headers()
+            self.wfile.write(b"0123456789")
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        try:
+            status = int(behaviour)
+        except ValueError:
+            status = 400
+        body = b'{"worker":"%s","status":%d}\n' % (self.server.name.encode(), status)
+        self.send_response(status)
+        self.send_header("x-worker", self.server.name)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        pass  # a client resetting its connection is not news
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--name", default="worker")
+    ap.add_argument("--behaviour", default="200")
+    args = ap.parse_args()
+    server = Server(("127.0.0.1", args.port), Handler)
+    server.name = args.name
+    server.behaviour = args.behaviour
+    server.requests = 0
+    print(f"worker {args.name} on 127.0.0.1:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
