@@ -1,0 +1,135 @@
+# Shared by the end-to-end suites: real HAProxy, real agent, real workers,
+# all on loopback, every process started here stopped here by its PID.
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+SPOA_BIN=${SPOA_BIN:-$REPO/build/spoa-breaker}
+# HAPROXY_BIN may name another HAProxy (3.0, 3.2: see tests/haproxy-versions.sh).
+HAPROXY_BIN=${HAPROXY_BIN:-haproxy}
+WORKER=$REPO/tests/lib/worker.py
+SPOP_CLIENT=$REPO/tests/lib/spop_client.py
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+# A port nobody listens on right now (the kernel picks it).
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Waits until a TCP port accepts connections (at most ~5 s).
+wait_port() {
+	local i
+	for i in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "nothing listens on 127.0.0.1:$1" >&2
+	return 1
+}
+
+# wait_until TIMEOUT_SECONDS COMMAND...: polls an observable condition.
+wait_until() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		if ((SECONDS >= deadline)); then
+			echo "condition never held: $*" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# Starts a background process, remembering its PID in $RUN_DIR/NAME.pid.
+spawn() {
+	local name=$1
+	shift
+	"$@" >"$RUN_DIR/$name.log" 2>&1 &
+	echo $! >"$RUN_DIR/$name.pid"
+}
+
+stop() {
+	local pidfile="$RUN_DIR/$1.pid" pid
+	[ -f "$pidfile" ] || return 0
+	pid=$(cat "$pidfile")
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	kill -9 "$pid" 2>/dev/null || true
+	rm -f "$pidfile"
+}
+
+stop_all() {
+	local f
+	for f in "$RUN_DIR"/*.pid; do
+		[ -e "$f" ] && stop "$(basename "$f" .pid)"
+	done
+	return 0
+}
+
+start_worker() { # NAME PORT BEHAVIOUR
+	spawn "$1" python3 "$WORKER" --name "$1" --port "$2" --behaviour "${3:-200}"
+	wait_port "$2"
+}
+
+start_agent() { # NAME ARGS...
+	local name=$1
+	shift
+	spawn "$name" "$SPOA_BIN" --log-level info "$@"
+}
+
+# Renders a template, replacing @NAME@ with the value of $NAME for every
+# NAME it mentions, then starts HAProxy on it in the foreground (-db) so its
+# PID is ours.
+start_haproxy() { # TEMPLATE
+	local out="$RUN_DIR/haproxy.cfg" var
+	cp "$1" "$out"
+	for var in $(grep -o '@[A-Z0-9_]*@' "$1" | sort -u | tr -d @); do
+		sed -i "s|@$var@|${!var}|g" "$out"
+	done
+	"$HAPROXY_BIN" -c -f "$out" >"$RUN_DIR/haproxy-check.log" 2>&1 || {
+		cat "$RUN_DIR/haproxy-check.log" >&2
+		return 1
+	}
+	spawn haproxy "$HAPROXY_BIN" -db -f "$out"
+	wait_port "$FE_PORT"
+}
+
+haproxy_cli() {
+	echo "$*" | socat -t 2 - "UNIX-CONNECT:$RUN_DIR/admin.sock"
+}
+
+# The status of BACKEND/SERVER in `show stat` (UP, DOWN, DRAIN, ...).
+server_status() { # BACKEND SERVER
+	haproxy_cli "show stat" | awk -F, -v b="$1" -v s="$2" '$1==b && $2==s {print $18}'
+}
+
+agent_is_up() {
+	[[ "$(server_status spoa-breaker agent)" == UP* ]]
+}
+
+agent_is_down() {
+	[[ "$(server_status spoa-breaker agent)" == DOWN* ]]
+}
+
+# The value of response header NAME for GET PATH through HAProxy.
+header_of() { # PATH NAME
+	curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r' |
+		awk -v h="$(echo "$2" | tr 'A-Z' 'a-z')" -F': ' 'tolower($1)==h {print $2}'
+}
+
+# Sets up the standard scene: one worker, the agent, HAProxy with SPOE.
+start_scene() {
+	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
+	export RUN_DIR
+	FE_PORT=$(free_port)
+	W1_PORT=$(free_port)
+	AGENT_PORT=$(free_port)
+	AGENT_ADDR=127.0.0.1:$AGENT_PORT
+	SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
+	export FE_PORT W1_PORT AGENT_PORT AGENT_ADDR SPOE_CONF
+	start_worker w1 "$W1_PORT" 200
+	start_agent agent --listen "$AGENT_ADDR"
+	wait_port "$AGENT_PORT"
+	start_haproxy "$BATS_TEST_DIRNAME/haproxy.cfg.in"
+	wait_until 10 agent_is_up
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env bats
+# The agent speaks SPOP with a real HAProxy, and survives peers that do not.
+
+load helpers
+
+setup_file() {
+	start_scene
+	echo "$(cat "$RUN_DIR/agent.pid")" >"$RUN_DIR/agent.first-pid"
+}
+
+teardown_file() {
+	stop_all
+}
+
+client() {
+	python3 "$SPOP_CLIENT" "$AGENT_ADDR" "$@"
+}
+
+@test "variables the agent returns reach HAProxy's response headers" {
+	local code # not $status: bats' run sets that
+	for code in 200 429 500 503; do
+		run header_of "/status/$code" x-breaker-upstream-status
+		assert_output "$code"
+	done
+	run header_of / x-breaker-agent-error
+	assert_output ""
+}
+
+@test "option spop-check health checks keep the agent's server UP" {
+	run server_status spoa-breaker agent
+	assert_output --regexp '^UP'
+	run haproxy_cli "show stat"
+	assert_line --regexp '^spoa-breaker,agent,.*,L7OK,'
+	# Several check intervals later it is still up: every probe was answered.
+	sleep 1.5
+	run server_status spoa-breaker agent
+	assert_output --regexp '^UP'
+}
+
+@test "concurrent requests through HAProxy each get their own answer" {
+	# 200 requests, 20 at a time, statuses mixed: a misrouted ACK would put
+	# one request's status on another's response.
+	run bash -c "for i in \$(seq 200); do echo \$((i % 2 ? 200 : 503)); done |
+		xargs -P 20 -I{} sh -c 'curl -s -o /dev/null -D - http://127.0.0.1:$FE_PORT/status/{} |
+			tr -d \"\\r\" | grep -i \"^x-breaker-upstream-status\" | sed \"s/.*: /{}=/\"'"
+	assert_success
+	[ "$(echo "$output" | grep -c '^200=200$')" -eq 100 ]
+	[ "$(echo "$output" | grep -c '^503=503$')" -eq 100 ]
+}
+
+@test "many NOTIFYs in flight on one connection are each ACKed with their ids" {
+	run client pipeline 500
+	assert_output "acks=500 mismatched=0"
+}
+
+@test "AGENT-HELLO offers version 2.0, the smaller frame size and pipelining only" {
+	run client hello 4096
+	assert_output "version=2.0 max-frame-size=4096 capabilities='pipelining'"
+	run client hello
+	assert_output "version=2.0 max-frame-size=16380 capabilities='pipelining'"
+}
+
+@test "a health-check HELLO is answered with capabilities, then closed" {
+	run client healthcheck
+	assert_output "version=2.0 capabilities='' closed=True"
+}
+
+@test "a HELLO arriving one byte at a time is reassembled" {
+	run client split-hello
+	assert_output "type=101"
+}
+
+@test "a NOTIFY with no messages is still ACKed with one action" {
+	run client notify "[]"
+	assert_output "sid=7 fid=1 actions=1 unset:error=None"
+}
+
+@test "a breaker-observe without status is answered with an error variable" {
+	run client notify "[('breaker-observe', [('be', 'be_app'), ('srv', 'w1')])]"
+	assert_output "sid=7 fid=1 actions=1 set:error=missing argument: status"
+	run client notify "[('breaker-observe', [('be', 'b'), ('srv', 's'), ('status', None)])]"
+	assert_output --partial "set:error=argument status is not an HTTP status"
+}
+
+@test "unknown messages and unknown arguments are ignored" {
+	run client notify "[('other', [('x', 1)]), ('breaker-observe', [('junk', 'x'), ('status', 502), ('be', 'b'), ('srv', 's')])]"
+	assert_output "sid=7 fid=1 actions=1 set:upstream_status=502"
+}
+
+@test "HAPROXY-DISCONNECT is answered with AGENT-DISCONNECT status 0" {
+	run client disconnect
+	assert_output --partial "disconnect status=0 closed=True"
+}
+
+@test "hostile peers get a DISCONNECT with a meaningful status, then a close" {
+	run client garbage
+	assert_output --partial "disconnect status=3 closed=True"
+	run client huge-length # a 4 GiB length prefix
+	assert_output --partial "disconnect status=3 closed=True"
+	run client no-hello
+	assert_output --partial "disconnect status=4 closed=True"
+	run client fragmented
+	assert_output --partial "disconnect status=10 closed=True"
+	run client unknown-frame
+	assert_output --partial "disconnect status=4 closed=True"
+	run client bad-version
+	assert_output --partial "disconnect status=8 closed=True"
+	run client truncated
+	assert_output "sent=half"
+}
+
+@test "after all the hostile peers, the same agent still serves HAProxy" {
+	run cat "$RUN_DIR/agent.pid"
+	assert_output "$(cat "$RUN_DIR/agent.first-pid")"
+	kill -0 "$(cat "$RUN_DIR/agent.pid")"
+	run header_of /status/503 x-breaker-upstream-status
+	assert_output "503"
+	run grep -c -E 'AddressSanitizer|runtime error|Segmentation' "$RUN_DIR/agent.log"
+	assert_output "0"
+}
