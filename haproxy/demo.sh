@@ -1,0 +1,50 @@
+#!/bin/bash
+# The demo: HAProxy with haproxy.cfg, the agent on its defaults, and three
+# loopback workers -- w1 healthy, w2 busy (503), w3 broken (500) -- then a
+# few requests showing what the agent answered for each. Everything runs on
+# 127.0.0.1 and is stopped on exit. DEMO_REQUESTS sets how many requests.
+set -eu
+cd "$(dirname "$0")/.."
+
+RUN=$(mktemp -d /tmp/spoa-breaker-demo.XXXXXX)
+PIDS=()
+cleanup() {
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$RUN"
+}
+trap cleanup EXIT INT TERM
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for port in 8080 8101 8102 8103 12345; do
+	port_free "$port" || { echo "demo: 127.0.0.1:$port is already in use" >&2; exit 1; }
+done
+
+python3 tests/lib/worker.py --name w1 --port 8101 --behaviour 200 2>/dev/null & PIDS+=($!)
+python3 tests/lib/worker.py --name w2 --port 8102 --behaviour 503 2>/dev/null & PIDS+=($!)
+python3 tests/lib/worker.py --name w3 --port 8103 --behaviour 500 2>/dev/null & PIDS+=($!)
+build/spoa-breaker --log-level info 2>"$RUN/agent.log" & PIDS+=($!)
+
+export BREAKER_SPOE_CONF=$PWD/haproxy/spoe-breaker.conf
+export BREAKER_ADMIN_SOCKET=$RUN/admin.sock
+haproxy -db -f haproxy/haproxy.cfg 2>"$RUN/haproxy.log" & PIDS+=($!)
+
+for _ in $(seq 100); do
+	port_free 8080 || break
+	sleep 0.05
+done
+sleep 1 # the first health check of the agent
+
+echo "HAProxy on 127.0.0.1:8080 -> w1 (200), w2 (503, busy), w3 (500, broken); agent on 127.0.0.1:12345"
+echo
+printf '%-4s %-8s %-7s %s\n' "#" "worker" "status" "agent's variables"
+for i in $(seq "${DEMO_REQUESTS:-12}"); do
+	headers=$(curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' http://127.0.0.1:8080/ | tr -d '\r')
+	status=$(echo "$headers" | sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p')
+	worker=$(echo "$headers" | sed -n 's/^x-worker: //Ip')
+	vars=$(echo "$headers" | sed -n 's/^x-breaker-\([^:]*\): \(.*\)/\1=\2/Ip' | tr '\n' ' ')
+	printf '%-4s %-8s %-7s %s\n' "$i" "${worker:--}" "$status" "$vars"
+done
+echo
+echo "agent log:"
+sed 's/^/  /' "$RUN/agent.log"
