@@ -9,18 +9,16 @@
 #include <string.h>
 
 #include "agent.h"
+#include "breakers.h"
+#include "config.h"
 #include "dispatch.h"
 #include "log.h"
 #include "observe.h"
 
-#define MAX_LISTEN_SPECS AGENT_MAX_LISTENERS
-
 struct options {
-	const char *listen[MAX_LISTEN_SPECS];
-	unsigned nb_listen;
-	struct agent_settings settings;
-	enum log_level log_level;
-	bool use_syslog;
+	const char *config_path;
+	bool check_only;
+	struct config config;
 };
 
 static void usage(FILE *out)
@@ -29,18 +27,27 @@ static void usage(FILE *out)
 		"Usage: spoa-breaker [OPTIONS]\n"
 		"A backpressure-aware circuit breaker for HAProxy, as an SPOE agent.\n"
 		"\n"
+		"  -f, --config FILE          read settings from an INI file (see README);\n"
+		"                             the options below override it\n"
+		"      --check                check the configuration, report every problem as\n"
+		"                             FILE:LINE: ..., and exit (0 valid, 1 not)\n"
 		"  -l, --listen ADDR          listen on ADDR: HOST:PORT, [IPV6]:PORT or unix:PATH\n"
 		"                             (repeatable; default " AGENT_DEFAULT_LISTEN ")\n"
 		"      --max-frame-size N     largest SPOP frame accepted and offered, 256..1048576\n"
 		"                             (default %u)\n"
 		"      --max-connections N    SPOP connections served at once (default %u)\n"
+		"      --max-breakers N       servers tracked at once (default %u)\n"
+		"      --threshold N          consecutive failures that open a breaker (default %u)\n"
+		"      --cooldown DURATION    how long a breaker stays open, e.g. 30s (default 30s)\n"
+		"      --capacity-statuses L  statuses meaning \"busy\", e.g. 429,503 (the default)\n"
 		"  -L, --log-level LEVEL      error, warning, notice, info or debug (default notice)\n"
 		"      --syslog               log to syslog (facility daemon) instead of stderr\n"
 		"  -h, --help                 show this help and exit\n"
 		"  -V, --version              show the version and exit\n"
 		"\n"
 		"Signals: TERM or INT stop gracefully (AGENT-DISCONNECT to HAProxy, exit 0).\n",
-		AGENT_DEFAULT_MAX_FRAME_SIZE, AGENT_DEFAULT_MAX_CONNECTIONS);
+		AGENT_DEFAULT_MAX_FRAME_SIZE, AGENT_DEFAULT_MAX_CONNECTIONS,
+		CONFIG_DEFAULT_MAX_BREAKERS, BREAKER_DEFAULT_THRESHOLD);
 }
 
 static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
@@ -54,59 +61,54 @@ static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsi
 	return true;
 }
 
-/* Returns -1 to go on, or the exit status. */
-static int parse_options(int argc, char **argv, struct options *o)
-{
-	enum { OPT_MAX_FRAME = 256, OPT_MAX_CONN, OPT_SYSLOG };
-	static const struct option longopts[] = {
-		{"listen", required_argument, NULL, 'l'},
-		{"max-frame-size", required_argument, NULL, OPT_MAX_FRAME},
-		{"max-connections", required_argument, NULL, OPT_MAX_CONN},
-		{"log-level", required_argument, NULL, 'L'},
-		{"syslog", no_argument, NULL, OPT_SYSLOG},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
-	};
-	unsigned long v;
-	int opt;
+enum {
+	OPT_MAX_FRAME = 256,
+	OPT_MAX_CONN,
+	OPT_MAX_BREAKERS,
+	OPT_THRESHOLD,
+	OPT_COOLDOWN,
+	OPT_CAPACITY,
+	OPT_SYSLOG,
+	OPT_CHECK,
+};
 
-	while ((opt = getopt_long(argc, argv, "l:L:hV", longopts, NULL)) != -1) {
+static const struct option longopts[] = {
+	{"config", required_argument, NULL, 'f'},
+	{"check", no_argument, NULL, OPT_CHECK},
+	{"listen", required_argument, NULL, 'l'},
+	{"max-frame-size", required_argument, NULL, OPT_MAX_FRAME},
+	{"max-connections", required_argument, NULL, OPT_MAX_CONN},
+	{"max-breakers", required_argument, NULL, OPT_MAX_BREAKERS},
+	{"threshold", required_argument, NULL, OPT_THRESHOLD},
+	{"cooldown", required_argument, NULL, OPT_COOLDOWN},
+	{"capacity-statuses", required_argument, NULL, OPT_CAPACITY},
+	{"log-level", required_argument, NULL, 'L'},
+	{"syslog", no_argument, NULL, OPT_SYSLOG},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+static const char shortopts[] = "f:l:L:hV";
+
+static int bad_option(const char *option, const char *value, const char *expected)
+{
+	fprintf(stderr, "spoa-breaker: %s '%s': expected %s\n", option, value, expected);
+	return 2;
+}
+
+/* First pass: what decides how the rest is read (help, version, the file,
+ * check mode). Returns -1 to go on, or the exit status. */
+static int parse_early_options(int argc, char **argv, struct options *o)
+{
+	int opt;
+	opterr = 0; /* the second pass reports bad options */
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'l':
-			if (o->nb_listen == MAX_LISTEN_SPECS) {
-				fprintf(stderr, "spoa-breaker: at most %d --listen addresses\n",
-					MAX_LISTEN_SPECS);
-				return 2;
-			}
-			o->listen[o->nb_listen++] = optarg;
+		case 'f':
+			o->config_path = optarg;
 			break;
-		case OPT_MAX_FRAME:
-			if (!parse_uint(optarg, SPOP_MIN_FRAME_SIZE, 1048576, &v)) {
-				fprintf(stderr, "spoa-breaker: --max-frame-size '%s': expected 256..1048576\n",
-					optarg);
-				return 2;
-			}
-			o->settings.max_frame_size = (uint32_t)v;
-			break;
-		case OPT_MAX_CONN:
-			if (!parse_uint(optarg, 1, 1000000, &v)) {
-				fprintf(stderr, "spoa-breaker: --max-connections '%s': expected 1..1000000\n",
-					optarg);
-				return 2;
-			}
-			o->settings.max_connections = (unsigned)v;
-			break;
-		case 'L':
-			if (!log_level_parse(optarg, &o->log_level)) {
-				fprintf(stderr,
-					"spoa-breaker: --log-level '%s': expected error, warning, notice, info or debug\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case OPT_SYSLOG:
-			o->use_syslog = true;
+		case OPT_CHECK:
+			o->check_only = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -114,6 +116,79 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'V':
 			printf("spoa-breaker %s\n", SPOA_VERSION);
 			return 0;
+		default:
+			break;
+		}
+	}
+	return -1;
+}
+
+/* Second pass, after the file: command-line settings win over it. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	struct config *c = &o->config;
+	struct breaker_policy *g = &c->global.values;
+	char err[256];
+	unsigned long v;
+	uint64_t ms;
+	bool listen_from_command_line = false;
+	int opt;
+
+	optind = 0; /* GNU getopt: start over */
+	opterr = 1;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+		case OPT_CHECK:
+			break;
+		case 'l':
+			if (!listen_from_command_line) {
+				c->nb_listen = 0; /* --listen replaces the file's addresses */
+				listen_from_command_line = true;
+			}
+			if (c->nb_listen == AGENT_MAX_LISTENERS)
+				return bad_option("--listen", optarg, "at most 8 addresses");
+			snprintf(c->listen[c->nb_listen++], CONFIG_LISTEN_MAX_LEN, "%s", optarg);
+			break;
+		case OPT_MAX_FRAME:
+			if (!parse_uint(optarg, SPOP_MIN_FRAME_SIZE, 1048576, &v))
+				return bad_option("--max-frame-size", optarg, "256..1048576");
+			c->agent.max_frame_size = (uint32_t)v;
+			break;
+		case OPT_MAX_CONN:
+			if (!parse_uint(optarg, 1, 1000000, &v))
+				return bad_option("--max-connections", optarg, "1..1000000");
+			c->agent.max_connections = (unsigned)v;
+			break;
+		case OPT_MAX_BREAKERS:
+			if (!parse_uint(optarg, 1, BREAKER_TABLE_MAX_ENTRIES, &v))
+				return bad_option("--max-breakers", optarg, "1..1048576");
+			c->max_breakers = (uint32_t)v;
+			break;
+		case OPT_THRESHOLD:
+			if (!parse_uint(optarg, 1, 1000000, &v))
+				return bad_option("--threshold", optarg, "1..1000000");
+			g->threshold = (uint32_t)v;
+			c->global.fields |= BREAKER_FIELD_THRESHOLD;
+			break;
+		case OPT_COOLDOWN:
+			if (!config_parse_duration_ms(optarg, &ms) || ms == 0)
+				return bad_option("--cooldown", optarg, "a duration above 0 such as 30s or 500ms");
+			g->cooldown_ms = ms;
+			c->global.fields |= BREAKER_FIELD_COOLDOWN;
+			break;
+		case OPT_CAPACITY:
+			if (!status_set_parse(&g->capacity, optarg, err, sizeof(err)))
+				return bad_option("--capacity-statuses", optarg, err);
+			c->global.fields |= BREAKER_FIELD_CAPACITY_SET;
+			break;
+		case 'L':
+			if (!log_level_parse(optarg, &c->log_level))
+				return bad_option("--log-level", optarg, "error, warning, notice, info or debug");
+			break;
+		case OPT_SYSLOG:
+			c->use_syslog = true;
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -123,8 +198,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		fprintf(stderr, "spoa-breaker: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (o->nb_listen == 0)
-		o->listen[o->nb_listen++] = AGENT_DEFAULT_LISTEN;
+	if (c->nb_listen == 0)
+		snprintf(c->listen[c->nb_listen++], CONFIG_LISTEN_MAX_LEN, "%s", AGENT_DEFAULT_LISTEN);
 	return -1;
 }
 
@@ -136,15 +211,49 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	agent_stop(w->data);
 }
 
-int main(int argc, char **argv)
+/* Loads the file (if any) and the options. Returns -1 to run, or the exit
+ * status (check mode, help, errors). */
+static int configure(int argc, char **argv, struct options *o)
 {
-	struct options opts = {.log_level = LOG_LEVEL_NOTICE};
-	agent_settings_default(&opts.settings);
-
-	int status = parse_options(argc, argv, &opts);
+	config_defaults(&o->config);
+	int status = parse_early_options(argc, argv, o);
 	if (status >= 0)
 		return status;
-	log_init(opts.log_level, opts.use_syslog, "spoa-breaker");
+	if (o->config_path && config_load(&o->config, o->config_path, stderr) > 0) {
+		fprintf(stderr, "spoa-breaker: %s: configuration refused\n", o->config_path);
+		return 1;
+	}
+	status = parse_options(argc, argv, o);
+	if (status >= 0)
+		return status;
+
+	/* The command line may have changed the global policy: check the
+	 * result the way the table will resolve it. */
+	struct breaker_table scratch;
+	char err[512];
+	if (!breaker_table_init(&scratch, 1, err, sizeof(err)) ||
+	    !config_apply_policies(&o->config, &scratch, err, sizeof(err))) {
+		fprintf(stderr, "spoa-breaker: %s\n", err);
+		return 1;
+	}
+	breaker_table_free(&scratch);
+	if (o->check_only) {
+		printf("%s: configuration valid\n", o->config_path ? o->config_path : "(defaults)");
+		return 0;
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static struct options opts;
+	int status = configure(argc, argv, &opts);
+	if (status >= 0) {
+		config_free(&opts.config);
+		return status;
+	}
+	struct config *c = &opts.config;
+	log_init(c->log_level, c->use_syslog, "spoa-breaker");
 
 	/* Writes use MSG_NOSIGNAL; this covers anything else. */
 	signal(SIGPIPE, SIG_IGN);
@@ -155,15 +264,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	static struct breakers breakers;
 	static struct dispatch dispatch;
 	static struct agent agent;
+	char err[512];
+	if (!breakers_init(&breakers, loop, c, err, sizeof(err))) {
+		log_error("%s", err);
+		return 1;
+	}
 	dispatch_init(&dispatch);
-	dispatch_register(&dispatch, OBSERVE_MESSAGE_NAME, observe_handle, NULL);
-	agent_init(&agent, loop, &opts.settings, &dispatch);
+	dispatch_register(&dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &breakers.observe);
+	agent_init(&agent, loop, &c->agent, &dispatch);
 
-	for (unsigned i = 0; i < opts.nb_listen; i++) {
-		char err[256];
-		if (!agent_listen(&agent, opts.listen[i], err, sizeof(err))) {
+	for (unsigned i = 0; i < c->nb_listen; i++) {
+		if (!agent_listen(&agent, c->listen[i], err, sizeof(err))) {
 			log_error("%s", err);
 			agent_destroy(&agent);
 			return 1;
@@ -181,6 +295,8 @@ int main(int argc, char **argv)
 	ev_run(loop, 0);
 
 	agent_destroy(&agent);
+	breakers_free(&breakers);
+	config_free(c);
 	log_notice("spoa-breaker stopped");
 	return 0;
 }

@@ -117,7 +117,16 @@ header_of() { # PATH NAME
 		awk -v h="$(echo "$2" | tr 'A-Z' 'a-z')" -F': ' 'tolower($1)==h {print $2}'
 }
 
-# Sets up the standard scene: one worker, the agent, HAProxy with SPOE.
+# The agent's verdict on one request: "state outcome failures transition".
+verdict_of() { # PATH
+	curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r' | awk -F': ' '
+		tolower($1)=="x-breaker-state" {s=$2} tolower($1)=="x-breaker-outcome" {o=$2}
+		tolower($1)=="x-breaker-failures" {f=$2} tolower($1)=="x-breaker-transition" {t=$2}
+		END {print s, o, f, t}'
+}
+
+# Sets up the standard scene: one worker, the agent (plus $AGENT_ARGS),
+# HAProxy with SPOE.
 start_scene() {
 	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
 	export RUN_DIR
@@ -128,7 +137,8 @@ start_scene() {
 	SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
 	export FE_PORT W1_PORT AGENT_PORT AGENT_ADDR SPOE_CONF
 	start_worker w1 "$W1_PORT" 200
-	start_agent agent --listen "$AGENT_ADDR"
+	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
 	wait_port "$AGENT_PORT"
 	start_haproxy "$BATS_TEST_DIRNAME/haproxy.cfg.in"
 	wait_until 10 agent_is_up

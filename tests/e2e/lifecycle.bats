@@ -53,7 +53,7 @@ teardown() {
 	start_agent agent --listen "unix:$RUN_DIR/agent.sock" --listen "[::1]:$port"
 	wait_until 5 test -S "$RUN_DIR/agent.sock"
 	run python3 "$SPOP_CLIENT" "unix:$RUN_DIR/agent.sock" notify
-	assert_output "sid=7 fid=1 actions=1 set:upstream_status=200"
+	assert_output --partial "set:upstream_status=200 set:outcome=success set:state=closed"
 	run python3 "$SPOP_CLIENT" "[::1]:$port" hello
 	assert_output --partial "version=2.0"
 }

@@ -83,8 +83,8 @@ client() {
 }
 
 @test "unknown messages and unknown arguments are ignored" {
-	run client notify "[('other', [('x', 1)]), ('breaker-observe', [('junk', 'x'), ('status', 502), ('be', 'b'), ('srv', 's')])]"
-	assert_output "sid=7 fid=1 actions=1 set:upstream_status=502"
+	run client notify "[('other', [('x', 1)]), ('breaker-observe', [('junk', 'x'), ('status', 404), ('be', 'b'), ('srv', 's')])]"
+	assert_output "sid=7 fid=1 actions=4 set:upstream_status=404 set:outcome=client_error set:state=closed set:failures=0"
 }
 
 @test "HAPROXY-DISCONNECT is answered with AGENT-DISCONNECT status 0" {

@@ -1,0 +1,36 @@
+/*
+ * breakers.h - the breaker table on the event loop.
+ *
+ * Owns the per-server breakers and the one timer that drives their
+ * time-based transitions (Open => HalfOpen when a cool-down elapses, lost
+ * probes released): the timer is armed for the earliest deadline of all
+ * breakers, so HAProxy is told to probe on time, not on the next request.
+ * Logs one line per transition with its reason.
+ */
+#ifndef SPOA_BREAKERS_H
+#define SPOA_BREAKERS_H
+
+#include <ev.h>
+
+#include "breaker.h"
+#include "config.h"
+#include "observe.h"
+
+struct breakers {
+	struct ev_loop *loop;
+	struct breaker_table table;
+	ev_timer timer;
+	uint64_t armed_ms; /* the deadline the timer is set for, or BREAKER_NO_DEADLINE */
+	struct observe_ctx observe; /* the breaker-observe handler's context */
+	uint64_t transitions;
+};
+
+/* Builds the table from c's limits and policies. False with err set. */
+bool breakers_init(struct breakers *b, struct ev_loop *loop, const struct config *c, char *err,
+		   size_t err_size);
+void breakers_free(struct breakers *b);
+
+/* The monotonic clock every breaker runs on, in milliseconds. */
+uint64_t breakers_now_ms(void);
+
+#endif /* SPOA_BREAKERS_H */

@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# The configuration file: checked line by line, and obeyed through HAProxy.
+
+load helpers
+
+setup() {
+	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
+	export RUN_DIR
+}
+
+teardown() {
+	stop_all
+}
+
+@test "--check accepts the shipped example configuration" {
+	run "$SPOA_BIN" --check -f "$REPO/packaging/spoa-breaker.ini"
+	assert_success
+	assert_output --partial "configuration valid"
+}
+
+@test "--check names every bad line of a broken configuration" {
+	cat >"$RUN_DIR/bad.ini" <<-'INI'
+	[agent]
+	listen = 127.0.0.1:99999
+	colour = blue
+	[breaker]
+	threshold = 0
+	capacity_statuses = 99,503
+	failure_statuses = 600
+	this line is wrong
+	[backend be;drop]
+	threshold = 2
+	[backend b1]
+	capacity_statuses = 429,503
+	failure_statuses = 500-599
+	[frontend x]
+	INI
+	run "$SPOA_BIN" --check -f "$RUN_DIR/bad.ini"
+	assert_failure 1
+	local f="$RUN_DIR/bad.ini"
+	assert_line --partial "$f:2: listen address '127.0.0.1:99999': port must be a number"
+	assert_line "$f:3: [agent]: unknown key 'colour'"
+	assert_line --partial "$f:5: threshold '0': expected"
+	assert_line --partial "$f:6: capacity_statuses: item 1 \"99\": 99 is not an HTTP status"
+	assert_line --partial "$f:7: failure_statuses: item 1 \"600\""
+	assert_line "$f:8: expected 'key = value', got 'this line is wrong'"
+	assert_line --partial "$f:9: [backend be;drop]: backend name 'be;drop' is not a valid HAProxy name"
+	assert_line --partial "$f:11: [backend b1]: capacity and failure sets overlap on 503"
+	assert_line --partial "$f:14: unknown section [frontend x]"
+	assert_line --partial "configuration refused"
+}
+
+@test "a missing configuration file is a clear error" {
+	run "$SPOA_BIN" --check -f "$RUN_DIR/nope.ini"
+	assert_failure 1
+	assert_output --partial "$RUN_DIR/nope.ini: cannot open: No such file or directory"
+}
+
+@test "per-server overrides win over per-backend over global, through HAProxy" {
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[breaker]
+	threshold = 10
+	[backend workers]
+	; here 503 means an outage: only 429 is "busy"
+	capacity_statuses = 429
+	threshold = 5
+	[server workers/w1]
+	threshold = 2
+	INI
+	run "$SPOA_BIN" --check -f "$RUN_DIR/agent.ini"
+	assert_success
+	AGENT_ARGS="-f $RUN_DIR/agent.ini"
+	start_scene
+	run verdict_of /status/429
+	assert_output "closed backpressure 0 "
+	run verdict_of /status/503
+	assert_output "closed failure 1 "
+	run verdict_of /status/503
+	assert_output "open failure 2 closed->open"
+}
+
+@test "command-line options override the file" {
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[breaker]
+	threshold = 10
+	INI
+	AGENT_ARGS="-f $RUN_DIR/agent.ini --threshold 1"
+	start_scene
+	run verdict_of /status/500
+	assert_output "open failure 1 closed->open"
+}
