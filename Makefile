@@ -1,7 +1,7 @@
 # spoa-breaker - a backpressure-aware circuit breaker for HAProxy (SPOE agent)
 #
 #   make                 build build/spoa-breaker
-#   make check           install missing packages, then unit tests, fuzz smoke, end-to-end tests
+#   make check           install missing packages, then unit tests, a fuzz run, end-to-end tests
 #   make demo            install missing packages, then HAProxy + agent + demo workers on loopback
 #   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
 #   make fuzz            libFuzzer target for the frame decoder (FUZZ_SECONDS=60)
@@ -34,7 +34,7 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 
-.PHONY: all check unit e2e fuzz fuzz-smoke sanitize demo deps install clean
+.PHONY: all check unit e2e fuzz sanitize demo deps install clean
 
 all: $(BIN)
 
@@ -63,10 +63,9 @@ unit: $(UNIT_BINS)
 e2e: $(BIN)
 	SPOA_BIN=$(abspath $(BIN)) bats --print-output-on-failure tests/e2e
 
+# Unit, fuzz smoke, end-to-end on every HAProxy available; ends "N passed, N failed".
 check: deps
-	@$(MAKE) --no-print-directory all unit
-	@$(MAKE) --no-print-directory fuzz-smoke
-	@$(MAKE) --no-print-directory e2e
+	@tests/check.sh
 
 # The sanitizer build: same sources, same tests, its own build directory.
 sanitize: deps
@@ -83,10 +82,6 @@ $(FUZZ_BIN): tests/fuzz/fuzz_frame.c $(LIB_SRCS) $(wildcard include/*.h)
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=20000 $(BUILD)/fuzz/corpus tests/fuzz/corpus
-
-# A short run for `make check`: enough to catch a regression in the decoder.
-fuzz-smoke:
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 demo: deps all
 	haproxy/demo.sh

@@ -14,6 +14,6 @@ for bin in "$@"; do
 	# A binary that crashed or printed no summary counts as one failure.
 	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 	[ "$failed" -eq 0 ] || status=1
-	[ -n "${RESULTS:-}" ] && echo "unit $passed $failed" >>"$RESULTS"
+	[ -n "${RESULTS:-}" ] && echo "$(basename "$bin") $passed $failed" >>"$RESULTS"
 done
 exit $status

@@ -1,0 +1,65 @@
+#!/bin/bash
+# Every test, one command: unit tests (cmocka), a short fuzz run, and the
+# end-to-end suites (bats) against each HAProxy that tests/haproxy-versions.sh
+# provides (2.6 always; 3.0 and 3.2 when they can be fetched). Ends with the
+# line "N passed, N failed" and exits non-zero if anything failed.
+#
+# HAPROXY_VERSIONS=system limits the end-to-end runs to the system HAProxy.
+set -u
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+RESULTS=$(mktemp)
+export RESULTS
+trap 'rm -f "$RESULTS"' EXIT
+
+section() { printf '\n=== %s\n' "$*"; }
+
+section "build"
+make --no-print-directory BUILD="$BUILD" all || { echo "0 passed, 1 failed"; exit 1; }
+
+section "unit tests"
+make --no-print-directory BUILD="$BUILD" unit
+
+section "fuzz smoke run"
+if make --no-print-directory BUILD="$BUILD" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}"; then
+	echo "fuzz 1 0" >>"$RESULTS"
+else
+	echo "fuzz 0 1" >>"$RESULTS"
+fi
+
+# bats' TAP lines: "ok N ...", "ok N ... # skip", "not ok N ...".
+run_bats() { # LABEL HAPROXY_BIN
+	local tap
+	tap=$(mktemp)
+	HAPROXY_BIN=$2 SPOA_BIN=$PWD/$BUILD/spoa-breaker \
+		bats --tap --print-output-on-failure tests/e2e | tee "$tap"
+	local passed failed skipped
+	passed=$(grep -E '^ok ' "$tap" | grep -vc '# skip')
+	skipped=$(grep -E '^ok ' "$tap" | grep -c '# skip')
+	failed=$(grep -c '^not ok ' "$tap")
+	# A suite that died before reporting anything is a failure, not a pass.
+	if [ "$((passed + failed + skipped))" -eq 0 ]; then failed=1; fi
+	echo "e2e-$1 $passed $failed $skipped" >>"$RESULTS"
+	rm -f "$tap"
+}
+
+if [ "${HAPROXY_VERSIONS:-all}" = system ]; then
+	versions="$(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p') $(command -v haproxy)"
+else
+	versions=$(tests/haproxy-versions.sh)
+fi
+while read -r version bin; do
+	[ -n "$version" ] || continue
+	section "end-to-end, HAProxy $version"
+	run_bats "$version" "$bin"
+done <<<"$versions"
+
+section "summary"
+awk '{ printf "%-18s %4d passed, %d failed%s\n", $1, $2, $3, ($4 ? ", " $4 " skipped" : "") }' "$RESULTS"
+total=$(awk '{p += $2; f += $3; s += $4} END {printf "%d passed, %d failed", p, f; if (s) printf ", %d skipped", s}' "$RESULTS")
+echo "$total"
+case "$total" in
+*" 0 failed"*) exit 0 ;;
+*) exit 1 ;;
+esac

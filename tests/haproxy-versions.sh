@@ -1,0 +1,51 @@
+#!/bin/bash
+# Prepares newer HAProxy releases next to Debian 12's 2.6, from Debian's own
+# archive (trixie: 3.0, forky: 3.2), and prints one "VERSION PATH" line per
+# HAProxy the end-to-end suites should run against. PATH is an executable
+# that runs that haproxy on this host's files and network.
+#
+# Trees are cached in $HAPROXY_CACHE (default /var/cache/spoa-breaker) and
+# rebuilt only when missing. A suite that cannot be fetched is reported on
+# stderr and left out, never faked.
+set -u
+
+CACHE=${HAPROXY_CACHE:-/var/cache/spoa-breaker}
+SUITES=${HAPROXY_SUITES:-"trixie forky"}
+
+version_of() {
+	"$1" -v 2>/dev/null | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p'
+}
+
+echo "$(version_of haproxy) $(command -v haproxy)"
+
+mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
+mirror=${mirror:-http://deb.debian.org/debian}
+
+for suite in $SUITES; do
+	dir=$CACHE/haproxy-$suite
+	wrapper=$dir.run
+	if [ ! -x "$dir/usr/sbin/haproxy" ]; then
+		command -v mmdebstrap >/dev/null || { echo "haproxy-versions: mmdebstrap missing, skipping $suite" >&2; continue; }
+		mkdir -p "$CACHE"
+		rm -rf "$dir"
+		if ! mmdebstrap --quiet --variant=minbase --mode=root --format=directory --include=haproxy \
+			--aptopt='Acquire::Check-Valid-Until "false"' \
+			--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+			"$suite" "$dir" "deb $mirror $suite main" >"$CACHE/$suite.log" 2>&1; then
+			echo "haproxy-versions: could not fetch HAProxy from $suite (see $CACHE/$suite.log)" >&2
+			rm -rf "$dir"
+			continue
+		fi
+	fi
+	cat >"$wrapper" <<WRAP
+#!/bin/sh
+exec "$dir/usr/lib64/ld-linux-x86-64.so.2" --library-path "$dir/usr/lib/x86_64-linux-gnu" "$dir/usr/sbin/haproxy" "\$@"
+WRAP
+	chmod +x "$wrapper"
+	v=$(version_of "$wrapper")
+	if [ -z "$v" ]; then
+		echo "haproxy-versions: HAProxy from $suite does not run here" >&2
+		continue
+	fi
+	echo "$v $wrapper"
+done
