@@ -90,6 +90,7 @@ install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/spoa-breaker
 	install -D -m 0644 haproxy/spoe-breaker.conf $(DESTDIR)$(PREFIX)/share/spoa-breaker/spoe-breaker.conf
 	install -D -m 0644 haproxy/haproxy.cfg $(DESTDIR)$(PREFIX)/share/spoa-breaker/haproxy.cfg
+	install -D -m 0644 packaging/spoa-breaker.ini $(DESTDIR)$(PREFIX)/share/spoa-breaker/spoa-breaker.ini
 
 clean:
 	rm -rf build build-asan

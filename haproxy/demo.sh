@@ -1,8 +1,10 @@
 #!/bin/bash
-# The demo: HAProxy with haproxy.cfg, the agent on its defaults, and three
-# loopback workers -- w1 healthy, w2 busy (503), w3 broken (500) -- then a
-# few requests showing what the agent answered for each. Everything runs on
-# 127.0.0.1 and is stopped on exit. DEMO_REQUESTS sets how many requests.
+# The demo: HAProxy with haproxy.cfg, the agent, and three loopback workers
+# -- w1 healthy, w2 busy (503), w3 broken (500) -- then requests showing the
+# breaker at work: w2's 503s never count against it, w3 opens after three
+# 500s, and after the cool-down (2 s here instead of 30 s, to keep the demo
+# short) w3's probe fails and it opens again. Everything runs on 127.0.0.1
+# and is stopped on exit. DEMO_REQUESTS sets how many requests per round.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -23,7 +25,7 @@ done
 python3 tests/lib/worker.py --name w1 --port 8101 --behaviour 200 2>/dev/null & PIDS+=($!)
 python3 tests/lib/worker.py --name w2 --port 8102 --behaviour 503 2>/dev/null & PIDS+=($!)
 python3 tests/lib/worker.py --name w3 --port 8103 --behaviour 500 2>/dev/null & PIDS+=($!)
-build/spoa-breaker --log-level info 2>"$RUN/agent.log" & PIDS+=($!)
+build/spoa-breaker --cooldown 2s 2>"$RUN/agent.log" & PIDS+=($!)
 
 export BREAKER_SPOE_CONF=$PWD/haproxy/spoe-breaker.conf
 export BREAKER_ADMIN_SOCKET=$RUN/admin.sock
@@ -37,14 +39,25 @@ sleep 1 # the first health check of the agent
 
 echo "HAProxy on 127.0.0.1:8080 -> w1 (200), w2 (503, busy), w3 (500, broken); agent on 127.0.0.1:12345"
 echo
-printf '%-4s %-8s %-7s %s\n' "#" "worker" "status" "agent's variables"
-for i in $(seq "${DEMO_REQUESTS:-12}"); do
-	headers=$(curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' http://127.0.0.1:8080/ | tr -d '\r')
-	status=$(echo "$headers" | sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p')
-	worker=$(echo "$headers" | sed -n 's/^x-worker: //Ip')
-	vars=$(echo "$headers" | sed -n 's/^x-breaker-\([^:]*\): \(.*\)/\1=\2/Ip' | tr '\n' ' ')
-	printf '%-4s %-8s %-7s %s\n' "$i" "${worker:--}" "$status" "$vars"
-done
+show_requests() { # COUNT
+	local i headers status worker vars
+	for i in $(seq "$1"); do
+		headers=$(curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' http://127.0.0.1:8080/ | tr -d '\r')
+		status=$(echo "$headers" | sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p')
+		worker=$(echo "$headers" | sed -n 's/^x-worker: //Ip')
+		vars=$(echo "$headers" | sed -n 's/^x-breaker-\([^:]*\): \(.*\)/\1=\2/Ip' | grep -v upstream-status | tr '\n' ' ')
+		printf '  %-8s %-7s %s\n' "${worker:--}" "$status" "$vars"
+	done
+}
+
+echo "Round 1: w2's 503s are backpressure, w3's 500s are failures"
+show_requests "${DEMO_REQUESTS:-12}"
 echo
-echo "agent log:"
+echo "(the agent would now drain w3 in HAProxy; waiting out the 2 s cool-down)"
+sleep 2.5
+echo
+echo "Round 2: w3 is half-open; its probe answers 500 and it opens again"
+show_requests 3
+echo
+echo "Agent log:"
 sed 's/^/  /' "$RUN/agent.log"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bats
+# The shipped haproxy/haproxy.cfg and spoe-breaker.conf work as they are.
+
+load helpers
+
+setup() {
+	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
+	export RUN_DIR
+	FE_PORT=$(free_port)
+	AGENT_PORT=$(free_port)
+	local name port
+	for name in W1 W2 W3; do
+		port=$(free_port)
+		start_worker "$name" "$port" 200
+		export "BREAKER_$name=127.0.0.1:$port"
+	done
+	export BREAKER_FRONTEND=127.0.0.1:$FE_PORT
+	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
+	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
+	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
+	start_agent agent --listen "$BREAKER_AGENT" -f "$REPO/packaging/spoa-breaker.ini"
+	wait_port "$AGENT_PORT"
+	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
+	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
+	wait_port "$FE_PORT"
+	wait_until 10 agent_is_up
+}
+
+teardown() {
+	stop_all
+}
+
+@test "the shipped configuration passes haproxy -c without a warning" {
+	run grep -i -E "warning|alert" "$RUN_DIR/check.log"
+	assert_failure
+}
+
+@test "with the shipped configuration, worker responses pass unchanged" {
+	run bash -c "curl -s -D - http://127.0.0.1:$FE_PORT/status/503 | tr -d '\r'"
+	assert_line "HTTP/1.1 503 Service Unavailable"
+	refute_line --regexp '^x-breaker'
+	assert_line --regexp '^\{"worker":"W[123]","status":503\}$'
+}
+
+@test "a client sending x-breaker-debug sees the agent's verdict" {
+	run bash -c "curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' http://127.0.0.1:$FE_PORT/status/429 | tr -d '\r'"
+	assert_line "x-breaker-state: closed"
+	assert_line "x-breaker-outcome: backpressure"
+	assert_line "x-breaker-upstream-status: 429"
+	refute_line --regexp '^x-breaker-error'
+}
