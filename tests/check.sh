@@ -32,7 +32,7 @@ fi
 run_bats() { # LABEL HAPROXY_BIN
 	local tap
 	tap=$(mktemp)
-	HAPROXY_BIN=$2 SPOA_BIN=$PWD/$BUILD/spoa-breaker \
+	HAPROXY_BIN=$2 SPOA_BIN=$PWD/${BUILD}/spoa-breaker \
 		bats --tap --print-output-on-failure tests/e2e | tee "$tap"
 	local passed failed skipped
 	passed=$(grep -E '^ok ' "$tap" | grep -vc '# skip')
@@ -55,8 +55,23 @@ while read -r version bin; do
 	run_bats "$version" "$bin"
 done <<<"$versions"
 
+# The same unit and end-to-end tests on an ASan+UBSan build of the agent:
+# memory errors, leaks and undefined behaviour fail the tests that hit them.
+if [ "${SANITIZE:-1}" = 1 ]; then
+	section "sanitizer build (ASan+UBSan), unit tests"
+	san="make --no-print-directory BUILD=build-asan CC=clang LDFLAGS=-fsanitize=address,undefined"
+	san_flags="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	if $san CFLAGS="$san_flags" all >/dev/null; then
+		UNIT_LABEL=asan- $san CFLAGS="$san_flags" unit >/dev/null 2>&1
+		section "sanitizer build, end-to-end, HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p')"
+		BUILD=build-asan run_bats asan "$(command -v haproxy)"
+	else
+		echo "asan-build 0 1" >>"$RESULTS"
+	fi
+fi
+
 section "summary"
-awk '{ printf "%-18s %4d passed, %d failed%s\n", $1, $2, $3, ($4 ? ", " $4 " skipped" : "") }' "$RESULTS"
+awk '{ printf "%-26s %4d passed, %d failed%s\n", $1, $2, $3, ($4 ? ", " $4 " skipped" : "") }' "$RESULTS"
 total=$(awk '{p += $2; f += $3; s += $4} END {printf "%d passed, %d failed", p, f; if (s) printf ", %d skipped", s}' "$RESULTS")
 echo "$total"
 case "$total" in

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs each cmocka test binary given as an argument and appends its counts to
-# $RESULTS (when set) as "unit <passed> <failed>". Exit status: 1 if any failed.
+# $RESULTS (when set) as "$UNIT_LABEL<name> <passed> <failed>". Exit status: 1
+# if any failed.
 set -u
 status=0
 for bin in "$@"; do
@@ -14,6 +15,6 @@ for bin in "$@"; do
 	# A binary that crashed or printed no summary counts as one failure.
 	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 	[ "$failed" -eq 0 ] || status=1
-	[ -n "${RESULTS:-}" ] && echo "$(basename "$bin") $passed $failed" >>"$RESULTS"
+	[ -n "${RESULTS:-}" ] && echo "${UNIT_LABEL:-}$(basename "$bin") $passed $failed" >>"$RESULTS"
 done
 exit $status

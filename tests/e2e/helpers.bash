@@ -58,11 +58,17 @@ stop() {
 	rm -f "$pidfile"
 }
 
+# Stops everything this test started, then fails if a sanitizer (in a
+# `make sanitize` build) reported anything in the agent's logs.
 stop_all() {
 	local f
 	for f in "$RUN_DIR"/*.pid; do
 		[ -e "$f" ] && stop "$(basename "$f" .pid)"
 	done
+	if grep -l -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$RUN_DIR"/agent*.log 2>/dev/null; then
+		grep -h -A20 -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$RUN_DIR"/agent*.log >&2
+		return 1
+	fi
 	return 0
 }
 
