@@ -192,6 +192,16 @@ bool breaker_table_set_server_policy(struct breaker_table *t, const char *backen
  */
 bool breaker_table_resolve_policies(struct breaker_table *t, char *err, size_t err_size);
 
+/*
+ * For a reload: forgets the global layer and every override's layer, so
+ * that each level inherits from the one above until new layers are set and
+ * resolved. Overrides are emptied, not removed, because breakers point at
+ * their effective policies; emptied ones cost a little memory and nothing
+ * else (bounded by BREAKER_TABLE_MAX_OVERRIDES). Resolve before the next
+ * breaker_table_get().
+ */
+void breaker_table_clear_policies(struct breaker_table *t);
+
 /* The effective policy a breaker for (backend, server) gets: the server's
  * override, else the backend's, else the global one. */
 const struct breaker_policy *breaker_table_policy_for(const struct breaker_table *t,

@@ -400,6 +400,13 @@ bool breaker_table_resolve_policies(struct breaker_table *t, char *err, size_t e
 	return true;
 }
 
+void breaker_table_clear_policies(struct breaker_table *t)
+{
+	memset(&t->global, 0, sizeof(t->global));
+	for (uint32_t i = 0; i < t->override_count; i++)
+		memset(&t->overrides[i]->layer, 0, sizeof(t->overrides[i]->layer));
+}
+
 /* ---- lookup ---- */
 
 struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const char *backend,

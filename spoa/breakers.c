@@ -105,6 +105,17 @@ bool breakers_init(struct breakers *b, struct ev_loop *loop, const struct config
 	return true;
 }
 
+bool breakers_reload(struct breakers *b, const struct config *c, char *err, size_t err_size)
+{
+	breaker_table_clear_policies(&b->table);
+	if (config_apply_policies(c, &b->table, err, err_size))
+		return true;
+	breaker_table_clear_policies(&b->table);
+	char ignored[16];
+	breaker_table_resolve_policies(&b->table, ignored, sizeof(ignored));
+	return false;
+}
+
 void breakers_free(struct breakers *b)
 {
 	ev_timer_stop(b->loop, &b->timer);

@@ -45,7 +45,8 @@ static void usage(FILE *out)
 		"  -h, --help                 show this help and exit\n"
 		"  -V, --version              show the version and exit\n"
 		"\n"
-		"Signals: TERM or INT stop gracefully (AGENT-DISCONNECT to HAProxy, exit 0).\n",
+		"Signals: TERM or INT stop gracefully (AGENT-DISCONNECT to HAProxy, exit 0);\n"
+		"HUP reloads the configuration file (breakers keep their state).\n",
 		AGENT_DEFAULT_MAX_FRAME_SIZE, AGENT_DEFAULT_MAX_CONNECTIONS,
 		CONFIG_DEFAULT_MAX_BREAKERS, BREAKER_DEFAULT_THRESHOLD);
 }
@@ -101,6 +102,7 @@ static int bad_option(const char *option, const char *value, const char *expecte
 static int parse_early_options(int argc, char **argv, struct options *o)
 {
 	int opt;
+	optind = 0; /* GNU getopt: start over (a reload parses again) */
 	opterr = 0; /* the second pass reports bad options */
 	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (opt) {
@@ -203,24 +205,37 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return -1;
 }
 
+/* What the signal handlers need: the command line (a reload reads the file
+ * and the options again, so options keep overriding the file) and the
+ * running parts. */
+struct daemon {
+	int argc;
+	char **argv;
+	struct options opts;
+	struct breakers breakers;
+	struct dispatch dispatch;
+	struct agent agent;
+};
+
 static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	(void)loop;
 	(void)revents;
 	log_notice("received signal %d", w->signum);
-	agent_stop(w->data);
+	struct daemon *d = w->data;
+	agent_stop(&d->agent);
 }
 
 /* Loads the file (if any) and the options. Returns -1 to run, or the exit
  * status (check mode, help, errors). */
-static int configure(int argc, char **argv, struct options *o)
+static int configure(int argc, char **argv, struct options *o, FILE *errors)
 {
 	config_defaults(&o->config);
 	int status = parse_early_options(argc, argv, o);
 	if (status >= 0)
 		return status;
-	if (o->config_path && config_load(&o->config, o->config_path, stderr) > 0) {
-		fprintf(stderr, "spoa-breaker: %s: configuration refused\n", o->config_path);
+	if (o->config_path && config_load(&o->config, o->config_path, errors) > 0) {
+		fprintf(errors, "spoa-breaker: %s: configuration refused\n", o->config_path);
 		return 1;
 	}
 	status = parse_options(argc, argv, o);
@@ -233,7 +248,8 @@ static int configure(int argc, char **argv, struct options *o)
 	char err[512];
 	if (!breaker_table_init(&scratch, 1, err, sizeof(err)) ||
 	    !config_apply_policies(&o->config, &scratch, err, sizeof(err))) {
-		fprintf(stderr, "spoa-breaker: %s\n", err);
+		fprintf(errors, "spoa-breaker: %s\n", err);
+		breaker_table_free(&scratch);
 		return 1;
 	}
 	breaker_table_free(&scratch);
@@ -244,15 +260,79 @@ static int configure(int argc, char **argv, struct options *o)
 	return -1;
 }
 
+/* Settings that only a restart changes: say so instead of pretending. */
+static void warn_restart_only(const struct config *now, const struct config *next)
+{
+	bool listen_same = now->nb_listen == next->nb_listen;
+	for (unsigned i = 0; listen_same && i < now->nb_listen; i++)
+		listen_same = strcmp(now->listen[i], next->listen[i]) == 0;
+	if (!listen_same || now->agent.max_frame_size != next->agent.max_frame_size ||
+	    now->agent.max_connections != next->agent.max_connections ||
+	    now->max_breakers != next->max_breakers || now->use_syslog != next->use_syslog)
+		log_warning("reload: listen, max_frame_size, max_connections, max_breakers and syslog "
+			    "changes take effect at the next restart");
+}
+
+/*
+ * SIGHUP: read the file and the options again. A configuration with errors
+ * is refused as a whole and the running one kept; each problem is logged.
+ * Breakers keep their state; only their policies change.
+ */
+static void on_reload_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct daemon *d = w->data;
+	(void)loop;
+	(void)revents;
+
+	if (!d->opts.config_path) {
+		log_notice("SIGHUP: running without a configuration file (-f), nothing to reload");
+		return;
+	}
+	log_notice("SIGHUP: reloading %s", d->opts.config_path);
+	struct options fresh = {0};
+	char *report = NULL;
+	size_t report_len = 0;
+	FILE *errors = open_memstream(&report, &report_len);
+	int status = errors ? configure(d->argc, d->argv, &fresh, errors) : 1;
+	if (errors)
+		fclose(errors);
+	if (status >= 0) {
+		for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n"))
+			log_error("reload: %s", line);
+		log_error("reload refused: the running configuration stays in effect");
+		free(report);
+		config_free(&fresh.config);
+		return;
+	}
+	free(report);
+
+	char err[512];
+	warn_restart_only(&d->opts.config, &fresh.config);
+	if (!breakers_reload(&d->breakers, &fresh.config, err, sizeof(err)))
+		log_error("reload: %s; the default policy is in effect", err);
+	log_init(fresh.config.log_level, d->opts.config.use_syslog, "spoa-breaker");
+	/* Restart-only settings keep describing what runs. */
+	fresh.config.agent = d->opts.config.agent;
+	fresh.config.max_breakers = d->opts.config.max_breakers;
+	fresh.config.use_syslog = d->opts.config.use_syslog;
+	memcpy(fresh.config.listen, d->opts.config.listen, sizeof(fresh.config.listen));
+	fresh.config.nb_listen = d->opts.config.nb_listen;
+	config_free(&d->opts.config);
+	d->opts.config = fresh.config;
+	log_notice("configuration reloaded");
+}
+
 int main(int argc, char **argv)
 {
-	static struct options opts;
-	int status = configure(argc, argv, &opts);
+	static struct daemon d;
+	d.argc = argc;
+	d.argv = argv;
+	int status = configure(argc, argv, &d.opts, stderr);
 	if (status >= 0) {
-		config_free(&opts.config);
+		config_free(&d.opts.config);
 		return status;
 	}
-	struct config *c = &opts.config;
+	struct config *c = &d.opts.config;
 	log_init(c->log_level, c->use_syslog, "spoa-breaker");
 
 	/* Writes use MSG_NOSIGNAL; this covers anything else. */
@@ -264,38 +344,38 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	static struct breakers breakers;
-	static struct dispatch dispatch;
-	static struct agent agent;
 	char err[512];
-	if (!breakers_init(&breakers, loop, c, err, sizeof(err))) {
+	if (!breakers_init(&d.breakers, loop, c, err, sizeof(err))) {
 		log_error("%s", err);
 		return 1;
 	}
-	dispatch_init(&dispatch);
-	dispatch_register(&dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &breakers.observe);
-	agent_init(&agent, loop, &c->agent, &dispatch);
+	dispatch_init(&d.dispatch);
+	dispatch_register(&d.dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d.breakers.observe);
+	agent_init(&d.agent, loop, &c->agent, &d.dispatch);
 
 	for (unsigned i = 0; i < c->nb_listen; i++) {
-		if (!agent_listen(&agent, c->listen[i], err, sizeof(err))) {
+		if (!agent_listen(&d.agent, c->listen[i], err, sizeof(err))) {
 			log_error("%s", err);
-			agent_destroy(&agent);
+			agent_destroy(&d.agent);
+			breakers_free(&d.breakers);
 			return 1;
 		}
 	}
 
-	ev_signal sigterm, sigint;
+	ev_signal sigterm, sigint, sighup;
 	ev_signal_init(&sigterm, on_stop_signal, SIGTERM);
 	ev_signal_init(&sigint, on_stop_signal, SIGINT);
-	sigterm.data = sigint.data = &agent;
+	ev_signal_init(&sighup, on_reload_signal, SIGHUP);
+	sigterm.data = sigint.data = sighup.data = &d;
 	ev_signal_start(loop, &sigterm);
 	ev_signal_start(loop, &sigint);
+	ev_signal_start(loop, &sighup);
 
 	log_notice("spoa-breaker %s started", SPOA_VERSION);
 	ev_run(loop, 0);
 
-	agent_destroy(&agent);
-	breakers_free(&breakers);
+	agent_destroy(&d.agent);
+	breakers_free(&d.breakers);
 	config_free(c);
 	log_notice("spoa-breaker stopped");
 	return 0;

@@ -89,3 +89,41 @@ teardown() {
 	run verdict_of /status/500
 	assert_output "open failure 1 closed->open"
 }
+
+@test "SIGHUP reloads the policies and keeps every breaker's state" {
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[breaker]
+	threshold = 10
+	INI
+	local ini=$RUN_DIR/agent.ini # start_scene moves RUN_DIR
+	AGENT_ARGS="-f $ini"
+	start_scene
+	run verdict_of /status/500
+	assert_output "closed failure 1 "
+	printf '[breaker]\nthreshold = 2\n' >"$ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 5 grep -q "configuration reloaded" "$RUN_DIR/agent.log"
+	# The streak of 1 survived the reload: one more failure reaches 2.
+	run verdict_of /status/500
+	assert_output "open failure 2 closed->open"
+}
+
+@test "SIGHUP with a broken file keeps the running configuration" {
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[breaker]
+	threshold = 2
+	INI
+	local ini=$RUN_DIR/agent.ini # start_scene moves RUN_DIR
+	AGENT_ARGS="-f $ini"
+	start_scene
+	printf '[breaker]\nthreshold = 1\nthreshold = lots\n' >"$ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 5 grep -q "reload refused" "$RUN_DIR/agent.log"
+	run grep -c "reload: .*agent.ini:3: threshold 'lots'" "$RUN_DIR/agent.log"
+	assert_output "1"
+	run verdict_of /status/500
+	assert_output "closed failure 1 "
+	run verdict_of /status/500
+	assert_output "open failure 2 closed->open"
+	kill -0 "$(cat "$RUN_DIR/agent.pid")"
+}
