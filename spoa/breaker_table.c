@@ -453,6 +453,7 @@ struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const cha
 	e->server_len = (uint8_t)server_len;
 	e->hash = hash;
 	e->in_use = true;
+	memset(&e->enforce, 0, sizeof(e->enforce));
 	breaker_init(&e->breaker, breaker_table_policy_for(t, backend, backend_len, server,
 							    server_len),
 		     now_ms);

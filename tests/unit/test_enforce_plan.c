@@ -1,0 +1,152 @@
+/*
+ * test_enforce_plan.c - what the agent tells HAProxy for each breaker
+ * state, as a table of (want, what HAProxy reports, what we remember) ->
+ * (commands, what we remember after). The operator's hand is never undone.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "enforce.h"
+
+#define PROBES 2
+
+struct row {
+	const char *name;
+	enum breaker_state want;
+	struct enforce_seen seen;
+	struct enforce_memory before;
+	/* expected */
+	bool ready, drain, set_maxconn;
+	uint32_t maxconn;
+	bool hands_off;
+	struct enforce_memory after;
+};
+
+#define UP(mc) {.known = true, .maxconn = (mc)}
+#define DRAINED(mc) {.known = true, .drained = true, .maxconn = (mc)}
+#define MAINT {.known = true, .maint = true}
+#define FRESH {0}
+#define OURS_DRAIN {.drained_by_us = true}
+#define OURS_DRAIN_LIMIT(own) {.drained_by_us = true, .maxconn_by_us = true, .own_maxconn_known = true, .own_maxconn = (own)}
+#define OURS_LIMIT(own) {.maxconn_by_us = true, .own_maxconn_known = true, .own_maxconn = (own)}
+#define KNOWN_OWN(own) {.own_maxconn_known = true, .own_maxconn = (own)}
+
+static const struct row rows[] = {
+	/* closed: nothing to do on a server we never touched */
+	{"closed, untouched", BREAKER_CLOSED, UP(0), FRESH, 0, 0, 0, 0, 0, FRESH},
+	{"closed, untouched, own maxconn kept", BREAKER_CLOSED, UP(7), FRESH, 0, 0, 0, 0, 0, FRESH},
+	/* open: drain, once */
+	{"open drains", BREAKER_OPEN, UP(0), FRESH, 0, 1, 0, 0, 0, OURS_DRAIN},
+	{"open, already drained by us", BREAKER_OPEN, DRAINED(0), OURS_DRAIN, 0, 0, 0, 0, 0, OURS_DRAIN},
+	{"open, our drain lost (HAProxy reload)", BREAKER_OPEN, UP(0), OURS_DRAIN, 0, 1, 0, 0, 0, OURS_DRAIN},
+	/* half-open: ready with maxconn = probes, own maxconn learned first */
+	{"half-open readies and limits", BREAKER_HALF_OPEN, DRAINED(0), OURS_DRAIN, 1, 0, 1, PROBES, 0, OURS_LIMIT(0)},
+	{"half-open learns own maxconn 7", BREAKER_HALF_OPEN, DRAINED(7), OURS_DRAIN, 1, 0, 1, PROBES, 0, OURS_LIMIT(7)},
+	{"half-open, limit already in place", BREAKER_HALF_OPEN, UP(PROBES), OURS_LIMIT(7), 0, 0, 0, 0, 0, OURS_LIMIT(7)},
+	{"half-open, limit lost (HAProxy reload)", BREAKER_HALF_OPEN, UP(7), OURS_LIMIT(7), 0, 0, 1, PROBES, 0, OURS_LIMIT(7)},
+	{"half-open never learns our own limit", BREAKER_HALF_OPEN, UP(PROBES), OURS_LIMIT(0), 0, 0, 0, 0, 0, OURS_LIMIT(0)},
+	/* closed after half-open: own maxconn back */
+	{"closed restores unlimited", BREAKER_CLOSED, UP(PROBES), OURS_LIMIT(0), 0, 0, 1, 0, 0, KNOWN_OWN(0)},
+	{"closed restores own maxconn 7", BREAKER_CLOSED, UP(PROBES), OURS_LIMIT(7), 0, 0, 1, 7, 0, KNOWN_OWN(7)},
+	{"closed, own maxconn already back", BREAKER_CLOSED, UP(7), OURS_LIMIT(7), 0, 0, 0, 0, 0, KNOWN_OWN(7)},
+	/* closed straight from open (open_late_success = close) */
+	{"closed from open readies", BREAKER_CLOSED, DRAINED(0), OURS_DRAIN, 1, 0, 0, 0, 0, FRESH},
+	/* the operator's hand */
+	{"operator drain is never lifted (closed)", BREAKER_CLOSED, DRAINED(0), FRESH, 0, 0, 0, 0, 1, FRESH},
+	{"operator drain is never lifted (half-open)", BREAKER_HALF_OPEN, DRAINED(0), FRESH, 0, 0, 0, 0, 1, FRESH},
+	{"operator drain is not claimed (open)", BREAKER_OPEN, DRAINED(0), FRESH, 0, 0, 0, 0, 1, FRESH},
+	{"maintenance is left alone (open)", BREAKER_OPEN, MAINT, FRESH, 0, 0, 0, 0, 1, FRESH},
+	{"maintenance is left alone (closed)", BREAKER_CLOSED, MAINT, OURS_DRAIN, 0, 0, 0, 0, 1, OURS_DRAIN},
+	{"unknown server: nothing", BREAKER_OPEN, {0}, FRESH, 0, 0, 0, 0, 1, FRESH},
+};
+
+static void test_plan_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct row *r = &rows[i];
+		struct enforce_memory mem = r->before;
+		struct enforce_plan p = enforce_plan(r->want, PROBES, &r->seen, &mem);
+
+		print_message("row: %s\n", r->name);
+		assert_int_equal(p.set_ready, r->ready);
+		assert_int_equal(p.set_drain, r->drain);
+		assert_int_equal(p.set_maxconn, r->set_maxconn);
+		if (r->set_maxconn)
+			assert_int_equal(p.maxconn, r->maxconn);
+		assert_int_equal(p.hands_off != NULL, r->hands_off);
+		assert_int_equal(mem.drained_by_us, r->after.drained_by_us);
+		assert_int_equal(mem.maxconn_by_us, r->after.maxconn_by_us);
+		assert_int_equal(mem.own_maxconn_known, r->after.own_maxconn_known);
+		assert_int_equal(mem.own_maxconn, r->after.own_maxconn);
+	}
+}
+
+/* A whole trip through the states converges, and planning again on what
+ * HAProxy then reports asks for nothing more. */
+static void test_cycle_converges(void **state)
+{
+	(void)state;
+	struct enforce_memory mem = {0};
+	struct enforce_seen seen = UP(5);
+	const enum breaker_state cycle[] = {BREAKER_OPEN, BREAKER_HALF_OPEN, BREAKER_OPEN,
+					    BREAKER_HALF_OPEN, BREAKER_CLOSED};
+
+	for (size_t i = 0; i < sizeof(cycle) / sizeof(cycle[0]); i++) {
+		struct enforce_plan p = enforce_plan(cycle[i], PROBES, &seen, &mem);
+		assert_null(p.hands_off);
+		/* HAProxy applies the commands. */
+		if (p.set_drain)
+			seen.drained = true;
+		if (p.set_ready)
+			seen.drained = false;
+		if (p.set_maxconn)
+			seen.maxconn = p.maxconn;
+		struct enforce_plan again = enforce_plan(cycle[i], PROBES, &seen, &mem);
+		assert_false(again.set_drain || again.set_ready || again.set_maxconn);
+	}
+	assert_false(seen.drained);
+	assert_int_equal(seen.maxconn, 5); /* the server's own, back */
+}
+
+static void test_agent_check_replies(void **state)
+{
+	(void)state;
+	char buf[64];
+	enforce_agent_check_reply(BREAKER_OPEN, PROBES, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "drain\n");
+	enforce_agent_check_reply(BREAKER_HALF_OPEN, PROBES, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "ready maxconn:2\n");
+	enforce_agent_check_reply(BREAKER_CLOSED, PROBES, 7, buf, sizeof(buf));
+	assert_string_equal(buf, "ready maxconn:7\n");
+}
+
+static void test_mode_names(void **state)
+{
+	(void)state;
+	enum enforce_mode m;
+	assert_true(enforce_mode_parse("runtime-api", &m));
+	assert_int_equal(m, ENFORCE_RUNTIME_API);
+	assert_string_equal(enforce_mode_name(m), "runtime-api");
+	assert_true(enforce_mode_parse("agent-check", &m));
+	assert_int_equal(m, ENFORCE_AGENT_CHECK);
+	assert_true(enforce_mode_parse("none", &m));
+	assert_int_equal(m, ENFORCE_NONE);
+	assert_false(enforce_mode_parse("both", &m));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan_table),
+		cmocka_unit_test(test_cycle_converges),
+		cmocka_unit_test(test_agent_check_replies),
+		cmocka_unit_test(test_mode_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
