@@ -90,6 +90,10 @@ struct conn *conn_next(struct conn *c);
 void agent_count_disconnect(struct agent *a, enum spop_status status);
 void agent_conn_closed(struct agent *a);
 
+/* Opens a non-blocking listening socket on spec (see agent_listen()).
+ * Returns the fd, or -1 with a message in err. */
+int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_len);
+
 /* Parses a listen spec into a socket address (pure; for tests too). */
 bool listen_addr_parse(const char *spec, struct sockaddr_storage *addr, socklen_t *addr_len,
 		       char *err, size_t err_len);

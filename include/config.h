@@ -6,6 +6,9 @@
  *   [breaker]                the global breaker policy
  *   [backend NAME]           overrides for one backend
  *   [server BACKEND/SERVER]  overrides for one server
+ *   [haproxy]                enforce (runtime-api|agent-check|none),
+ *                            runtime_api (repeatable: one per HAProxy),
+ *                            agent_check, reconcile_interval
  *
  * Policy keys: threshold, cooldown, half_open_probes, probe_timeout,
  * capacity_statuses, failure_statuses, ignore_statuses,
@@ -21,11 +24,14 @@
 
 #include "agent.h"
 #include "breaker.h"
+#include "enforce.h"
 #include "log.h"
 #include "names.h"
 
 #define CONFIG_LISTEN_MAX_LEN 128
 #define CONFIG_DEFAULT_MAX_BREAKERS 10000
+#define CONFIG_MAX_RUNTIME_APIS 8
+#define CONFIG_DEFAULT_RECONCILE_MS 2000
 
 struct config_override {
 	char backend[NAME_MAX_LEN + 1];
@@ -42,6 +48,15 @@ struct config {
 	bool use_syslog;
 	uint32_t max_breakers;
 	struct breaker_policy_layer global;
+	/* How decisions reach HAProxy. enforce_set: given explicitly; when
+	 * not, runtime-api if a socket is given, agent-check if a listener
+	 * is, shadow (none) otherwise. */
+	enum enforce_mode enforce;
+	bool enforce_set;
+	char runtime_api[CONFIG_MAX_RUNTIME_APIS][CONFIG_LISTEN_MAX_LEN];
+	unsigned nb_runtime_api;
+	char agent_check[CONFIG_LISTEN_MAX_LEN]; /* empty: none */
+	uint64_t reconcile_ms;
 	struct config_override *overrides; /* owned: config_free() */
 	unsigned nb_overrides;
 	unsigned cap_overrides;
@@ -60,6 +75,16 @@ void config_free(struct config *c);
  * that creates the overlap.
  */
 int config_load(struct config *c, const char *path, FILE *errors);
+
+/*
+ * Settles the enforcement mode (see struct config) and checks that the
+ * channels agree: runtime-api needs a socket; agent-check needs a listener;
+ * runtime-api and an agent-check listener together are refused, because
+ * an agent-check "ready" undoes a Runtime API drain within one
+ * agent-inter. In agent-check mode a runtime_api socket is only read.
+ * False with err set.
+ */
+bool config_finish_enforcement(struct config *c, char *err, size_t err_size);
 
 /* Parses a duration ("250ms", "30s", "2m", "1500"): false on anything else. */
 bool config_parse_duration_ms(const char *text, uint64_t *out_ms);

@@ -50,10 +50,22 @@ struct enforce_plan {
 struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_probes,
 				 const struct enforce_seen *seen, struct enforce_memory *mem);
 
-/* The words an agent-check answer carries for a breaker state:
- * "ready maxconn:N", "drain", ... (own_maxconn restores a closed server). */
-void enforce_agent_check_reply(enum breaker_state state, uint32_t half_open_probes,
-			       uint32_t own_maxconn, char *buf, size_t size);
+/*
+ * The line answering HAProxy's agent-check for a server whose breaker is in
+ * `state` (mem NULL for a server without a breaker). HAProxy keeps every
+ * word until told otherwise, and an agent's "ready" also lifts a drain set
+ * by hand on the Runtime API, so "ready" is said only to undo what the
+ * agent itself did:
+ *   open       "drain"
+ *   half_open  "ready maxconn:N"
+ *   closed     "ready maxconn:0" once after the agent drained or limited
+ *              the server (0 = unlimited: without an admin socket the
+ *              server's own maxconn cannot be learned), "up" otherwise,
+ *              which changes nothing.
+ * Updates mem as if the answer is delivered.
+ */
+void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_probes,
+				struct enforce_memory *mem, char *buf, size_t size);
 
 bool enforce_mode_parse(const char *text, enum enforce_mode *out);
 const char *enforce_mode_name(enum enforce_mode mode);

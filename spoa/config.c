@@ -21,6 +21,7 @@ enum section_kind {
 	SECTION_BREAKER,
 	SECTION_BACKEND,
 	SECTION_SERVER,
+	SECTION_HAPROXY,
 	SECTION_INVALID, /* already reported; its keys are skipped */
 };
 
@@ -60,6 +61,7 @@ void config_defaults(struct config *c)
 	agent_settings_default(&c->agent);
 	c->log_level = LOG_LEVEL_NOTICE;
 	c->max_breakers = CONFIG_DEFAULT_MAX_BREAKERS;
+	c->reconcile_ms = CONFIG_DEFAULT_RECONCILE_MS;
 }
 
 void config_free(struct config *c)
@@ -176,6 +178,10 @@ static void enter_section(struct parser *p, const char *section)
 		p->section = SECTION_AGENT;
 		return;
 	}
+	if (strcmp(section, "haproxy") == 0) {
+		p->section = SECTION_HAPROXY;
+		return;
+	}
 	if (strcmp(section, "breaker") == 0) {
 		p->section = SECTION_BREAKER;
 		p->layer = &p->config->global;
@@ -216,7 +222,7 @@ static void enter_section(struct parser *p, const char *section)
 		}
 		return;
 	}
-	report(p, p->line, "unknown section [%s] (expected agent, breaker, backend NAME or server BACKEND/SERVER)",
+	report(p, p->line, "unknown section [%s] (expected agent, haproxy, breaker, backend NAME or server BACKEND/SERVER)",
 	       section);
 }
 
@@ -325,6 +331,38 @@ static bool agent_key(struct parser *p, const char *name, const char *value)
 
 /* libinih's handler. The section is the one read_line() entered (libinih
  * truncates long section names, so its own copy is not used). */
+static bool haproxy_key(struct parser *p, const char *name, const char *value)
+{
+	struct config *c = p->config;
+	struct sockaddr_storage addr;
+	socklen_t len;
+	char err[256];
+	uint64_t ms;
+
+	if (strcmp(name, "enforce") == 0) {
+		if (!enforce_mode_parse(value, &c->enforce))
+			return report(p, p->line, "enforce '%s': expected runtime-api, agent-check or none", value);
+		c->enforce_set = true;
+	} else if (strcmp(name, "runtime_api") == 0) {
+		if (!listen_addr_parse(value, &addr, &len, err, sizeof(err)))
+			return report(p, p->line, "runtime_api: %s", err);
+		if (c->nb_runtime_api == CONFIG_MAX_RUNTIME_APIS)
+			return report(p, p->line, "runtime_api: at most %d sockets", CONFIG_MAX_RUNTIME_APIS);
+		snprintf(c->runtime_api[c->nb_runtime_api++], CONFIG_LISTEN_MAX_LEN, "%s", value);
+	} else if (strcmp(name, "agent_check") == 0) {
+		if (!listen_addr_parse(value, &addr, &len, err, sizeof(err)))
+			return report(p, p->line, "agent_check: %s", err);
+		snprintf(c->agent_check, sizeof(c->agent_check), "%s", value);
+	} else if (strcmp(name, "reconcile_interval") == 0) {
+		if (!config_parse_duration_ms(value, &ms) || ms < 100)
+			return report(p, p->line, "reconcile_interval '%s': expected a duration of at least 100ms", value);
+		c->reconcile_ms = ms;
+	} else {
+		return report(p, p->line, "[haproxy]: unknown key '%s'", name);
+	}
+	return true;
+}
+
 static int on_key(void *user, const char *section, const char *name, const char *value)
 {
 	struct parser *p = user;
@@ -336,6 +374,9 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		break;
 	case SECTION_AGENT:
 		agent_key(p, name, value);
+		break;
+	case SECTION_HAPROXY:
+		haproxy_key(p, name, value);
 		break;
 	case SECTION_BREAKER:
 	case SECTION_BACKEND:
@@ -463,7 +504,33 @@ int config_load(struct config *c, const char *path, FILE *errors)
 	}
 	/* Even after other errors: a section that parsed may still overlap. */
 	check_policies(&p);
+	char err[256];
+	if (!config_finish_enforcement(c, err, sizeof(err)))
+		report(&p, p.line, "[haproxy]: %s", err);
 	return p.nb_errors;
+}
+
+bool config_finish_enforcement(struct config *c, char *err, size_t err_size)
+{
+	if (!c->enforce_set)
+		c->enforce = c->nb_runtime_api ? ENFORCE_RUNTIME_API
+			     : c->agent_check[0] ? ENFORCE_AGENT_CHECK
+						 : ENFORCE_NONE;
+	if (c->enforce == ENFORCE_RUNTIME_API && c->nb_runtime_api == 0) {
+		snprintf(err, err_size, "enforce = runtime-api needs a runtime_api socket");
+		return false;
+	}
+	if (c->enforce == ENFORCE_RUNTIME_API && c->agent_check[0]) {
+		snprintf(err, err_size,
+			 "runtime-api enforcement and an agent_check listener cannot be combined: "
+			 "an agent-check \"ready\" undoes a Runtime API drain");
+		return false;
+	}
+	if (c->enforce == ENFORCE_AGENT_CHECK && !c->agent_check[0]) {
+		snprintf(err, err_size, "enforce = agent-check needs an agent_check listen address");
+		return false;
+	}
+	return true;
 }
 
 bool config_apply_policies(const struct config *c, struct breaker_table *t, char *err,

@@ -67,20 +67,30 @@ struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_pro
 	return plan;
 }
 
-void enforce_agent_check_reply(enum breaker_state state, uint32_t half_open_probes,
-			       uint32_t own_maxconn, char *buf, size_t size)
+void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_probes,
+				struct enforce_memory *mem, char *buf, size_t size)
 {
-	/* HAProxy keeps a word until told otherwise, so every answer states
-	 * both the admin state and maxconn (0 = unlimited). */
+	if (!mem) {
+		snprintf(buf, size, "up\n");
+		return;
+	}
 	switch (state) {
 	case BREAKER_OPEN:
 		snprintf(buf, size, "drain\n");
+		mem->drained_by_us = true;
 		break;
 	case BREAKER_HALF_OPEN:
 		snprintf(buf, size, "ready maxconn:%u\n", half_open_probes);
+		mem->drained_by_us = false;
+		mem->maxconn_by_us = true;
 		break;
 	case BREAKER_CLOSED:
-		snprintf(buf, size, "ready maxconn:%u\n", own_maxconn);
+		if (mem->drained_by_us || mem->maxconn_by_us)
+			snprintf(buf, size, "ready maxconn:0\n");
+		else
+			snprintf(buf, size, "up\n");
+		mem->drained_by_us = false;
+		mem->maxconn_by_us = false;
 		break;
 	}
 }

@@ -173,37 +173,45 @@ static void listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len)
+int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_len)
 {
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
 
-	if (a->nb_listeners == AGENT_MAX_LISTENERS) {
-		snprintf(err, err_len, "too many listen addresses (at most %d)", AGENT_MAX_LISTENERS);
-		return false;
-	}
 	if (!listen_addr_parse(spec, &addr, &addr_len, err, err_len))
-		return false;
-
-	bool is_unix = addr.ss_family == AF_UNIX;
-	if (is_unix)
+		return -1;
+	*is_unix = addr.ss_family == AF_UNIX;
+	if (*is_unix)
 		remove_stale_unix_socket((const struct sockaddr_un *)&addr);
 
 	int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		snprintf(err, err_len, "listen address '%s': socket: %s", spec, strerror(errno));
-		return false;
+		return -1;
 	}
 	int one = 1;
-	if (!is_unix)
+	if (!*is_unix)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (addr.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&addr, addr_len) != 0 || listen(fd, 1024) != 0) {
 		snprintf(err, err_len, "listen address '%s': %s", spec, strerror(errno));
 		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len)
+{
+	if (a->nb_listeners == AGENT_MAX_LISTENERS) {
+		snprintf(err, err_len, "too many listen addresses (at most %d)", AGENT_MAX_LISTENERS);
 		return false;
 	}
+	bool is_unix;
+	int fd = listen_socket_open(spec, &is_unix, err, err_len);
+	if (fd < 0)
+		return false;
 
 	struct listener *l = calloc(1, sizeof(*l));
 	if (!l) {

@@ -40,6 +40,11 @@ static void usage(FILE *out)
 		"      --threshold N          consecutive failures that open a breaker (default %u)\n"
 		"      --cooldown DURATION    how long a breaker stays open, e.g. 30s (default 30s)\n"
 		"      --capacity-statuses L  statuses meaning \"busy\", e.g. 429,503 (the default)\n"
+		"      --runtime-api ADDR     HAProxy's stats socket (level admin): unix:PATH or\n"
+		"                             HOST:PORT; repeatable, one per HAProxy\n"
+		"      --agent-check ADDR     answer HAProxy's agent-check on ADDR instead\n"
+		"      --enforce MODE         runtime-api, agent-check or none (shadow: report,\n"
+		"                             change nothing); default: from the above\n"
 		"  -L, --log-level LEVEL      error, warning, notice, info or debug (default notice)\n"
 		"      --syslog               log to syslog (facility daemon) instead of stderr\n"
 		"  -h, --help                 show this help and exit\n"
@@ -71,6 +76,9 @@ enum {
 	OPT_CAPACITY,
 	OPT_SYSLOG,
 	OPT_CHECK,
+	OPT_ENFORCE,
+	OPT_RUNTIME_API,
+	OPT_AGENT_CHECK,
 };
 
 static const struct option longopts[] = {
@@ -83,6 +91,9 @@ static const struct option longopts[] = {
 	{"threshold", required_argument, NULL, OPT_THRESHOLD},
 	{"cooldown", required_argument, NULL, OPT_COOLDOWN},
 	{"capacity-statuses", required_argument, NULL, OPT_CAPACITY},
+	{"enforce", required_argument, NULL, OPT_ENFORCE},
+	{"runtime-api", required_argument, NULL, OPT_RUNTIME_API},
+	{"agent-check", required_argument, NULL, OPT_AGENT_CHECK},
 	{"log-level", required_argument, NULL, 'L'},
 	{"syslog", no_argument, NULL, OPT_SYSLOG},
 	{"help", no_argument, NULL, 'h'},
@@ -133,7 +144,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	char err[256];
 	unsigned long v;
 	uint64_t ms;
-	bool listen_from_command_line = false;
+	bool listen_from_command_line = false, runtime_api_from_command_line = false;
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
 	int opt;
 
 	optind = 0; /* GNU getopt: start over */
@@ -184,6 +197,27 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return bad_option("--capacity-statuses", optarg, err);
 			c->global.fields |= BREAKER_FIELD_CAPACITY_SET;
 			break;
+		case OPT_ENFORCE:
+			if (!enforce_mode_parse(optarg, &c->enforce))
+				return bad_option("--enforce", optarg, "runtime-api, agent-check or none");
+			c->enforce_set = true;
+			break;
+		case OPT_RUNTIME_API:
+			if (!listen_addr_parse(optarg, &addr, &addr_len, err, sizeof(err)))
+				return bad_option("--runtime-api", optarg, "unix:PATH, HOST:PORT or [IPV6]:PORT");
+			if (!runtime_api_from_command_line) {
+				c->nb_runtime_api = 0; /* replaces the file's sockets */
+				runtime_api_from_command_line = true;
+			}
+			if (c->nb_runtime_api == CONFIG_MAX_RUNTIME_APIS)
+				return bad_option("--runtime-api", optarg, "at most 8 sockets");
+			snprintf(c->runtime_api[c->nb_runtime_api++], CONFIG_LISTEN_MAX_LEN, "%s", optarg);
+			break;
+		case OPT_AGENT_CHECK:
+			if (!listen_addr_parse(optarg, &addr, &addr_len, err, sizeof(err)))
+				return bad_option("--agent-check", optarg, "HOST:PORT, [IPV6]:PORT or unix:PATH");
+			snprintf(c->agent_check, sizeof(c->agent_check), "%s", optarg);
+			break;
 		case 'L':
 			if (!log_level_parse(optarg, &c->log_level))
 				return bad_option("--log-level", optarg, "error, warning, notice, info or debug");
@@ -202,6 +236,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (c->nb_listen == 0)
 		snprintf(c->listen[c->nb_listen++], CONFIG_LISTEN_MAX_LEN, "%s", AGENT_DEFAULT_LISTEN);
+	if (!config_finish_enforcement(c, err, sizeof(err))) {
+		fprintf(stderr, "spoa-breaker: %s\n", err);
+		return 1;
+	}
 	return -1;
 }
 

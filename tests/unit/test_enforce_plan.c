@@ -114,16 +114,28 @@ static void test_cycle_converges(void **state)
 	assert_int_equal(seen.maxconn, 5); /* the server's own, back */
 }
 
-static void test_agent_check_replies(void **state)
+static void test_agent_check_answers(void **state)
 {
 	(void)state;
 	char buf[64];
-	enforce_agent_check_reply(BREAKER_OPEN, PROBES, 0, buf, sizeof(buf));
+	struct enforce_memory mem = {0};
+
+	enforce_agent_check_answer(BREAKER_CLOSED, PROBES, NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "up\n"); /* no breaker: change nothing */
+	enforce_agent_check_answer(BREAKER_CLOSED, PROBES, &mem, buf, sizeof(buf));
+	assert_string_equal(buf, "up\n"); /* never "ready": it would lift a hand-set drain */
+	enforce_agent_check_answer(BREAKER_OPEN, PROBES, &mem, buf, sizeof(buf));
 	assert_string_equal(buf, "drain\n");
-	enforce_agent_check_reply(BREAKER_HALF_OPEN, PROBES, 0, buf, sizeof(buf));
+	enforce_agent_check_answer(BREAKER_HALF_OPEN, PROBES, &mem, buf, sizeof(buf));
 	assert_string_equal(buf, "ready maxconn:2\n");
-	enforce_agent_check_reply(BREAKER_CLOSED, PROBES, 7, buf, sizeof(buf));
-	assert_string_equal(buf, "ready maxconn:7\n");
+	enforce_agent_check_answer(BREAKER_CLOSED, PROBES, &mem, buf, sizeof(buf));
+	assert_string_equal(buf, "ready maxconn:0\n"); /* undo ours, once */
+	enforce_agent_check_answer(BREAKER_CLOSED, PROBES, &mem, buf, sizeof(buf));
+	assert_string_equal(buf, "up\n");
+	/* Straight from open to closed (open_late_success = close). */
+	enforce_agent_check_answer(BREAKER_OPEN, PROBES, &mem, buf, sizeof(buf));
+	enforce_agent_check_answer(BREAKER_CLOSED, PROBES, &mem, buf, sizeof(buf));
+	assert_string_equal(buf, "ready maxconn:0\n");
 }
 
 static void test_mode_names(void **state)
@@ -145,7 +157,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan_table),
 		cmocka_unit_test(test_cycle_converges),
-		cmocka_unit_test(test_agent_check_replies),
+		cmocka_unit_test(test_agent_check_answers),
 		cmocka_unit_test(test_mode_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

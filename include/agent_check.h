@@ -1,0 +1,44 @@
+/*
+ * agent_check.h - a listener answering HAProxy's agent-check.
+ *
+ * For deployments without an admin socket: each server is configured with
+ * `agent-check agent-send "BACKEND/SERVER\n"`, HAProxy connects every
+ * agent-inter, sends that line, reads one line back and applies its words
+ * (drain, ready, up, maxconn:N). The listener reads the name, asks its
+ * `answer` callback for the line, writes it and closes.
+ */
+#ifndef SPOA_AGENT_CHECK_H
+#define SPOA_AGENT_CHECK_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AGENT_CHECK_MAX_CONNECTIONS 256
+
+/* Writes the answer for (backend, server) -- names already validated --
+ * into buf, NUL-terminated, ending with "\n". */
+typedef void (*agent_check_answer_fn)(void *ctx, const char *backend, const char *server,
+				      char *buf, size_t size);
+
+struct agent_check {
+	ev_io io; /* first: the callback recovers the listener from its watcher */
+	struct ev_loop *loop;
+	int fd;
+	bool is_unix;
+	char name[128];
+	agent_check_answer_fn answer;
+	void *ctx;
+	unsigned nb_conns;
+	uint64_t answered;
+	uint64_t refused; /* unreadable or invalid names, too many connections */
+};
+
+/* Listens on spec (HOST:PORT, [IPV6]:PORT, unix:PATH). False with err set. */
+bool agent_check_open(struct agent_check *ac, struct ev_loop *loop, const char *spec,
+		      agent_check_answer_fn answer, void *ctx, char *err, size_t err_size);
+/* Stops listening; connections in progress finish on their own. */
+void agent_check_close(struct agent_check *ac);
+
+#endif /* SPOA_AGENT_CHECK_H */
