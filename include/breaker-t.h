@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "enforce-t.h"
+
 /* ---- status sets ---- */
 
 /* A set covers the HTTP statuses a worker can answer: 100..599. */
@@ -164,20 +166,13 @@ enum breaker_table_status {
 	BREAKER_TABLE_BAD_NAME, /* empty, longer than BREAKER_NAME_MAX, or holds a NUL */
 };
 
-/* What the agent has changed in HAProxy for one server. Read and written
- * only by the enforcement layer (enforce.c); the table zeroes it when it
- * creates the entry. Kept here so it lives and dies with its breaker. */
-struct enforce_memory {
-	bool drained_by_us;  /* our `state drain` is in place (or on its way) */
-	bool maxconn_by_us;  /* our `set maxconn` is in place (or on its way) */
-	bool own_maxconn_known;
-	uint32_t own_maxconn; /* the server's maxconn before we changed it; 0 = unlimited */
-};
-
 /* One tracked server. Names are NUL-terminated copies owned by the entry. */
 struct breaker_table_entry {
 	struct breaker breaker;
-	struct enforce_memory enforce;
+	/* Owned by the enforcement layer (enforce.c), one per HAProxy; the
+	 * table zeroes it when it creates the entry, so it lives and dies
+	 * with its breaker. */
+	struct enforce_entry enforce[ENFORCE_MAX_HAPROXY];
 	char backend[BREAKER_NAME_MAX + 1];
 	char server[BREAKER_NAME_MAX + 1];
 	uint8_t backend_len;

@@ -250,6 +250,10 @@ uint64_t breaker_table_tick(struct breaker_table *t, uint64_t now_ms,
 /* The earliest deadline of all breakers, BREAKER_NO_DEADLINE if none. */
 uint64_t breaker_table_next_deadline(const struct breaker_table *t);
 
+/* Forgets one entry (a server HAProxy no longer has). Safe while iterating
+ * only if the iteration already holds the next entry. */
+void breaker_table_remove(struct breaker_table *t, struct breaker_table_entry *e);
+
 const char *breaker_table_status_name(enum breaker_table_status status);
 
 #endif /* BREAKER_H */

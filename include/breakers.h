@@ -23,6 +23,10 @@ struct breakers {
 	uint64_t armed_ms; /* the deadline the timer is set for, or BREAKER_NO_DEADLINE */
 	struct observe_ctx observe; /* the breaker-observe handler's context */
 	uint64_t transitions;
+	/* Called after any transition (may be NULL): the enforcement layer
+	 * converges HAProxy. */
+	void (*on_transition)(void *ctx);
+	void *on_transition_ctx;
 };
 
 /* Builds the table from c's limits and policies. False with err set. */

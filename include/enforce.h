@@ -26,14 +26,6 @@ enum enforce_mode {
 	ENFORCE_AGENT_CHECK, /* answers to HAProxy's agent-check */
 };
 
-/* What HAProxy last reported about one server. */
-struct enforce_seen {
-	bool known;    /* HAProxy has this server */
-	bool drained;  /* admin state has the forced-drain bit */
-	bool maint;    /* admin state has a maintenance bit */
-	uint32_t maxconn; /* current maxconn; 0 = unlimited */
-};
-
 struct enforce_plan {
 	bool set_ready;
 	bool set_drain;

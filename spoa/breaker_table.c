@@ -453,7 +453,7 @@ struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const cha
 	e->server_len = (uint8_t)server_len;
 	e->hash = hash;
 	e->in_use = true;
-	memset(&e->enforce, 0, sizeof(e->enforce));
+	memset(e->enforce, 0, sizeof(e->enforce));
 	breaker_init(&e->breaker, breaker_table_policy_for(t, backend, backend_len, server,
 							    server_len),
 		     now_ms);
@@ -520,6 +520,11 @@ uint64_t breaker_table_next_deadline(const struct breaker_table *t)
 			next = deadline;
 	}
 	return next;
+}
+
+void breaker_table_remove(struct breaker_table *t, struct breaker_table_entry *e)
+{
+	entry_remove(t, (uint32_t)(e - t->entries));
 }
 
 const char *breaker_table_status_name(enum breaker_table_status status)

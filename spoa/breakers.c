@@ -40,6 +40,9 @@ static void log_transition(struct breakers *b, const struct breaker_table_entry 
 	b->transitions++;
 	log_notice("breaker %s/%s: %s -> %s (%s)", e->backend, e->server,
 		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason);
+	/* Only queues work (a look at HAProxy): safe inside a table walk. */
+	if (b->on_transition)
+		b->on_transition(b->on_transition_ctx);
 }
 
 static void on_observed(void *ctx, const struct breaker_table_entry *e,
@@ -89,6 +92,7 @@ bool breakers_init(struct breakers *b, struct ev_loop *loop, const struct config
 	b->loop = loop;
 	b->armed_ms = BREAKER_NO_DEADLINE;
 	b->transitions = 0;
+	b->on_transition = NULL;
 	ev_timer_init(&b->timer, timer_cb, 0., 0.);
 	if (!breaker_table_init(&b->table, c->max_breakers, err, err_size))
 		return false;

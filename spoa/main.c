@@ -11,6 +11,7 @@
 #include "agent.h"
 #include "breakers.h"
 #include "config.h"
+#include "enforcer.h"
 #include "dispatch.h"
 #include "log.h"
 #include "observe.h"
@@ -251,6 +252,7 @@ struct daemon {
 	char **argv;
 	struct options opts;
 	struct breakers breakers;
+	struct enforcer *enforcer;
 	struct dispatch dispatch;
 	struct agent agent;
 };
@@ -360,6 +362,11 @@ static void on_reload_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	log_notice("configuration reloaded");
 }
 
+static void on_transition(void *ctx)
+{
+	enforcer_breaker_changed(ctx);
+}
+
 int main(int argc, char **argv)
 {
 	static struct daemon d;
@@ -387,6 +394,14 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
+	d.enforcer = enforcer_new(loop, c, &d.breakers.table, err, sizeof(err));
+	if (!d.enforcer) {
+		log_error("%s", err);
+		breakers_free(&d.breakers);
+		return 1;
+	}
+	d.breakers.on_transition = on_transition;
+	d.breakers.on_transition_ctx = d.enforcer;
 	dispatch_init(&d.dispatch);
 	dispatch_register(&d.dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d.breakers.observe);
 	agent_init(&d.agent, loop, &c->agent, &d.dispatch);
@@ -395,6 +410,7 @@ int main(int argc, char **argv)
 		if (!agent_listen(&d.agent, c->listen[i], err, sizeof(err))) {
 			log_error("%s", err);
 			agent_destroy(&d.agent);
+			enforcer_free(d.enforcer);
 			breakers_free(&d.breakers);
 			return 1;
 		}
@@ -413,6 +429,7 @@ int main(int argc, char **argv)
 	ev_run(loop, 0);
 
 	agent_destroy(&d.agent);
+	enforcer_free(d.enforcer);
 	breakers_free(&d.breakers);
 	config_free(c);
 	log_notice("spoa-breaker stopped");

@@ -149,3 +149,73 @@ start_scene() {
 	start_haproxy "$BATS_TEST_DIRNAME/haproxy.cfg.in"
 	wait_until 10 agent_is_up
 }
+
+# The enforcement scene: three workers (w2 answering W2_BEHAVIOUR), the
+# agent with $AGENT_ARGS, HAProxy in master-worker mode (so tests can
+# reload it) with $RUN_DIR/admin.sock. ENFORCE_MODE=agent-check wires the
+# servers' agent-check to 127.0.0.1:$AGENT_CHECK_PORT instead.
+start_enforce_scene() {
+	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
+	export RUN_DIR
+	FE_PORT=$(free_port)
+	W1_PORT=$(free_port)
+	W2_PORT=$(free_port)
+	W3_PORT=$(free_port)
+	AGENT_PORT=$(free_port)
+	AGENT_ADDR=127.0.0.1:$AGENT_PORT
+	SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
+	AGENT_CHECK_DEFAULTS="" W1_AGENT="" W2_AGENT="" W3_AGENT=""
+	if [ "${ENFORCE_MODE:-}" = agent-check ]; then
+		AGENT_CHECK_DEFAULTS="default-server agent-check agent-addr 127.0.0.1 agent-port $AGENT_CHECK_PORT agent-inter 200ms"
+		W1_AGENT='agent-send "workers/w1\\n"'
+		W2_AGENT='agent-send "workers/w2\\n"'
+		W3_AGENT='agent-send "workers/w3\\n"'
+	fi
+	export FE_PORT W1_PORT W2_PORT W3_PORT AGENT_PORT AGENT_ADDR SPOE_CONF
+	export AGENT_CHECK_DEFAULTS W1_AGENT W2_AGENT W3_AGENT
+	start_worker w1 "$W1_PORT" 200
+	start_worker w2 "$W2_PORT" "${W2_BEHAVIOUR:-200}"
+	start_worker w3 "$W3_PORT" 200
+	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	wait_port "$AGENT_PORT"
+	local out="$RUN_DIR/haproxy.cfg" var
+	cp "$BATS_TEST_DIRNAME/haproxy-enforce.cfg.in" "$out"
+	for var in $(grep -o '@[A-Z0-9_]*@' "$out" | sort -u | tr -d @); do
+		sed -i "s|@$var@|${!var}|g" "$out"
+	done
+	"$HAPROXY_BIN" -c -f "$out" >"$RUN_DIR/haproxy-check.log" 2>&1 || {
+		cat "$RUN_DIR/haproxy-check.log" >&2
+		return 1
+	}
+	spawn haproxy "$HAPROXY_BIN" -W -S "$RUN_DIR/master.sock" -db -f "$out"
+	wait_port "$FE_PORT"
+	wait_until 10 agent_is_up
+}
+
+# srv_admin_state of workers/SERVER in `show servers state` (8 = drain).
+admin_state_of() {
+	haproxy_cli "show servers state workers" | awk -v s="$1" '$4==s {print $7}'
+}
+
+# The maxconn HAProxy applies to workers/SERVER ("" when unlimited).
+maxconn_of() {
+	haproxy_cli "show stat" | awk -F, -v s="$1" '$1=="workers" && $2==s {print $7}'
+}
+
+is_drained() { [ "$(($(admin_state_of "$1") & 8))" -ne 0 ]; }
+is_not_drained() { [ "$(($(admin_state_of "$1") & 8))" -eq 0 ]; }
+
+# The worker that answered a request to PATH (x-worker header).
+worker_of() {
+	curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r' |
+		awk -F': ' 'tolower($1)=="x-worker" {print $2}'
+}
+
+# The breaker state the agent reports for SERVER, from its log's last
+# transition line ("closed" when none yet).
+logged_state_of() {
+	local s
+	s=$(grep -o "breaker workers/$1: [a-z_]* -> [a-z_]*" "$RUN_DIR/agent.log" | tail -n1 | awk '{print $5}')
+	echo "${s:-closed}"
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bats
+# The same breaker, carried by agent-check instead of the Runtime API; and
+# shadow mode, where HAProxy is never changed.
+
+load helpers
+
+teardown() {
+	stop_all
+}
+
+trip_w2() {
+	local i
+	for i in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		[ "$(logged_state_of w2)" = open ] && return 0
+	done
+	return 1
+}
+
+@test "agent-check mode: drain after the threshold, ready with maxconn = probes, then unlimited again" {
+	ENFORCE_MODE=agent-check
+	W2_BEHAVIOUR=500
+	# The agent-check port is chosen by the scene; pass it once known.
+	AGENT_CHECK_PORT=$(free_port)
+	export AGENT_CHECK_PORT
+	AGENT_ARGS="--agent-check 127.0.0.1:$AGENT_CHECK_PORT --cooldown 1500ms"
+	start_enforce_scene
+	trip_w2
+	wait_until 3 is_drained w2
+	run server_status workers w2
+	assert_output --partial "DRAIN"
+	is_not_drained w1
+	# Half-open: HAProxy applies "ready maxconn:1".
+	wait_until 5 is_not_drained w2
+	wait_until 3 bash -c "[ \"\$(echo 'show stat' | socat - UNIX-CONNECT:$RUN_DIR/admin.sock | awk -F, '\$2==\"w2\" {print \$7}')\" = 1 ]"
+	local i
+	for i in $(seq 50); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
+		[ "$(logged_state_of w2)" = closed ] && break
+	done
+	[ "$(logged_state_of w2)" = closed ]
+	wait_until 3 bash -c "[ -z \"\$(echo 'show stat' | socat - UNIX-CONNECT:$RUN_DIR/admin.sock | awk -F, '\$2==\"w2\" {print \$7}')\" ]"
+	# An operator's drain on a healthy server survives the agent's answers.
+	haproxy_cli "set server workers/w1 state drain"
+	sleep 1
+	is_drained w1
+}
+
+@test "shadow mode: the breaker opens, HAProxy is never changed" {
+	W2_BEHAVIOUR=500
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --enforce none --cooldown 1500ms"
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	trip_w2
+	wait_until 5 grep -q "shadow: would send to HAProxy .*set server workers/w2 state drain" "$RUN_DIR/agent.log"
+	sleep 1
+	is_not_drained w2
+	[ "$(maxconn_of w2)" = 50 ]
+	run haproxy_cli "show servers state workers"
+	refute_output --regexp ' w[123] [0-9.]+ [0-9]+ 8 '
+}
+
+@test "runtime-api and an agent-check listener together are refused" {
+	run "$SPOA_BIN" --runtime-api unix:/nonexistent --agent-check 127.0.0.1:1 --check
+	assert_failure 1
+	assert_output --partial "cannot be combined"
+}
