@@ -2,7 +2,13 @@
 # Prepares newer HAProxy releases next to Debian 12's 2.6, from Debian's own
 # archive (trixie: 3.0, forky: 3.2), and prints one "VERSION PATH" line per
 # HAProxy the end-to-end suites should run against. PATH is an executable
-# that runs that haproxy on this host's files and network.
+# that runs that haproxy on this host's network and files.
+#
+# The wrapper runs HAProxy chrooted in its tree, with /tmp, /dev, /proc and
+# this repository mounted at their own paths in a private mount namespace:
+# a master-worker HAProxy re-executes its own binary on reload, which must
+# then find its own loader and libraries (run through the tree's ld.so, as
+# a plain wrapper would, the re-executed binary cannot start). Needs root.
 #
 # Trees are cached in $HAPROXY_CACHE (default /var/cache/spoa-breaker) and
 # rebuilt only when missing. A suite that cannot be fetched is reported on
@@ -10,6 +16,7 @@
 set -u
 
 CACHE=${HAPROXY_CACHE:-/var/cache/spoa-breaker}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
 SUITES=${HAPROXY_SUITES:-"trixie forky"}
 
 version_of() {
@@ -39,7 +46,14 @@ for suite in $SUITES; do
 	fi
 	cat >"$wrapper" <<WRAP
 #!/bin/sh
-exec "$dir/usr/lib64/ld-linux-x86-64.so.2" --library-path "$dir/usr/lib/x86_64-linux-gnu" "$dir/usr/sbin/haproxy" "\$@"
+# Runs HAProxy from $suite chrooted in $dir (see tests/haproxy-versions.sh).
+# unshare forwards a TERM to HAProxy, so the caller's PID is enough to stop it.
+exec unshare --mount --propagation private --fork --kill-child=SIGTERM sh -c '
+for path in /tmp /dev /proc "$REPO"; do
+	mkdir -p "$dir\$path" && mount --rbind "\$path" "$dir\$path" || exit 1
+done
+cd "\$PWD" 2>/dev/null || cd /
+exec chroot "$dir" /usr/sbin/haproxy "\$@"' haproxy "\$@"
 WRAP
 	chmod +x "$wrapper"
 	v=$(version_of "$wrapper")
