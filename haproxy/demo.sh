@@ -25,16 +25,19 @@ done
 python3 tests/lib/worker.py --name w1 --port 8101 --behaviour 200 2>/dev/null & PIDS+=($!)
 python3 tests/lib/worker.py --name w2 --port 8102 --behaviour 503 2>/dev/null & PIDS+=($!)
 python3 tests/lib/worker.py --name w3 --port 8103 --behaviour 500 2>/dev/null & PIDS+=($!)
-build/spoa-breaker --cooldown 2s 2>"$RUN/agent.log" & PIDS+=($!)
-
 export BREAKER_SPOE_CONF=$PWD/haproxy/spoe-breaker.conf
 export BREAKER_ADMIN_SOCKET=$RUN/admin.sock
+export BREAKER_STATE_FILE=$RUN/server-state
+echo 1 >"$BREAKER_STATE_FILE"
+
 haproxy -db -f haproxy/haproxy.cfg 2>"$RUN/haproxy.log" & PIDS+=($!)
 
 for _ in $(seq 100); do
 	port_free 8080 || break
 	sleep 0.05
 done
+# After HAProxy, so that its admin socket is there from the agent's first look.
+build/spoa-breaker --cooldown 2s --runtime-api "unix:$BREAKER_ADMIN_SOCKET" 2>"$RUN/agent.log" & PIDS+=($!)
 sleep 1 # the first health check of the agent
 
 echo "HAProxy on 127.0.0.1:8080 -> w1 (200), w2 (503, busy), w3 (500, broken); agent on 127.0.0.1:12345"
@@ -50,14 +53,27 @@ show_requests() { # COUNT
 	done
 }
 
+servers() {
+	echo "show stat" | socat -t 2 - "UNIX-CONNECT:$BREAKER_ADMIN_SOCKET" |
+		awk -F, '$1=="workers" && $2 ~ /^w/ {printf "  HAProxy: %s %s%s\n", $2, $18, ($7 ? " maxconn " $7 : "")}'
+}
+
 echo "Round 1: w2's 503s are backpressure, w3's 500s are failures"
 show_requests "${DEMO_REQUESTS:-12}"
+sleep 0.2
+servers
 echo
-echo "(the agent would now drain w3 in HAProxy; waiting out the 2 s cool-down)"
-sleep 2.5
+echo "Round 2: w3 is drained: the requests go to w1 and w2"
+show_requests 4
 echo
-echo "Round 2: w3 is half-open; its probe answers 500 and it opens again"
-show_requests 3
+echo "(waiting out the 2 s cool-down: w3 becomes half-open, ready for one probe)"
+sleep 2.3
+servers
+echo
+echo "Round 3: w3's probe answers 500 and it is drained again"
+show_requests 6
+sleep 0.2
+servers
 echo
 echo "Agent log:"
 sed 's/^/  /' "$RUN/agent.log"

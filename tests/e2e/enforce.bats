@@ -88,6 +88,23 @@ trip_w2() {
 	wait_until 10 is_drained w2
 }
 
+@test "reload-haproxy.sh keeps the drain across a reload, with no agent to restore it" {
+	trip_w2
+	wait_until 2 is_drained w2
+	# Only the state file can keep the drain now.
+	stop agent
+	local pid_before
+	pid_before=$(haproxy_cli "show info" | awk '/^Pid:/ {print $2}')
+	BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock BREAKER_STATE_FILE=$RUN_DIR/server-state \
+		HAPROXY_MASTER_SOCKET=$RUN_DIR/master.sock "$REPO/haproxy/reload-haproxy.sh"
+	grep -q "^1$" "$RUN_DIR/server-state"
+	wait_until 10 bash -c "[ \"\$(echo 'show info' | socat - UNIX-CONNECT:$RUN_DIR/admin.sock | awk '/^Pid:/ {print \$2}')\" != $pid_before ]"
+	is_drained w2
+	local seen
+	seen=$(for _ in $(seq 12); do worker_of /; done)
+	! grep -q w2 <<<"$seen"
+}
+
 @test "a dead Runtime API socket does not stall SPOP; the commands catch up when it returns" {
 	# Take the socket away from the agent (HAProxy keeps it).
 	rm -f "$BATS_TEST_TMPDIR/admin.sock"

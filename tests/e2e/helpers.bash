@@ -180,6 +180,7 @@ start_enforce_scene() {
 	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
 	wait_port "$AGENT_PORT"
 	local out="$RUN_DIR/haproxy.cfg" var
+	echo 1 >"$RUN_DIR/server-state" # an empty state, version 1
 	cp "$BATS_TEST_DIRNAME/haproxy-enforce.cfg.in" "$out"
 	for var in $(grep -o '@[A-Z0-9_]*@' "$out" | sort -u | tr -d @); do
 		sed -i "s|@$var@|${!var}|g" "$out"

@@ -18,6 +18,8 @@ setup() {
 	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
 	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
 	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
+	export BREAKER_STATE_FILE=$RUN_DIR/server-state
+	echo 1 >"$BREAKER_STATE_FILE"
 	start_agent agent --listen "$BREAKER_AGENT" -f "$REPO/packaging/spoa-breaker.ini"
 	wait_port "$AGENT_PORT"
 	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
