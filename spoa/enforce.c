@@ -30,7 +30,7 @@ struct haproxy_link {
 	bool polled_once;
 	bool polling;       /* a look is queued or in flight */
 	bool poll_again;    /* something changed meanwhile: look again after */
-	bool new_process;   /* set by the look in flight */
+	bool states_read;   /* the look in flight read `show servers state` */
 };
 
 struct enforcer {
@@ -170,7 +170,9 @@ static void on_servers_state(void *ctx, enum hactl_result result, const char *re
 	struct haproxy_link *link = ctx;
 	struct hactl_parse_report report;
 
-	if (result == HACTL_OK && !hactl_parse_servers_state(reply, len, on_server_state, link, &report))
+	link->states_read = result == HACTL_OK &&
+			    hactl_parse_servers_state(reply, len, on_server_state, link, &report);
+	if (result == HACTL_OK && !link->states_read)
 		log_warning("HAProxy %s: unreadable 'show servers state': %s",
 			    hactl_client_address(link->client), report.error);
 }
@@ -223,7 +225,9 @@ static void on_stat(void *ctx, enum hactl_result result, const char *reply, size
 	struct hactl_parse_report report;
 
 	link->polling = false;
-	if (result != HACTL_OK) {
+	/* Without the servers' states every breaker would look unknown and be
+	 * dropped: a partial look converges nothing. */
+	if (result != HACTL_OK || !link->states_read) {
 		link->owner->stats.looks_failed++;
 	} else if (!hactl_parse_stat(reply, len, on_stat_row, link, &report)) {
 		link->owner->stats.looks_failed++;
@@ -245,6 +249,7 @@ static void start_poll(struct haproxy_link *link)
 		return;
 	}
 	/* One batch: the three answers describe the same moment. */
+	link->states_read = false;
 	bool queued = hactl_submit(link->client, "show info", on_info, link) &&
 		      hactl_submit(link->client, "show servers state", on_servers_state, link) &&
 		      hactl_submit(link->client, "show stat -1 4 -1", on_stat, link);
