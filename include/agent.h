@@ -94,8 +94,5 @@ void agent_conn_closed(struct agent *a);
  * Returns the fd, or -1 with a message in err. */
 int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_len);
 
-/* Parses a listen spec into a socket address (pure; for tests too). */
-bool listen_addr_parse(const char *spec, struct sockaddr_storage *addr, socklen_t *addr_len,
-		       char *err, size_t err_len);
 
 #endif /* SPOA_AGENT_H */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "sockaddr.h"
 
 enum section_kind {
 	SECTION_NONE,
@@ -300,7 +301,7 @@ static bool agent_key(struct parser *p, const char *name, const char *value)
 		struct sockaddr_storage addr;
 		socklen_t len;
 		char err[256];
-		if (!listen_addr_parse(value, &addr, &len, err, sizeof(err)))
+		if (!sockaddr_parse(value, "listen address", &addr, &len, err, sizeof(err)))
 			return report(p, p->line, "%s", err);
 		if (c->nb_listen == AGENT_MAX_LISTENERS)
 			return report(p, p->line, "listen: at most %d addresses", AGENT_MAX_LISTENERS);
@@ -344,14 +345,14 @@ static bool haproxy_key(struct parser *p, const char *name, const char *value)
 			return report(p, p->line, "enforce '%s': expected runtime-api, agent-check or none", value);
 		c->enforce_set = true;
 	} else if (strcmp(name, "runtime_api") == 0) {
-		if (!listen_addr_parse(value, &addr, &len, err, sizeof(err)))
-			return report(p, p->line, "runtime_api: %s", err);
+		if (!sockaddr_parse(value, "runtime_api", &addr, &len, err, sizeof(err)))
+			return report(p, p->line, "%s", err);
 		if (c->nb_runtime_api == CONFIG_MAX_RUNTIME_APIS)
 			return report(p, p->line, "runtime_api: at most %d sockets", CONFIG_MAX_RUNTIME_APIS);
 		snprintf(c->runtime_api[c->nb_runtime_api++], CONFIG_LISTEN_MAX_LEN, "%s", value);
 	} else if (strcmp(name, "agent_check") == 0) {
-		if (!listen_addr_parse(value, &addr, &len, err, sizeof(err)))
-			return report(p, p->line, "agent_check: %s", err);
+		if (!sockaddr_parse(value, "agent_check", &addr, &len, err, sizeof(err)))
+			return report(p, p->line, "%s", err);
 		snprintf(c->agent_check, sizeof(c->agent_check), "%s", value);
 	} else if (strcmp(name, "reconcile_interval") == 0) {
 		if (!config_parse_duration_ms(value, &ms) || ms < 100)

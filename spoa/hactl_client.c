@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "hactl.h"
+#include "sockaddr.h"
 #include "log.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
@@ -96,79 +97,6 @@ void hactl_settings_default(struct hactl_settings *s)
 
 /* --- address --- */
 
-static bool addr_error(char *err, size_t size, const char *address, const char *what)
-{
-	snprintf(err, size, "Runtime API address '%s': %s", address, what);
-	return false;
-}
-
-/* "unix:/path", "HOST:PORT" (numeric IPv4 or "localhost") or "[IPV6]:PORT".
- * Numeric only: a name lookup would block the loop. */
-static bool parse_address(const char *address, struct sockaddr_storage *ss, socklen_t *len,
-			  char *err, size_t err_size)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (strncmp(address, "unix:", 5) == 0) {
-		struct sockaddr_un *sun = (struct sockaddr_un *)ss;
-		const char *path = address + 5;
-		if (*path == '\0')
-			return addr_error(err, err_size, address, "empty unix socket path");
-		if (strlen(path) >= sizeof(sun->sun_path))
-			return addr_error(err, err_size, address, "unix socket path too long");
-		sun->sun_family = AF_UNIX;
-		memcpy(sun->sun_path, path, strlen(path) + 1);
-		*len = sizeof(*sun);
-		return true;
-	}
-
-	char host[INET6_ADDRSTRLEN];
-	const char *port_text;
-	size_t host_len;
-	if (address[0] == '[') {
-		const char *close = strchr(address, ']');
-		if (!close || close[1] != ':')
-			return addr_error(err, err_size, address, "expected [IPV6]:PORT");
-		host_len = (size_t)(close - address - 1);
-		address++;
-		port_text = close + 2;
-	} else {
-		const char *colon = strrchr(address, ':');
-		if (!colon)
-			return addr_error(err, err_size, address,
-					  "expected unix:PATH, HOST:PORT or [IPV6]:PORT");
-		host_len = (size_t)(colon - address);
-		port_text = colon + 1;
-	}
-	if (host_len == 0 || host_len >= sizeof(host))
-		return addr_error(err, err_size, address, "bad host");
-	memcpy(host, address, host_len);
-	host[host_len] = '\0';
-	if (strcmp(host, "localhost") == 0)
-		strcpy(host, "127.0.0.1");
-
-	char *end;
-	errno = 0;
-	long port = strtol(port_text, &end, 10);
-	if (errno || *port_text == '\0' || *end != '\0' || port < 1 || port > 65535)
-		return addr_error(err, err_size, address, "port must be a number from 1 to 65535");
-
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)port);
-		*len = sizeof(*sin);
-		return true;
-	}
-	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*sin6);
-		return true;
-	}
-	return addr_error(err, err_size, address, "not a numeric IPv4/IPv6 address or 'localhost'");
-}
-
 /* --- life --- */
 
 struct hactl_client *hactl_client_new(struct ev_loop *loop, const char *address,
@@ -190,7 +118,7 @@ struct hactl_client *hactl_client_new(struct ev_loop *loop, const char *address,
 			 "max_reply must be positive, and backoff_max at least backoff_min");
 		return NULL;
 	}
-	if (!parse_address(address, &ss, &ss_len, err, err_size))
+	if (!sockaddr_parse(address, "Runtime API address", &ss, &ss_len, err, err_size))
 		return NULL;
 
 	struct hactl_client *c = calloc(1, sizeof(*c));

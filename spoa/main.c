@@ -14,6 +14,7 @@
 #include "enforcer.h"
 #include "dispatch.h"
 #include "log.h"
+#include "sockaddr.h"
 #include "observe.h"
 
 struct options {
@@ -204,7 +205,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			c->enforce_set = true;
 			break;
 		case OPT_RUNTIME_API:
-			if (!listen_addr_parse(optarg, &addr, &addr_len, err, sizeof(err)))
+			if (!sockaddr_parse(optarg, "--runtime-api", &addr, &addr_len, err, sizeof(err)))
 				return bad_option("--runtime-api", optarg, "unix:PATH, HOST:PORT or [IPV6]:PORT");
 			if (!runtime_api_from_command_line) {
 				c->nb_runtime_api = 0; /* replaces the file's sockets */
@@ -215,7 +216,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			snprintf(c->runtime_api[c->nb_runtime_api++], CONFIG_LISTEN_MAX_LEN, "%s", optarg);
 			break;
 		case OPT_AGENT_CHECK:
-			if (!listen_addr_parse(optarg, &addr, &addr_len, err, sizeof(err)))
+			if (!sockaddr_parse(optarg, "--agent-check", &addr, &addr_len, err, sizeof(err)))
 				return bad_option("--agent-check", optarg, "HOST:PORT, [IPV6]:PORT or unix:PATH");
 			snprintf(c->agent_check, sizeof(c->agent_check), "%s", optarg);
 			break;

@@ -25,19 +25,6 @@ start_enforce_scene_with_socket() {
 	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
 }
 
-# Sends requests until w2's breaker opens (bounded); echoes how many.
-trip_w2() {
-	local i
-	for i in $(seq 100); do
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
-		if [ "$(logged_state_of w2)" = open ]; then
-			echo "$i"
-			return 0
-		fi
-	done
-	return 1
-}
-
 @test "a worker answering 500 is drained right after the threshold, and gets no new requests" {
 	run is_not_drained w2
 	assert_success

@@ -8,19 +8,10 @@ teardown() {
 	stop_all
 }
 
-trip_w2() {
-	local i
-	for i in $(seq 100); do
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
-		[ "$(logged_state_of w2)" = open ] && return 0
-	done
-	return 1
-}
-
 @test "agent-check mode: drain after the threshold, ready with maxconn = probes, then unlimited again" {
 	ENFORCE_MODE=agent-check
 	W2_BEHAVIOUR=500
-	# The agent-check port is chosen by the scene; pass it once known.
+	# The port HAProxy's agent-check will use, and the agent listens on.
 	AGENT_CHECK_PORT=$(free_port)
 	export AGENT_CHECK_PORT
 	AGENT_ARGS="--agent-check 127.0.0.1:$AGENT_CHECK_PORT --cooldown 1500ms"

@@ -220,3 +220,14 @@ logged_state_of() {
 	s=$(grep -o "breaker workers/$1: [a-z_]* -> [a-z_]*" "$RUN_DIR/agent.log" | tail -n1 | awk '{print $5}')
 	echo "${s:-closed}"
 }
+
+# Sends requests until w2's breaker opens (bounded: the loop watches the
+# state, so a changed threshold cannot make it vacuous).
+trip_w2() {
+	local i
+	for i in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		[ "$(logged_state_of w2)" = open ] && return 0
+	done
+	return 1
+}

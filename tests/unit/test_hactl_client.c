@@ -853,17 +853,17 @@ static const struct {
 	{"localhost:9999", NULL},
 	{"[::1]:9999", NULL},
 	{"unix:", "empty unix socket path"},
-	{"/run/haproxy/admin.sock", "expected unix:PATH, HOST:PORT or [IPV6]:PORT"},
-	{"127.0.0.1", "expected unix:PATH"},
+	{"/run/haproxy/admin.sock", "expected HOST:PORT, [IPV6]:PORT or unix:PATH"},
+	{"127.0.0.1", "expected HOST:PORT"},
 	{"127.0.0.1:0", "port must be a number from 1 to 65535"},
 	{"127.0.0.1:65536", "port must be"},
 	{"127.0.0.1:80x", "port must be"},
 	{"127.0.0.1:", "port must be"},
-	{":80", "bad host"},
+	{":80", "not a numeric IPv4/IPv6 address"},
 	{"[::1]", "expected [IPV6]:PORT"},
 	{"[::1]80", "expected [IPV6]:PORT"},
 	{"haproxy.example:80", "not a numeric IPv4/IPv6 address"},
-	{"", "expected unix:PATH"},
+	{"", "expected HOST:PORT"},
 };
 
 static void test_addresses_and_settings(void **state)
