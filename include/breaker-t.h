@@ -123,6 +123,12 @@ struct breaker {
 	const struct breaker_policy *policy; /* not owned; must outlive the breaker */
 	enum breaker_state state;
 	uint32_t failure_streak;  /* consecutive failures; 0 on entering CLOSED */
+	/* CLOSED only: the largest streak a success erased since the last
+	 * counter poll (threshold - 1 after a success or backpressure closed
+	 * the breaker). Those successes are provisional: if the poll reports
+	 * aborted bodies, they were 200 heads whose bodies died, and the
+	 * streak comes back (breaker_record_aborted_bodies). 0 elsewhere. */
+	uint32_t erased_streak;
 	uint64_t state_since_ms;  /* when the current state began (OPEN: the trip) */
 	uint32_t probes_in_flight;
 	/* Deadlines of the probes in flight, oldest first (they are taken in

@@ -122,6 +122,34 @@ struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outc
 				    uint64_t now_ms);
 
 /*
+ * Faults HAProxy's counters report (DESIGN 5.3; faults.h turns a poll into
+ * counts). At each poll, per server, in this order:
+ *   1. breaker_record_aborted_bodies(b, delta.aborted_bodies, now)
+ *   2. breaker_record_failures(b, delta.failures, now)
+ *   3. breaker_counters_polled(b)
+ * and act on the events of 1 and 2 like on any other record.
+ *
+ * record_failures: `count` failures at once, leaving the breaker exactly as
+ *   `count` calls of breaker_record_failure() would (CLOSED trips at the
+ *   threshold and ignores the rest; HALF_OPEN reopens; OPEN ignores). 0
+ *   does nothing.
+ * record_aborted_bodies: `count` bodies died after their 200 head was
+ *   recorded as a success. In CLOSED the successes since the last poll are
+ *   void: the largest streak they erased is restored, then `count` failures
+ *   are added (a close by a probe's head restores threshold - 1, so its
+ *   dying body reopens). OPEN and HALF_OPEN ignore it (late). 0 does
+ *   nothing. See the comment at its definition for why.
+ * counters_polled: the poll is done; successes recorded before it are
+ *   confirmed. Call it for every breaker whose server the poll covered
+ *   (with several HAProxy feeding one breaker, once all were polled), also
+ *   when its delta was empty, and never after a failed poll.
+ */
+struct breaker_event breaker_record_failures(struct breaker *b, uint64_t count, uint64_t now_ms);
+struct breaker_event breaker_record_aborted_bodies(struct breaker *b, uint64_t count,
+						   uint64_t now_ms);
+void breaker_counters_polled(struct breaker *b);
+
+/*
  * Admission. would_allow answers without changing anything: CLOSED yes,
  * OPEN no, HALF_OPEN while a probe slot is free. try_acquire_probe takes a
  * slot in HALF_OPEN (released by the probe's outcome or after

@@ -221,14 +221,73 @@ void breaker_set_policy(struct breaker *b, const struct breaker_policy *policy)
 }
 
 /* Every state change goes through here: a new state drops the probes of
- * the old one, and CLOSED starts a fresh streak. */
+ * the old one, and CLOSED starts a fresh streak. Nothing erased in the old
+ * state can be restored in the new one. */
 static void enter_state(struct breaker *b, enum breaker_state state, uint64_t now_ms)
 {
 	b->state = state;
 	b->state_since_ms = now_ms;
 	b->probes_in_flight = 0;
+	b->erased_streak = 0;
 	if (state == BREAKER_CLOSED)
 		b->failure_streak = 0;
+}
+
+/*
+ * A close decided by one response head (a probe's success or 503, a late
+ * success under open_late_success = close) is provisional until the next
+ * counter poll: SPOE saw only the head, and if that body dies the worker is
+ * as sick as before. threshold - 1 is the streak an aborted body brings
+ * back, so one abort reopens at once, without waiting for a whole new streak
+ * (see breaker_record_aborted_bodies).
+ */
+static void close_provisionally(struct breaker *b, uint64_t now_ms)
+{
+	enter_state(b, BREAKER_CLOSED, now_ms);
+	b->erased_streak = b->policy->threshold - 1;
+}
+
+static uint32_t saturating_add(uint32_t a, uint64_t b)
+{
+	return b >= (uint64_t)UINT32_MAX - a ? UINT32_MAX : a + (uint32_t)b;
+}
+
+/*
+ * `count` failures in a row, exactly as `count` calls of one failure would
+ * leave the breaker: CLOSED counts up to the trip and ignores the rest (they
+ * arrive OPEN); HALF_OPEN reopens on the first; OPEN ignores them all.
+ */
+static void add_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
+{
+	if (count == 0)
+		return;
+	switch (b->state) {
+	case BREAKER_CLOSED: {
+		uint32_t threshold = b->policy->threshold;
+		uint32_t after = saturating_add(b->failure_streak, count);
+		if (after < threshold) {
+			b->failure_streak = after;
+			break;
+		}
+		/* The failure that trips is the first to reach the threshold,
+		 * or the very next one if a lowered threshold is already
+		 * behind the streak (breaker_set_policy). */
+		uint32_t next = saturating_add(b->failure_streak, 1);
+		b->failure_streak = next > threshold ? next : threshold;
+		enter_state(b, BREAKER_OPEN, now_ms);
+		break;
+	}
+	case BREAKER_OPEN:
+		/* A late failure: the worker was already judged. Extending the
+		 * cool-down here would let a trickle of stragglers keep it open;
+		 * it runs from the first trip. */
+		break;
+	case BREAKER_HALF_OPEN:
+		/* The probe failed: the worker is still sick. A new cool-down. */
+		b->failure_streak = saturating_add(b->failure_streak, 1);
+		enter_state(b, BREAKER_OPEN, now_ms);
+		break;
+	}
 }
 
 /* The oldest probe is the one released when an outcome cannot say which
@@ -276,6 +335,10 @@ struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms)
 
 	switch (b->state) {
 	case BREAKER_CLOSED:
+		/* Remembered until the next counter poll: if this was a 200 head
+		 * whose body then died, the streak it erased comes back. */
+		if (b->failure_streak > b->erased_streak)
+			b->erased_streak = b->failure_streak;
 		b->failure_streak = 0;
 		break;
 	case BREAKER_OPEN:
@@ -288,10 +351,10 @@ struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms)
 		 * router, whose record_success closes from any state.
 		 */
 		if (b->policy->open_late_success == BREAKER_OPEN_LATE_SUCCESS_CLOSE)
-			enter_state(b, BREAKER_CLOSED, now_ms);
+			close_provisionally(b, now_ms);
 		break;
 	case BREAKER_HALF_OPEN:
-		enter_state(b, BREAKER_CLOSED, now_ms);
+		close_provisionally(b, now_ms);
 		break;
 	}
 	return event_end(b, before, 0);
@@ -299,28 +362,71 @@ struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms)
 
 struct breaker_event breaker_record_failure(struct breaker *b, uint64_t now_ms)
 {
+	return breaker_record_failures(b, 1, now_ms);
+}
+
+struct breaker_event breaker_record_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
+{
 	struct before before = event_begin(b);
 
-	switch (b->state) {
-	case BREAKER_CLOSED:
-		if (b->failure_streak < UINT32_MAX)
-			b->failure_streak++;
-		if (b->failure_streak >= b->policy->threshold)
-			enter_state(b, BREAKER_OPEN, now_ms);
-		break;
-	case BREAKER_OPEN:
-		/* A late failure: the worker was already judged. Extending the
-		 * cool-down here would let a trickle of stragglers keep it open;
-		 * it runs from the first trip. */
-		break;
-	case BREAKER_HALF_OPEN:
-		/* The probe failed: the worker is still sick. A new cool-down. */
-		if (b->failure_streak < UINT32_MAX)
-			b->failure_streak++;
-		enter_state(b, BREAKER_OPEN, now_ms);
-		break;
+	add_failures(b, count, now_ms);
+	return event_end(b, before, 0);
+}
+
+/*
+ * The body-abort problem (issue 5). SPOE fires on the response head, so a
+ * worker that sends "200" and then dies mid-body is recorded as a success,
+ * which resets the streak; its failure only shows later, as a srv_abrt in
+ * the counter poll. Recorded naively (success, then a failure at the poll,
+ * then success, failure ...) the streak never passes 1, and a worker whose
+ * every body dies would stay CLOSED forever.
+ *
+ * So a success in CLOSED is provisional until the next poll: it remembers
+ * the largest streak it erased (erased_streak). A poll that reports k
+ * aborted bodies declares the successes it covers void - they were heads of
+ * bodies that died - so the streak they erased is restored, and the k
+ * aborts are then k failures on top of it, tripping at the threshold as
+ * usual. A poll that reports none confirms them (breaker_counters_polled).
+ * A close by a single head (HALF_OPEN's probe) restores threshold - 1, so a
+ * probe whose body dies reopens at once.
+ *
+ * Judgement calls, stated here:
+ * - Counters say how many bodies died, not which: with several successes
+ *   and fewer aborts in one poll, the largest erased streak is restored
+ *   (max, not sum). It errs towards opening, like every counter fault, and
+ *   for the worker whose bodies always die it is exact enough: each poll's
+ *   first success erased what the previous poll left, so the streak grows
+ *   by k per poll until it trips.
+ * - A body that dies after the next poll (a long stream) finds its success
+ *   confirmed: its abort still counts, as a plain failure at that poll, but
+ *   no longer voids the success. Per-request detail for such bodies needs
+ *   HAProxy's log (termination state SD), not counters.
+ * - HALF_OPEN and OPEN ignore aborts. In OPEN they are late, like any
+ *   failure. In HALF_OPEN any head would already have closed the breaker
+ *   (success, or backpressure under `close`) or only released a slot
+ *   (backpressure under `ignore`): the abort belongs to a request admitted
+ *   before the trip, not to a probe.
+ */
+struct breaker_event breaker_record_aborted_bodies(struct breaker *b, uint64_t count,
+						   uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+
+	if (count > 0 && b->state == BREAKER_CLOSED) {
+		/* erased_streak stays until the poll is over: the streak is now
+		 * above it, so restoring it again is a no-op. */
+		if (b->erased_streak > b->failure_streak)
+			b->failure_streak = b->erased_streak;
+		add_failures(b, count, now_ms);
 	}
 	return event_end(b, before, 0);
+}
+
+void breaker_counters_polled(struct breaker *b)
+{
+	/* No aborted body was reported for the successes recorded since the
+	 * last poll (or they were already voided): they are confirmed. */
+	b->erased_streak = 0;
 }
 
 struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now_ms)
@@ -339,8 +445,9 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 	case BREAKER_HALF_OPEN:
 		if (b->policy->half_open_backpressure == BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE) {
 			/* Seed 000: any answer proves the worker is up, which is
-			 * what the probe was sent to find out. */
-			enter_state(b, BREAKER_CLOSED, now_ms);
+			 * what the probe was sent to find out - provided its body
+			 * does not die before the next poll. */
+			close_provisionally(b, now_ms);
 		} else {
 			/* Seed 001: a refused request proves nothing either way,
 			 * so no sample - but the slot must come back, or a
