@@ -40,6 +40,11 @@ void breakers_free(struct breakers *b);
  * the defaults rather than left half-applied. */
 bool breakers_reload(struct breakers *b, const struct config *c, char *err, size_t err_size);
 
+/* For samples that do not come over SPOP (HAProxy's counters): logs a
+ * transition with `reason`, tells on_transition, re-arms the timer. */
+void breakers_recorded(struct breakers *b, const struct breaker_table_entry *e,
+		       const struct breaker_event *ev, const char *reason);
+
 /* The monotonic clock every breaker runs on, in milliseconds. */
 uint64_t breakers_now_ms(void);
 

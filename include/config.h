@@ -8,7 +8,7 @@
  *   [server BACKEND/SERVER]  overrides for one server
  *   [haproxy]                enforce (runtime-api|agent-check|none),
  *                            runtime_api (repeatable: one per HAProxy),
- *                            agent_check, reconcile_interval
+ *                            agent_check, poll_interval
  *
  * Policy keys: threshold, cooldown, half_open_probes, probe_timeout,
  * capacity_statuses, failure_statuses, ignore_statuses,
@@ -31,7 +31,7 @@
 #define CONFIG_LISTEN_MAX_LEN 128
 #define CONFIG_DEFAULT_MAX_BREAKERS 10000
 #define CONFIG_MAX_RUNTIME_APIS 8
-#define CONFIG_DEFAULT_RECONCILE_MS 2000
+#define CONFIG_DEFAULT_POLL_MS 500
 
 struct config_override {
 	char backend[NAME_MAX_LEN + 1];
@@ -56,7 +56,7 @@ struct config {
 	char runtime_api[CONFIG_MAX_RUNTIME_APIS][CONFIG_LISTEN_MAX_LEN];
 	unsigned nb_runtime_api;
 	char agent_check[CONFIG_LISTEN_MAX_LEN]; /* empty: none */
-	uint64_t reconcile_ms;
+	uint64_t poll_ms;
 	struct config_override *overrides; /* owned: config_free() */
 	unsigned nb_overrides;
 	unsigned cap_overrides;

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "faults.h"
+
 /* HAProxy instances (one Runtime API socket each) one agent can drive. */
 #define ENFORCE_MAX_HAPROXY 8
 
@@ -32,6 +34,7 @@ struct enforce_entry {
 	struct enforce_seen seen;
 	struct enforce_memory mem;
 	uint32_t seen_in_poll; /* the poll that last listed this server */
+	struct faults_baseline faults; /* its counters at the previous poll */
 };
 
 #endif /* SPOA_ENFORCE_T_H */

@@ -9,6 +9,7 @@
 #include <ev.h>
 
 #include "agent_check.h"
+#include "breakers.h"
 #include "config.h"
 #include "enforce.h"
 
@@ -21,15 +22,21 @@ struct enforce_stats {
 	uint64_t looks_failed;
 	uint64_t haproxy_restarts;  /* new HAProxy processes seen */
 	uint64_t dropped_breakers;  /* servers no HAProxy has any more */
+	/* Faults SPOE never sees, from show stat deltas, by kind. */
+	uint64_t connect_errors;
+	uint64_t response_errors;
+	uint64_t aborted_bodies;
+	uint64_t redispatches;
 };
 
 struct enforcer;
 
-/* Sets up c's enforcement over the breakers in table (borrowed). Opens the
+/* Sets up c's enforcement over the breakers (borrowed). Opens the
  * agent-check listener if that is the mode; Runtime API sockets connect on
- * first use. NULL with err set on failure. */
+ * first use. Every look at HAProxy also feeds the breakers the faults SPOE
+ * never sees (faults.h), in every mode. NULL with err set on failure. */
 struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
-			      struct breaker_table *table, char *err, size_t err_size);
+			      struct breakers *breakers, char *err, size_t err_size);
 void enforcer_free(struct enforcer *e);
 
 /* A breaker changed state: look at HAProxy and converge, now. NULL-safe. */

@@ -99,6 +99,7 @@ struct hactl_stat_row {
 	struct hactl_str pxname;
 	struct hactl_str svname;
 	struct hactl_str status; /* "UP", "DOWN", "DRAIN", "MAINT", "no check", "UP 1/2", ... */
+	struct hactl_str mode;   /* the proxy's mode: "http", "tcp"; empty if not reported */
 	int64_t slim;		 /* the server's maxconn; -1 when empty (unlimited) */
 	uint64_t econ;		 /* connection errors */
 	uint64_t eresp;		 /* response errors (includes srv_abrt) */

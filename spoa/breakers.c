@@ -59,6 +59,14 @@ static void on_observed(void *ctx, const struct breaker_table_entry *e,
 	arm_for(b, breaker_next_deadline(&e->breaker), false);
 }
 
+void breakers_recorded(struct breakers *b, const struct breaker_table_entry *e,
+		       const struct breaker_event *ev, const char *reason)
+{
+	if (breaker_event_is_transition(ev))
+		log_transition(b, e, ev, reason);
+	arm_for(b, breaker_next_deadline(&e->breaker), false);
+}
+
 static void on_tick_event(struct breaker_table_entry *e, const struct breaker_event *ev,
 			  void *ctx)
 {

@@ -62,7 +62,7 @@ void config_defaults(struct config *c)
 	agent_settings_default(&c->agent);
 	c->log_level = LOG_LEVEL_NOTICE;
 	c->max_breakers = CONFIG_DEFAULT_MAX_BREAKERS;
-	c->reconcile_ms = CONFIG_DEFAULT_RECONCILE_MS;
+	c->poll_ms = CONFIG_DEFAULT_POLL_MS;
 }
 
 void config_free(struct config *c)
@@ -354,10 +354,10 @@ static bool haproxy_key(struct parser *p, const char *name, const char *value)
 		if (!sockaddr_parse(value, "agent_check", &addr, &len, err, sizeof(err)))
 			return report(p, p->line, "%s", err);
 		snprintf(c->agent_check, sizeof(c->agent_check), "%s", value);
-	} else if (strcmp(name, "reconcile_interval") == 0) {
+	} else if (strcmp(name, "poll_interval") == 0) {
 		if (!config_parse_duration_ms(value, &ms) || ms < 100)
-			return report(p, p->line, "reconcile_interval '%s': expected a duration of at least 100ms", value);
-		c->reconcile_ms = ms;
+			return report(p, p->line, "poll_interval '%s': expected a duration of at least 100ms", value);
+		c->poll_ms = ms;
 	} else {
 		return report(p, p->line, "[haproxy]: unknown key '%s'", name);
 	}

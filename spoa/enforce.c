@@ -4,7 +4,7 @@
  * One code path for everything: look at HAProxy (`show info; show servers
  * state; show stat` in one batch), then for every breaker plan what
  * converges (enforce_plan()) and send it. A transition asks for a look at
- * once; a timer asks every reconcile_interval, which is what restores a
+ * once; a timer asks every poll_interval, which is what restores a
  * drain or a maxconn that an HAProxy reload or restart forgot. Commands and
  * the next look go through the same ordered queue, so a look always sees
  * the commands sent before it, and nothing is sent twice on stale news.
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "enforcer.h"
+#include "faults.h"
 #include "hactl.h"
 #include "log.h"
 
@@ -30,17 +31,19 @@ struct haproxy_link {
 	bool polled_once;
 	bool polling;       /* a look is queued or in flight */
 	bool poll_again;    /* something changed meanwhile: look again after */
-	bool states_read;   /* the look in flight read `show servers state` */
+	bool stat_read;     /* the look in flight read `show stat` */
+	bool restarted;     /* the look in flight found a new HAProxy process */
 };
 
 struct enforcer {
 	struct ev_loop *loop;
 	enum enforce_mode mode;
+	struct breakers *breakers;
 	struct breaker_table *table;
 	struct haproxy_link links[ENFORCE_MAX_HAPROXY];
 	unsigned nb_links;
 	ev_timer reconcile_timer;
-	double reconcile_interval;
+	double poll_interval;
 	struct agent_check agent_check;
 	bool agent_check_open;
 	struct enforce_stats stats;
@@ -136,10 +139,12 @@ static void on_info(void *ctx, enum hactl_result result, const char *reply, size
 	struct hactl_info info;
 	struct hactl_parse_report report;
 
+	link->restarted = false;
 	if (result != HACTL_OK || !hactl_parse_info(reply, len, &info, &report))
 		return; /* the look fails as a whole in on_stat */
 	if (link->info_known &&
 	    (info.pid != link->info.pid || info.start_time_sec != link->info.start_time_sec)) {
+		link->restarted = true; /* its counters start from zero */
 		log_notice("HAProxy %s: new process (pid %llu, was %llu): re-applying the breakers",
 			   hactl_client_address(link->client), (unsigned long long)info.pid,
 			   (unsigned long long)link->info.pid);
@@ -156,7 +161,7 @@ static void on_server_state(void *ctx, const struct hactl_server_state *row)
 		breaker_table_find(link->owner->table, row->be_name.ptr, row->be_name.len,
 				   row->srv_name.ptr, row->srv_name.len);
 	if (!entry)
-		return; /* no breaker, nothing to enforce */
+		return; /* not an HTTP server: show stat created the others */
 	struct enforce_entry *en = &entry->enforce[link->index];
 	en->seen.known = true;
 	en->seen.drained = row->admin_state & HACTL_ADMF_FDRAIN;
@@ -165,26 +170,68 @@ static void on_server_state(void *ctx, const struct hactl_server_state *row)
 	en->seen_in_poll = link->poll_id + 1;
 }
 
-static void on_servers_state(void *ctx, enum hactl_result result, const char *reply, size_t len)
+/* Records what the counters say happened since the previous look. */
+static void record_faults(struct haproxy_link *link, struct breaker_table_entry *entry,
+			  const struct hactl_stat_row *row)
 {
-	struct haproxy_link *link = ctx;
-	struct hactl_parse_report report;
+	struct enforcer *e = link->owner;
+	struct breaker *b = &entry->breaker;
+	struct faults_counters counters;
+	struct faults_delta d;
+	char reason[160];
 
-	link->states_read = result == HACTL_OK &&
-			    hactl_parse_servers_state(reply, len, on_server_state, link, &report);
-	if (result == HACTL_OK && !link->states_read)
-		log_warning("HAProxy %s: unreadable 'show servers state': %s",
-			    hactl_client_address(link->client), report.error);
+	faults_counters_from_stat(&counters, row);
+	faults_delta(&entry->enforce[link->index].faults, &counters, link->restarted, &d);
+	e->stats.connect_errors += d.connect_errors;
+	e->stats.response_errors += d.response_errors;
+	e->stats.aborted_bodies += d.aborted_bodies;
+	e->stats.redispatches += d.redispatches;
+	uint64_t now = breakers_now_ms();
+
+	/* Aborted bodies first: they void the successes their heads recorded
+	 * over SPOP before this look (see breaker_record_aborted_bodies()). */
+	if (d.aborted_bodies) {
+		snprintf(reason, sizeof(reason), "%llu bodies aborted after the head (srv_abrt)",
+			 (unsigned long long)d.aborted_bodies);
+		struct breaker_event ev = breaker_record_aborted_bodies(b, d.aborted_bodies, now);
+		breakers_recorded(e->breakers, entry, &ev, reason);
+	}
+	if (d.failures) {
+		snprintf(reason, sizeof(reason),
+			 "HAProxy counters: %llu connect errors (econ), %llu response errors "
+			 "(eresp), %llu redispatched (wredis)",
+			 (unsigned long long)d.connect_errors, (unsigned long long)d.response_errors,
+			 (unsigned long long)d.redispatches);
+		struct breaker_event ev = breaker_record_failures(b, d.failures, now);
+		breakers_recorded(e->breakers, entry, &ev, reason);
+	}
+	/* The look confirms the successes seen before it. With several
+	 * HAProxy instances each look confirms its own share. */
+	breaker_counters_polled(b);
 }
 
+/*
+ * Every HTTP server HAProxy lists gets a breaker (within max_breakers): one
+ * that only ever refuses connections sends nothing over SPOP, and its
+ * faults come from the counters alone. TCP backends -- the agent's own
+ * among them -- carry no HTTP statuses and are never the breakers' to
+ * drain.
+ */
 static void on_stat_row(void *ctx, const struct hactl_stat_row *row)
 {
 	struct haproxy_link *link = ctx;
+	static const char http[] = "http";
+
+	if (row->mode.len && !(row->mode.len == 4 && memcmp(row->mode.ptr, http, 4) == 0))
+		return;
+	enum breaker_table_status status;
 	struct breaker_table_entry *entry =
-		breaker_table_find(link->owner->table, row->pxname.ptr, row->pxname.len,
-				   row->svname.ptr, row->svname.len);
-	if (entry)
-		entry->enforce[link->index].seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
+		breaker_table_get(link->owner->table, row->pxname.ptr, row->pxname.len,
+				  row->svname.ptr, row->svname.len, breakers_now_ms(), &status);
+	if (!entry)
+		return; /* table full of judgements, or a name we do not keep */
+	entry->enforce[link->index].seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
+	record_faults(link, entry, row);
 }
 
 /* The look is complete: converge every breaker, forget servers HAProxy no
@@ -224,18 +271,31 @@ static void on_stat(void *ctx, enum hactl_result result, const char *reply, size
 	struct haproxy_link *link = ctx;
 	struct hactl_parse_report report;
 
-	link->polling = false;
-	/* Without the servers' states every breaker would look unknown and be
-	 * dropped: a partial look converges nothing. */
-	if (result != HACTL_OK || !link->states_read) {
-		link->owner->stats.looks_failed++;
-	} else if (!hactl_parse_stat(reply, len, on_stat_row, link, &report)) {
-		link->owner->stats.looks_failed++;
+	link->stat_read = result == HACTL_OK &&
+			  hactl_parse_stat(reply, len, on_stat_row, link, &report);
+	if (result == HACTL_OK && !link->stat_read)
 		log_warning("HAProxy %s: unreadable 'show stat': %s",
 			    hactl_client_address(link->client), report.error);
-	} else {
+}
+
+/* The last answer of a look: converge, then look again if asked meanwhile. */
+static void on_servers_state(void *ctx, enum hactl_result result, const char *reply, size_t len)
+{
+	struct haproxy_link *link = ctx;
+	struct hactl_parse_report report;
+
+	link->polling = false;
+	bool states_read = result == HACTL_OK &&
+			   hactl_parse_servers_state(reply, len, on_server_state, link, &report);
+	if (result == HACTL_OK && !states_read)
+		log_warning("HAProxy %s: unreadable 'show servers state': %s",
+			    hactl_client_address(link->client), report.error);
+	/* Without the servers' states every breaker would look unknown and be
+	 * dropped: a partial look converges nothing. */
+	if (states_read && link->stat_read)
 		reconcile(link);
-	}
+	else
+		link->owner->stats.looks_failed++;
 	if (link->poll_again) {
 		link->poll_again = false;
 		start_poll(link);
@@ -249,10 +309,10 @@ static void start_poll(struct haproxy_link *link)
 		return;
 	}
 	/* One batch: the three answers describe the same moment. */
-	link->states_read = false;
+	link->stat_read = false;
 	bool queued = hactl_submit(link->client, "show info", on_info, link) &&
-		      hactl_submit(link->client, "show servers state", on_servers_state, link) &&
-		      hactl_submit(link->client, "show stat -1 4 -1", on_stat, link);
+		      hactl_submit(link->client, "show stat -1 4 -1", on_stat, link) &&
+		      hactl_submit(link->client, "show servers state", on_servers_state, link);
 	link->polling = queued;
 	if (!queued)
 		log_warning("HAProxy %s: queue full, look postponed", hactl_client_address(link->client));
@@ -295,7 +355,7 @@ static void agent_check_answer(void *ctx, const char *backend, const char *serve
 /* ---- life ---- */
 
 struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
-			      struct breaker_table *table, char *err, size_t err_size)
+			      struct breakers *breakers, char *err, size_t err_size)
 {
 	struct enforcer *e = calloc(1, sizeof(*e));
 	if (!e) {
@@ -304,8 +364,9 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	}
 	e->loop = loop;
 	e->mode = c->enforce;
-	e->table = table;
-	e->reconcile_interval = (double)c->reconcile_ms / 1000.0;
+	e->breakers = breakers;
+	e->table = &breakers->table;
+	e->poll_interval = (double)c->poll_ms / 1000.0;
 
 	for (unsigned i = 0; i < c->nb_runtime_api; i++) {
 		struct haproxy_link *link = &e->links[e->nb_links];
@@ -328,7 +389,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		e->agent_check_open = true;
 	}
 	if (e->nb_links > 0) {
-		ev_timer_init(&e->reconcile_timer, reconcile_timer_cb, 0., e->reconcile_interval);
+		ev_timer_init(&e->reconcile_timer, reconcile_timer_cb, 0., e->poll_interval);
 		ev_timer_start(loop, &e->reconcile_timer);
 	}
 	log_notice("enforcement: %s%s", enforce_mode_name(e->mode),

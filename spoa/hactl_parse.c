@@ -181,6 +181,8 @@ enum stat_col {
 	STAT_SID,
 	/* optional: without it, FRONTEND/BACKEND rows are told by svname */
 	STAT_TYPE,
+	/* optional: the proxy's mode ("http", "tcp"), "" when absent */
+	STAT_MODE,
 	STAT_NB_COLS,
 };
 #define STAT_NB_REQUIRED STAT_TYPE
@@ -201,6 +203,7 @@ static const char *const stat_col_names[STAT_NB_COLS] = {
 	[STAT_IID] = "iid",
 	[STAT_SID] = "sid",
 	[STAT_TYPE] = "type",
+	[STAT_MODE] = "mode",
 };
 
 /* Where the wanted columns are: `want` lists them by increasing field
@@ -351,6 +354,7 @@ static bool stat_row_fill(const struct hactl_str *v, const bool *quoted, struct 
 	row->pxname = v[STAT_PXNAME];
 	row->svname = v[STAT_SVNAME];
 	row->status = v[STAT_STATUS];
+	row->mode = v[STAT_MODE]; /* empty when the column is absent */
 	if (row->pxname.len == 0 || row->svname.len == 0) {
 		*bad = row->pxname.len == 0 ? "pxname" : "svname";
 		return false;

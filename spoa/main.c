@@ -395,7 +395,7 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
-	d.enforcer = enforcer_new(loop, c, &d.breakers.table, err, sizeof(err));
+	d.enforcer = enforcer_new(loop, c, &d.breakers, err, sizeof(err));
 	if (!d.enforcer) {
 		log_error("%s", err);
 		breakers_free(&d.breakers);

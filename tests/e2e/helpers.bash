@@ -173,8 +173,17 @@ start_enforce_scene() {
 	fi
 	export FE_PORT W1_PORT W2_PORT W3_PORT AGENT_PORT AGENT_ADDR SPOE_CONF
 	export AGENT_CHECK_DEFAULTS W1_AGENT W2_AGENT W3_AGENT
+	TIMEOUT_SERVER=${TIMEOUT_SERVER:-5s}
+	EXTRA_DEFAULTS=${EXTRA_DEFAULTS:-}
+	export TIMEOUT_SERVER EXTRA_DEFAULTS
 	start_worker w1 "$W1_PORT" 200
-	start_worker w2 "$W2_PORT" "${W2_BEHAVIOUR:-200}"
+	case "${W2_BEHAVIOUR:-200}" in
+	refused) ;; # nothing listens on W2_PORT
+	blackhole) # (a connect to it would hang: wait for the listener instead)
+		spawn w2 python3 "$REPO/tests/lib/blackhole.py" --port "$W2_PORT"
+		wait_until 5 bash -c "ss -ltn \"sport = :$W2_PORT\" | grep -q LISTEN" ;;
+	*) start_worker w2 "$W2_PORT" "${W2_BEHAVIOUR:-200}" ;;
+	esac
 	start_worker w3 "$W3_PORT" 200
 	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
 	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# Failures SPOE never sees -- connect refused or timed out, server timeout,
+# closed before headers, invalid response, body aborted after the head, a
+# failed first server under option redispatch -- reach the breaker through
+# HAProxy's counters, and drain the worker; its healthy neighbours are left
+# alone.
+
+load helpers
+
+setup() {
+	TIMEOUT_SERVER=300ms
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --cooldown 60s"
+}
+
+teardown() {
+	stop_all
+}
+
+scene() { # W2_BEHAVIOUR
+	W2_BEHAVIOUR=$1
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	# The first looks at HAProxy (every 500 ms) set the counters' baseline.
+	sleep 1
+}
+
+# Requests until w2 is drained (bounded: the loop watches HAProxy, not a
+# count), then checks the neighbours and the reason the agent logged.
+drives_w2_to_drain() { # REASON_PATTERN
+	local i
+	for i in $(seq 60); do
+		curl -s -o /dev/null -m 3 "http://127.0.0.1:$FE_PORT/" || true
+		is_drained w2 && break
+	done
+	is_drained w2
+	is_not_drained w1
+	is_not_drained w3
+	grep -q "breaker workers/w2: closed -> open (HAProxy counters: .*$1" "$RUN_DIR/agent.log" ||
+		grep -q "breaker workers/w2: closed -> open (.*$1" "$RUN_DIR/agent.log"
+	run grep -c "breaker workers/w[13]: closed -> open" "$RUN_DIR/agent.log"
+	assert_output "0"
+}
+
+@test "connection refused" {
+	scene refused
+	drives_w2_to_drain "connect errors (econ)"
+}
+
+@test "connect timeout" {
+	scene blackhole
+	drives_w2_to_drain "connect errors (econ)"
+}
+
+@test "server timeout" {
+	scene hang
+	drives_w2_to_drain "response errors (eresp)"
+}
+
+@test "closed before headers" {
+	scene close
+	drives_w2_to_drain "response errors (eresp)"
+}
+
+@test "invalid response" {
+	scene garbage
+	drives_w2_to_drain "response errors (eresp)"
+}
+
+@test "body aborted after a 200 head" {
+	scene midbody
+	drives_w2_to_drain "bodies aborted after the head (srv_abrt)"
+}
+
+@test "with option redispatch the failing first server is the one counted" {
+	EXTRA_DEFAULTS="option redispatch"
+	scene refused
+	# Clients see only successes: the failed first tries are redispatched.
+	local i
+	for i in $(seq 60); do
+		run curl -s -o /dev/null -w '%{http_code}' -m 3 "http://127.0.0.1:$FE_PORT/"
+		assert_output "200"
+		is_drained w2 && break
+	done
+	is_drained w2
+	is_not_drained w1
+	is_not_drained w3
+	grep -q "breaker workers/w2: closed -> open (.*redispatched (wredis)" "$RUN_DIR/agent.log"
+}
