@@ -22,7 +22,7 @@ CPPFLAGS   += -Iinclude -DSPOA_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
 ALL_CFLAGS := -std=c11 $(WARNINGS) $(CFLAGS)
 
 # libev ships no pkg-config file on Debian; the others do.
-PKGS       := inih
+PKGS       := inih libmicrohttpd
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lm
 TEST_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)

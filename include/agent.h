@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "dispatch.h"
+#include "histogram.h"
 #include "spop-t.h"
 
 #define AGENT_DEFAULT_LISTEN "127.0.0.1:12345"
@@ -42,6 +43,7 @@ struct agent_stats {
 	uint64_t notifies;
 	uint64_t haproxy_disconnects;
 	uint64_t disconnects_sent[AGENT_STATUS_SLOTS]; /* by SPOP status code */
+	struct histogram notify_time; /* decoding, judging and answering one NOTIFY frame */
 };
 
 struct conn;

@@ -155,6 +155,14 @@ struct breaker_event {
 	uint32_t probes_released; /* probe slots freed without closing or reopening */
 };
 
+/* What one server's breaker has seen, for the metrics endpoint (metrics.c).
+ * Zeroed with its table entry; counted on the event loop, never read by the
+ * core. */
+struct breaker_counters {
+	uint64_t outcomes[BREAKER_OUTCOME_IGNORED + 1]; /* SPOP observations, by outcome */
+	uint64_t transitions[BREAKER_HALF_OPEN + 1][BREAKER_HALF_OPEN + 1]; /* [from][to] */
+};
+
 /* ---- the per-server table ---- */
 
 /* Longest backend or server name kept; longer ones are refused. */
@@ -179,6 +187,7 @@ struct breaker_table_entry {
 	 * table zeroes it when it creates the entry, so it lives and dies
 	 * with its breaker. */
 	struct enforce_entry enforce[ENFORCE_MAX_HAPROXY];
+	struct breaker_counters counters; /* zeroed with the entry */
 	char backend[BREAKER_NAME_MAX + 1];
 	char server[BREAKER_NAME_MAX + 1];
 	uint8_t backend_len;

@@ -42,7 +42,7 @@ bool breakers_reload(struct breakers *b, const struct config *c, char *err, size
 
 /* For samples that do not come over SPOP (HAProxy's counters): logs a
  * transition with `reason`, tells on_transition, re-arms the timer. */
-void breakers_recorded(struct breakers *b, const struct breaker_table_entry *e,
+void breakers_recorded(struct breakers *b, struct breaker_table_entry *e,
 		       const struct breaker_event *ev, const char *reason);
 
 /* The monotonic clock every breaker runs on, in milliseconds. */

@@ -2,7 +2,9 @@
  * config.h - the agent's configuration file (INI) and its defaults.
  *
  *   [agent]                  listen (repeatable), max_frame_size,
- *                            max_connections, max_breakers, log_level, syslog
+ *                            max_connections, max_breakers, log_level, syslog,
+ *                            admin (HOST:PORT of /metrics, /state, /healthz;
+ *                            none to disable)
  *   [breaker]                the global breaker policy
  *   [backend NAME]           overrides for one backend
  *   [server BACKEND/SERVER]  overrides for one server
@@ -57,6 +59,10 @@ struct config {
 	unsigned nb_runtime_api;
 	char agent_check[CONFIG_LISTEN_MAX_LEN]; /* empty: none */
 	uint64_t poll_ms;
+	/* The admin HTTP listener; empty: none. admin_set: given explicitly
+	 * (then failing to open it is fatal; the default only warns). */
+	char admin[CONFIG_LISTEN_MAX_LEN];
+	bool admin_set;
 	struct config_override *overrides; /* owned: config_free() */
 	unsigned nb_overrides;
 	unsigned cap_overrides;
@@ -85,6 +91,10 @@ int config_load(struct config *c, const char *path, FILE *errors);
  * False with err set.
  */
 bool config_finish_enforcement(struct config *c, char *err, size_t err_size);
+
+/* Sets the admin listener from value: HOST:PORT, [IPV6]:PORT, or "none" or
+ * "" to disable it. False with err set on anything else. */
+bool config_set_admin(struct config *c, const char *value, char *err, size_t err_size);
 
 /* Parses a duration ("250ms", "30s", "2m", "1500"): false on anything else. */
 bool config_parse_duration_ms(const char *text, uint64_t *out_ms);

@@ -30,6 +30,7 @@ struct enforce_stats {
 };
 
 struct enforcer;
+struct hactl_client;
 
 /* Sets up c's enforcement over the breakers (borrowed). Opens the
  * agent-check listener if that is the mode; Runtime API sockets connect on
@@ -43,5 +44,10 @@ void enforcer_free(struct enforcer *e);
 void enforcer_breaker_changed(struct enforcer *e);
 
 const struct enforce_stats *enforcer_stats(const struct enforcer *e);
+enum enforce_mode enforcer_mode(const struct enforcer *e);
+/* The Runtime API clients, one per HAProxy (i < enforcer_runtime_api_count()),
+ * for the metrics endpoint to read. */
+unsigned enforcer_runtime_api_count(const struct enforcer *e);
+const struct hactl_client *enforcer_runtime_api(const struct enforcer *e, unsigned i);
 
 #endif /* SPOA_ENFORCER_H */

@@ -31,7 +31,7 @@ struct observe_ctx {
 	void *clock_ctx;
 	/* Called after each recorded observation (may be NULL): logs a
 	 * transition, re-arms the breaker timer, tells HAProxy. */
-	void (*observed)(void *observed_ctx, const struct breaker_table_entry *entry,
+	void (*observed)(void *observed_ctx, struct breaker_table_entry *entry,
 			 const struct breaker_event *ev, enum breaker_outcome outcome, int status);
 	void *observed_ctx;
 	uint64_t refused; /* observations answered with `error` */

@@ -3,7 +3,7 @@
 # pass its tests -- only those missing, so it is a no-op on a ready machine.
 set -eu
 
-PACKAGES="gcc make pkg-config libev-dev libinih-dev libmsgpack-dev libcmocka-dev
+PACKAGES="gcc make pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev libcmocka-dev
 clang libclang-rt-14-dev haproxy bats bats-assert bats-support python3 curl socat mmdebstrap"
 
 missing=""

@@ -454,6 +454,7 @@ struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const cha
 	e->hash = hash;
 	e->in_use = true;
 	memset(e->enforce, 0, sizeof(e->enforce));
+	memset(&e->counters, 0, sizeof(e->counters));
 	breaker_init(&e->breaker, breaker_table_policy_for(t, backend, backend_len, server,
 							    server_len),
 		     now_ms);

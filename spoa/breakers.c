@@ -34,10 +34,11 @@ static void arm_for(struct breakers *b, uint64_t deadline, bool force)
 	ev_timer_start(b->loop, &b->timer);
 }
 
-static void log_transition(struct breakers *b, const struct breaker_table_entry *e,
+static void log_transition(struct breakers *b, struct breaker_table_entry *e,
 			   const struct breaker_event *ev, const char *reason)
 {
 	b->transitions++;
+	e->counters.transitions[ev->from][ev->to]++;
 	log_notice("breaker %s/%s: %s -> %s (%s)", e->backend, e->server,
 		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason);
 	/* Only queues work (a look at HAProxy): safe inside a table walk. */
@@ -45,7 +46,7 @@ static void log_transition(struct breakers *b, const struct breaker_table_entry 
 		b->on_transition(b->on_transition_ctx);
 }
 
-static void on_observed(void *ctx, const struct breaker_table_entry *e,
+static void on_observed(void *ctx, struct breaker_table_entry *e,
 			const struct breaker_event *ev, enum breaker_outcome outcome, int status)
 {
 	struct breakers *b = ctx;
@@ -59,7 +60,7 @@ static void on_observed(void *ctx, const struct breaker_table_entry *e,
 	arm_for(b, breaker_next_deadline(&e->breaker), false);
 }
 
-void breakers_recorded(struct breakers *b, const struct breaker_table_entry *e,
+void breakers_recorded(struct breakers *b, struct breaker_table_entry *e,
 		       const struct breaker_event *ev, const char *reason)
 {
 	if (breaker_event_is_transition(ev))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin_http.h"
 #include "config.h"
 #include "sockaddr.h"
 
@@ -63,6 +64,29 @@ void config_defaults(struct config *c)
 	c->log_level = LOG_LEVEL_NOTICE;
 	c->max_breakers = CONFIG_DEFAULT_MAX_BREAKERS;
 	c->poll_ms = CONFIG_DEFAULT_POLL_MS;
+	snprintf(c->admin, sizeof(c->admin), "%s", ADMIN_HTTP_DEFAULT_ADDR);
+}
+
+bool config_set_admin(struct config *c, const char *value, char *err, size_t err_size)
+{
+	struct sockaddr_storage addr;
+	socklen_t len;
+
+	if (value[0] == '\0' || strcmp(value, "none") == 0) {
+		c->admin[0] = '\0';
+		c->admin_set = true;
+		return true;
+	}
+	if (!sockaddr_parse(value, "admin address", &addr, &len, err, err_size))
+		return false;
+	if (addr.ss_family == AF_UNIX || strlen(value) >= sizeof(c->admin)) {
+		snprintf(err, err_size, "admin address '%s': expected HOST:PORT, [IPV6]:PORT or none",
+			 value);
+		return false;
+	}
+	snprintf(c->admin, sizeof(c->admin), "%s", value);
+	c->admin_set = true;
+	return true;
 }
 
 void config_free(struct config *c)
@@ -324,6 +348,10 @@ static bool agent_key(struct parser *p, const char *name, const char *value)
 	} else if (strcmp(name, "syslog") == 0) {
 		if (!parse_bool(value, &c->use_syslog))
 			return report(p, p->line, "syslog '%s': expected true or false", value);
+	} else if (strcmp(name, "admin") == 0) {
+		char err[256];
+		if (!config_set_admin(c, value, err, sizeof(err)))
+			return report(p, p->line, "%s", err);
 	} else {
 		return report(p, p->line, "[agent]: unknown key '%s'", name);
 	}

@@ -235,7 +235,10 @@ static void handle_notify(struct conn *c, const struct spop_frame *f)
 	c->agent->stats.notifies++;
 	spop_writer_init(&w, c->out, c->out_cap);
 	w.len = c->out_len;
-	if (!dispatch_notify(c->agent->dispatch, f, &w, c->max_frame_size, &why)) {
+	uint64_t start_ns = histogram_now_ns();
+	bool ok = dispatch_notify(c->agent->dispatch, f, &w, c->max_frame_size, &why);
+	histogram_observe_ns(&c->agent->stats.notify_time, histogram_now_ns() - start_ns);
+	if (!ok) {
 		conn_disconnect(c, SPOP_STATUS_INVALID, why);
 		return;
 	}

@@ -414,3 +414,18 @@ const struct enforce_stats *enforcer_stats(const struct enforcer *e)
 {
 	return &e->stats;
 }
+
+enum enforce_mode enforcer_mode(const struct enforcer *e)
+{
+	return e->mode;
+}
+
+unsigned enforcer_runtime_api_count(const struct enforcer *e)
+{
+	return e->nb_links;
+}
+
+const struct hactl_client *enforcer_runtime_api(const struct enforcer *e, unsigned i)
+{
+	return e->links[i].client;
+}

@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin_http.h"
 #include "agent.h"
 #include "breakers.h"
 #include "config.h"
 #include "enforcer.h"
 #include "dispatch.h"
 #include "log.h"
+#include "metrics.h"
 #include "sockaddr.h"
 #include "observe.h"
 
@@ -47,6 +49,8 @@ static void usage(FILE *out)
 		"      --agent-check ADDR     answer HAProxy's agent-check on ADDR instead\n"
 		"      --enforce MODE         runtime-api, agent-check or none (shadow: report,\n"
 		"                             change nothing); default: from the above\n"
+		"      --admin ADDR           serve /metrics, /state and /healthz on HOST:PORT,\n"
+		"                             or none (default " ADMIN_HTTP_DEFAULT_ADDR ")\n"
 		"  -L, --log-level LEVEL      error, warning, notice, info or debug (default notice)\n"
 		"      --syslog               log to syslog (facility daemon) instead of stderr\n"
 		"  -h, --help                 show this help and exit\n"
@@ -81,6 +85,7 @@ enum {
 	OPT_ENFORCE,
 	OPT_RUNTIME_API,
 	OPT_AGENT_CHECK,
+	OPT_ADMIN,
 };
 
 static const struct option longopts[] = {
@@ -96,6 +101,7 @@ static const struct option longopts[] = {
 	{"enforce", required_argument, NULL, OPT_ENFORCE},
 	{"runtime-api", required_argument, NULL, OPT_RUNTIME_API},
 	{"agent-check", required_argument, NULL, OPT_AGENT_CHECK},
+	{"admin", required_argument, NULL, OPT_ADMIN},
 	{"log-level", required_argument, NULL, 'L'},
 	{"syslog", no_argument, NULL, OPT_SYSLOG},
 	{"help", no_argument, NULL, 'h'},
@@ -220,6 +226,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return bad_option("--agent-check", optarg, "HOST:PORT, [IPV6]:PORT or unix:PATH");
 			snprintf(c->agent_check, sizeof(c->agent_check), "%s", optarg);
 			break;
+		case OPT_ADMIN:
+			if (!config_set_admin(c, optarg, err, sizeof(err)))
+				return bad_option("--admin", optarg, "HOST:PORT, [IPV6]:PORT or none");
+			break;
 		case 'L':
 			if (!log_level_parse(optarg, &c->log_level))
 				return bad_option("--log-level", optarg, "error, warning, notice, info or debug");
@@ -256,6 +266,7 @@ struct daemon {
 	struct enforcer *enforcer;
 	struct dispatch dispatch;
 	struct agent agent;
+	struct admin_http *admin; /* NULL: none */
 };
 
 static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -309,9 +320,10 @@ static void warn_restart_only(const struct config *now, const struct config *nex
 		listen_same = strcmp(now->listen[i], next->listen[i]) == 0;
 	if (!listen_same || now->agent.max_frame_size != next->agent.max_frame_size ||
 	    now->agent.max_connections != next->agent.max_connections ||
-	    now->max_breakers != next->max_breakers || now->use_syslog != next->use_syslog)
-		log_warning("reload: listen, max_frame_size, max_connections, max_breakers and syslog "
-			    "changes take effect at the next restart");
+	    now->max_breakers != next->max_breakers || now->use_syslog != next->use_syslog ||
+	    strcmp(now->admin, next->admin) != 0)
+		log_warning("reload: listen, max_frame_size, max_connections, max_breakers, syslog "
+			    "and admin changes take effect at the next restart");
 }
 
 /*
@@ -358,6 +370,8 @@ static void on_reload_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	fresh.config.use_syslog = d->opts.config.use_syslog;
 	memcpy(fresh.config.listen, d->opts.config.listen, sizeof(fresh.config.listen));
 	fresh.config.nb_listen = d->opts.config.nb_listen;
+	memcpy(fresh.config.admin, d->opts.config.admin, sizeof(fresh.config.admin));
+	fresh.config.admin_set = d->opts.config.admin_set;
 	config_free(&d->opts.config);
 	d->opts.config = fresh.config;
 	log_notice("configuration reloaded");
@@ -366,6 +380,61 @@ static void on_reload_signal(struct ev_loop *loop, ev_signal *w, int revents)
 static void on_transition(void *ctx)
 {
 	enforcer_breaker_changed(ctx);
+}
+
+/* The admin pages, from the running parts (borrowed for one render). */
+static bool render_admin_page(void *ctx, enum admin_page page, struct strbuf *out)
+{
+	struct daemon *d = ctx;
+	struct metrics_source s = {
+		.table = &d->breakers.table,
+		.agent = &d->agent.stats,
+		.connections_open = d->agent.nb_conns,
+		.observations_refused = d->breakers.observe.refused,
+		.enforce_mode = enforcer_mode(d->enforcer),
+		.enforce = enforcer_stats(d->enforcer),
+		.version = SPOA_VERSION,
+		.now_ms = breakers_now_ms(),
+	};
+	unsigned n = enforcer_runtime_api_count(d->enforcer);
+	for (unsigned i = 0; i < n && i < ENFORCE_MAX_HAPROXY; i++) {
+		const struct hactl_client *h = enforcer_runtime_api(d->enforcer, i);
+		s.runtime_api[s.nb_runtime_api++] = (struct metrics_runtime_api){
+			.address = hactl_client_address(h),
+			.stats = hactl_client_stats(h),
+			.reachable = hactl_client_reachable(h),
+		};
+	}
+	switch (page) {
+	case ADMIN_PAGE_METRICS:
+		return metrics_render(&s, out);
+	case ADMIN_PAGE_STATE:
+		return state_json_render(&s, out);
+	case ADMIN_PAGE_HEALTHZ:
+		strbuf_puts(out, "ok\n");
+		return !out->failed;
+	}
+	return false;
+}
+
+/* The admin listener. One asked for explicitly must open; the default one
+ * only warns, so that a second agent on the host still runs. */
+static bool open_admin(struct daemon *d, struct ev_loop *loop)
+{
+	const struct config *c = &d->opts.config;
+	char err[512];
+
+	if (!c->admin[0])
+		return true;
+	d->admin = admin_http_open(loop, c->admin, render_admin_page, d, err, sizeof(err));
+	if (d->admin)
+		return true;
+	if (c->admin_set) {
+		log_error("%s", err);
+		return false;
+	}
+	log_warning("%s: running without the admin listener", err);
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -417,6 +486,13 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (!open_admin(&d, loop)) {
+		agent_destroy(&d.agent);
+		enforcer_free(d.enforcer);
+		breakers_free(&d.breakers);
+		return 1;
+	}
+
 	ev_signal sigterm, sigint, sighup;
 	ev_signal_init(&sigterm, on_stop_signal, SIGTERM);
 	ev_signal_init(&sigint, on_stop_signal, SIGINT);
@@ -429,6 +505,7 @@ int main(int argc, char **argv)
 	log_notice("spoa-breaker %s started", SPOA_VERSION);
 	ev_run(loop, 0);
 
+	admin_http_close(d.admin);
 	agent_destroy(&d.agent);
 	enforcer_free(d.enforcer);
 	breakers_free(&d.breakers);

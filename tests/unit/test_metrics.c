@@ -1,0 +1,676 @@
+/*
+ * test_metrics.c - the admin endpoint's renderers: the Prometheus text of
+ * metrics.c (every family present, the exposition format, label escaping,
+ * the histogram) and the JSON of state_json.c (escaping, every field).
+ *
+ * The format check below is written from the 0.0.4 text format, not from
+ * the renderer: HELP then TYPE before a family's samples, each family once,
+ * every sample `name{labels} value`, counters named *_total, histogram
+ * buckets cumulative with +Inf equal to _count. It is itself tested on
+ * broken inputs, so it cannot pass by accepting everything.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "metrics.h"
+
+#define T0 5000000
+
+/* ==== a format checker for the Prometheus text format 0.0.4 ==== */
+
+static char check_error[512];
+
+static bool fail_at(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail_at(int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(check_error, sizeof(check_error), "line %d: ", line);
+	va_start(ap, fmt);
+	vsnprintf(check_error + n, sizeof(check_error) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static bool is_name_start(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+}
+
+static bool is_name_char(char c)
+{
+	return is_name_start(c) || (c >= '0' && c <= '9');
+}
+
+/* Length of the metric or label name at s (0 if none). */
+static size_t name_len(const char *s)
+{
+	size_t n = 0;
+	if (!is_name_start(s[0]))
+		return 0;
+	while (is_name_char(s[n]))
+		n++;
+	return n;
+}
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+	return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+struct prom_check {
+	char family[128];
+	char type[32];
+	bool help, typed;
+	char seen[256][128]; /* families already closed */
+	unsigned nb_seen;
+	/* histogram state */
+	double last_le;
+	double last_bucket;
+	bool inf_seen;
+	double inf_value;
+	unsigned samples;
+};
+
+static bool family_close(struct prom_check *c, int line)
+{
+	if (c->family[0] && strcmp(c->type, "histogram") == 0 && c->samples && !c->inf_seen)
+		return fail_at(line, "histogram %s has no +Inf bucket", c->family);
+	if (c->family[0] && c->nb_seen < 256)
+		memcpy(c->seen[c->nb_seen++], c->family, sizeof(c->family));
+	c->family[0] = '\0';
+	c->help = c->typed = false;
+	c->last_le = -INFINITY;
+	c->last_bucket = 0;
+	c->inf_seen = false;
+	c->samples = 0;
+	return true;
+}
+
+/* Parses {name="value",...}; *le gets the le label's value if any. */
+static bool parse_labels(const char **p, int line, char *le, size_t le_size)
+{
+	const char *s = *p;
+	le[0] = '\0';
+	if (*s != '{')
+		return true;
+	s++;
+	while (*s != '}') {
+		size_t n = name_len(s);
+		if (!n)
+			return fail_at(line, "bad label name at '%s'", s);
+		bool is_le = n == 2 && memcmp(s, "le", 2) == 0;
+		s += n;
+		if (s[0] != '=' || s[1] != '"')
+			return fail_at(line, "expected =\" after a label name");
+		s += 2;
+		size_t out = 0;
+		while (*s != '"') {
+			if (!*s || *s == '\n')
+				return fail_at(line, "unterminated label value");
+			if (*s == '\\') {
+				if (s[1] != '\\' && s[1] != '"' && s[1] != 'n')
+					return fail_at(line, "bad escape \\%c in a label value", s[1]);
+				s++;
+			}
+			if (is_le && out + 1 < le_size)
+				le[out++] = *s;
+			s++;
+		}
+		if (is_le)
+			le[out] = '\0';
+		s++;
+		if (*s == ',')
+			s++;
+		else if (*s != '}')
+			return fail_at(line, "expected , or } after a label");
+	}
+	*p = s + 1;
+	return true;
+}
+
+static bool parse_value(const char *s, int line, double *v)
+{
+	char *end;
+	*v = strtod(s, &end);
+	if (end == s || *end != '\0')
+		return fail_at(line, "bad sample value '%s'", s);
+	return true;
+}
+
+static bool sample_line(struct prom_check *c, const char *s, int line)
+{
+	size_t n = name_len(s);
+	char le[64];
+	double v;
+	if (!n)
+		return fail_at(line, "not a sample: '%s'", s);
+	if (!c->typed)
+		return fail_at(line, "sample before its family's HELP and TYPE: '%s'", s);
+	const char *name = s;
+	const char *p = s + n;
+	if (!parse_labels(&p, line, le, sizeof(le)))
+		return false;
+	if (*p != ' ')
+		return fail_at(line, "expected a space before the value");
+	if (!parse_value(p + 1, line, &v))
+		return false;
+
+	size_t fam = strlen(c->family);
+	if (strcmp(c->type, "histogram") == 0) {
+		bool bucket = n == fam + 7 && ends_with(name, n, "_bucket");
+		bool count = n == fam + 6 && ends_with(name, n, "_count");
+		bool sum = n == fam + 4 && ends_with(name, n, "_sum");
+		if (!(bucket || count || sum) || memcmp(name, c->family, fam) != 0)
+			return fail_at(line, "%.*s is not part of histogram %s", (int)n, name, c->family);
+		if (bucket) {
+			double bound;
+			if (!le[0])
+				return fail_at(line, "bucket without le");
+			if (c->inf_seen)
+				return fail_at(line, "bucket after +Inf");
+			if (!parse_value(le, line, &bound))
+				return false;
+			if (bound <= c->last_le)
+				return fail_at(line, "le not increasing");
+			if (v < c->last_bucket)
+				return fail_at(line, "buckets not cumulative");
+			c->last_le = bound;
+			c->last_bucket = v;
+			if (isinf(bound)) {
+				c->inf_seen = true;
+				c->inf_value = v;
+			}
+		}
+		if (count && (!c->inf_seen || v != c->inf_value))
+			return fail_at(line, "_count %g is not the +Inf bucket", v);
+	} else if (n != fam || memcmp(name, c->family, n) != 0) {
+		return fail_at(line, "sample %.*s outside its family (%s)", (int)n, name, c->family);
+	}
+	c->samples++;
+	return true;
+}
+
+/* true if text is valid; otherwise check_error says why. */
+static bool prom_check_text(const char *text)
+{
+	static struct prom_check c;
+	memset(&c, 0, sizeof(c));
+	c.last_le = -INFINITY;
+	char *copy = strdup(text);
+	int line = 0;
+	bool ok = true;
+	if (!text[0] || text[strlen(text) - 1] != '\n')
+		ok = fail_at(0, "the text does not end with a newline");
+	for (char *save = NULL, *l = strtok_r(copy, "\n", &save); ok && l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		line++;
+		char name[128], type[32];
+		if (strncmp(l, "# HELP ", 7) == 0) {
+			if (sscanf(l + 7, "%127s", name) != 1 || name_len(name) != strlen(name)) {
+				ok = fail_at(line, "bad HELP line");
+				break;
+			}
+			if (!(ok = family_close(&c, line)))
+				break;
+			for (unsigned i = 0; i < c.nb_seen; i++)
+				if (strcmp(c.seen[i], name) == 0)
+					ok = fail_at(line, "family %s appears twice", name);
+			snprintf(c.family, sizeof(c.family), "%s", name);
+			c.help = true;
+		} else if (strncmp(l, "# TYPE ", 7) == 0) {
+			if (sscanf(l + 7, "%127s %31s", name, type) != 2)
+				ok = fail_at(line, "bad TYPE line");
+			else if (!c.help || strcmp(name, c.family) != 0)
+				ok = fail_at(line, "TYPE %s without its HELP just before", name);
+			else if (strcmp(type, "counter") && strcmp(type, "gauge") &&
+				 strcmp(type, "histogram"))
+				ok = fail_at(line, "unexpected type %s", type);
+			else if ((strcmp(type, "counter") == 0) != ends_with(name, strlen(name), "_total"))
+				ok = fail_at(line, "%s: counters, and only counters, end in _total", name);
+			snprintf(c.type, sizeof(c.type), "%s", type);
+			c.typed = true;
+		} else if (l[0] == '#') {
+			ok = fail_at(line, "unexpected comment");
+		} else {
+			ok = sample_line(&c, l, line);
+		}
+	}
+	if (ok)
+		ok = family_close(&c, line);
+	free(copy);
+	return ok;
+}
+
+/* ==== fixtures ==== */
+
+static struct breaker_table table;
+static struct agent_stats agent;
+static struct enforce_stats enforce;
+static struct hactl_stats hactl;
+
+static struct breaker_table_entry *get(const char *backend, const char *server)
+{
+	enum breaker_table_status st;
+	struct breaker_table_entry *e =
+		breaker_table_get(&table, backend, strlen(backend), server, strlen(server), T0, &st);
+	assert_non_null(e);
+	return e;
+}
+
+/* What observe.c and breakers.c do for one observation. */
+static void observe(struct breaker_table_entry *e, int status)
+{
+	enum breaker_outcome o = breaker_outcome(e->breaker.policy, status);
+	struct breaker_event ev = breaker_record(&e->breaker, o, T0);
+	e->counters.outcomes[o]++;
+	e->counters.transitions[ev.from][ev.to] += ev.from != ev.to;
+}
+
+static struct metrics_source source(void)
+{
+	struct metrics_source s = {
+		.table = &table,
+		.agent = &agent,
+		.connections_open = 2,
+		.observations_refused = 1,
+		.enforce_mode = ENFORCE_RUNTIME_API,
+		.enforce = &enforce,
+		.nb_runtime_api = 1,
+		.version = "9.9.9",
+		.now_ms = T0 + 1000,
+	};
+	s.runtime_api[0] = (struct metrics_runtime_api){
+		.address = "unix:/run/haproxy/admin.sock", .stats = &hactl, .reachable = true};
+	return s;
+}
+
+static int setup(void **state)
+{
+	char err[256];
+	memset(&agent, 0, sizeof(agent));
+	memset(&enforce, 0, sizeof(enforce));
+	memset(&hactl, 0, sizeof(hactl));
+	if (!breaker_table_init(&table, 16, err, sizeof(err)))
+		fail_msg("%s", err);
+	struct breaker_table_entry *w1 = get("workers", "w1");
+	struct breaker_table_entry *w2 = get("workers", "w2");
+	for (int i = 0; i < 4; i++)
+		observe(w1, 503);
+	observe(w1, 200);
+	observe(w1, 404);
+	for (int i = 0; i < 3; i++)
+		observe(w2, 500);
+	agent.connections_accepted = 5;
+	agent.notifies = 9;
+	agent.disconnects_sent[0] = 3;
+	agent.disconnects_sent[AGENT_STATUS_SLOTS - 1] = 1;
+	histogram_observe_ns(&agent.notify_time, 800);     /* <= 1 us */
+	histogram_observe_ns(&agent.notify_time, 1000);    /* <= 1 us: bounds are inclusive */
+	histogram_observe_ns(&agent.notify_time, 1001);    /* <= 2 us */
+	histogram_observe_ns(&agent.notify_time, 7000);    /* <= 10 us */
+	histogram_observe_ns(&agent.notify_time, 99000000); /* +Inf */
+	enforce.commands_ok = 4;
+	enforce.connect_errors = 2;
+	hactl.commands_ok = 7;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	breaker_table_free(&table);
+	return 0;
+}
+
+static char *render_metrics(const struct metrics_source *s)
+{
+	struct strbuf b;
+	strbuf_init(&b);
+	assert_true(metrics_render(s, &b));
+	size_t len;
+	char *text = strbuf_steal(&b, &len);
+	assert_non_null(text);
+	assert_int_equal(strlen(text), len);
+	return text;
+}
+
+static void assert_contains(const char *text, const char *needle)
+{
+	if (!strstr(text, needle))
+		fail_msg("missing: %s\n--- in:\n%s", needle, text);
+}
+
+/* ==== the checker catches what it must ==== */
+
+static void test_checker_rejects_broken_text(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *why;
+	} bad[] = {
+		{"x_total 1\n", "sample before"},
+		{"# HELP a_total h\na_total 1\n", "sample before"},
+		{"# TYPE a_total counter\na_total 1\n", "without its HELP"},
+		{"# HELP a h\n# TYPE a counter\na 1\n", "end in _total"},
+		{"# HELP a_total h\n# TYPE a_total gauge\na_total 1\n", "end in _total"},
+		{"# HELP a h\n# TYPE a gauge\nb 1\n", "outside its family"},
+		{"# HELP a h\n# TYPE a gauge\na{x=\"1} 1\n", "unterminated"},
+		{"# HELP a h\n# TYPE a gauge\na{x=\"\\t\"} 1\n", "bad escape"},
+		{"# HELP a h\n# TYPE a gauge\na{x=1} 1\n", "expected =\""},
+		{"# HELP a h\n# TYPE a gauge\na one\n", "bad sample value"},
+		{"# HELP a h\n# TYPE a gauge\na 1", "newline"},
+		{"# HELP a h\n# TYPE a gauge\na 1\n# HELP a h\n# TYPE a gauge\n", "twice"},
+		{"# HELP h h\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"2\"} 1\n"
+		 "h_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n",
+		 "cumulative"},
+		{"# HELP h h\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
+		 "h_sum 1\nh_count 3\n",
+		 "_count"},
+		{"# HELP h h\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\n", "+Inf"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (prom_check_text(bad[i].text))
+			fail_msg("accepted: %s", bad[i].text);
+		if (!strstr(check_error, bad[i].why))
+			fail_msg("'%s': said '%s', expected '%s'", bad[i].text, check_error, bad[i].why);
+	}
+	assert_true(prom_check_text("# HELP h h\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\n"
+				    "h_bucket{le=\"+Inf\"} 2\nh_sum 1.5\nh_count 2\n"
+				    "# HELP g h\n# TYPE g gauge\ng{a=\"x\\\"y\\\\z\\n\",b=\"\"} -1\n"));
+}
+
+/* ==== /metrics ==== */
+
+static void test_every_family_present(void **state)
+{
+	static const char *const families[][2] = {
+		{"build_info", "gauge"},
+		{"worker_requests_total", "counter"},
+		{"breaker_state", "gauge"},
+		{"breaker_transitions_total", "counter"},
+		{"breaker_failure_streak", "gauge"},
+		{"breaker_probes_in_flight", "gauge"},
+		{"breaker_table_entries", "gauge"},
+		{"breaker_table_capacity", "gauge"},
+		{"breaker_table_evictions_total", "counter"},
+		{"breaker_table_full_refusals_total", "counter"},
+		{"spop_connections_total", "counter"},
+		{"spop_connections_open", "gauge"},
+		{"spop_frames_total", "counter"},
+		{"spop_disconnects_sent_total", "counter"},
+		{"spop_observations_refused_total", "counter"},
+		{"notify_duration_seconds", "histogram"},
+		{"enforcement_mode", "gauge"},
+		{"runtime_api_commands_total", "counter"},
+		{"runtime_api_socket_commands_total", "counter"},
+		{"runtime_api_connect_attempts_total", "counter"},
+		{"runtime_api_connect_failures_total", "counter"},
+		{"runtime_api_timeouts_total", "counter"},
+		{"runtime_api_up", "gauge"},
+		{"haproxy_looks_total", "counter"},
+		{"haproxy_restarts_total", "counter"},
+		{"faults_polled_total", "counter"},
+		{"breakers_dropped_total", "counter"},
+	};
+	struct metrics_source s = source();
+	char *text = render_metrics(&s);
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		char line[160];
+		snprintf(line, sizeof(line), "\n# TYPE spoa_breaker_%s %s\n", families[i][0],
+			 families[i][1]);
+		assert_contains(text, line);
+	}
+	/* And no family the list above does not know. */
+	unsigned types = 0;
+	for (const char *p = text; (p = strstr(p, "# TYPE ")); p++)
+		types++;
+	assert_int_equal(types, sizeof(families) / sizeof(families[0]));
+	free(text);
+}
+
+static void test_output_passes_the_format_check(void **state)
+{
+	struct metrics_source s = source();
+	get("we\"ird\\be", "w\nx"); /* the table takes any bytes but NUL */
+	char *text = render_metrics(&s);
+	if (!prom_check_text(text))
+		{
+		fprintf(stderr, "%s\n---\n", text);
+		fail_msg("%s", check_error);
+	}
+	free(text);
+
+	/* Nothing to report at all: still every family, still valid. */
+	struct metrics_source empty = {0};
+	text = render_metrics(&empty);
+	if (!prom_check_text(text))
+		{
+		fprintf(stderr, "%s\n---\n", text);
+		fail_msg("%s", check_error);
+	}
+	assert_contains(text, "spoa_breaker_breaker_table_entries 0\n");
+	assert_contains(text, "spoa_breaker_notify_duration_seconds_count 0\n");
+	free(text);
+}
+
+static void test_per_server_samples(void **state)
+{
+	struct metrics_source s = source();
+	char *text = render_metrics(&s);
+	static const char *const lines[] = {
+		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"backpressure\"} 4\n",
+		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"success\"} 1\n",
+		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"client_error\"} 1\n",
+		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"failure\"} 0\n",
+		"worker_requests_total{backend=\"workers\",server=\"w2\",outcome=\"failure\"} 3\n",
+		"breaker_state{backend=\"workers\",server=\"w1\"} 0\n",
+		"breaker_state{backend=\"workers\",server=\"w2\"} 1\n",
+		"breaker_transitions_total{backend=\"workers\",server=\"w2\",from=\"closed\",to=\"open\"} 1\n",
+		"breaker_transitions_total{backend=\"workers\",server=\"w1\",from=\"closed\",to=\"open\"} 0\n",
+		"breaker_transitions_total{backend=\"workers\",server=\"w2\",from=\"half_open\",to=\"closed\"} 0\n",
+		"breaker_failure_streak{backend=\"workers\",server=\"w2\"} 3\n",
+		"breaker_table_entries 2\n",
+		"breaker_table_capacity 16\n",
+		"spop_connections_total{result=\"accepted\"} 5\n",
+		"spop_connections_open 2\n",
+		"spop_frames_total{type=\"notify\"} 9\n",
+		"spop_disconnects_sent_total{code=\"0\"} 3\n",
+		"spop_disconnects_sent_total{code=\"13\"} 0\n",
+		"spop_disconnects_sent_total{code=\"99\"} 1\n",
+		"spop_observations_refused_total 1\n",
+		"enforcement_mode{mode=\"runtime-api\"} 1\n",
+		"enforcement_mode{mode=\"none\"} 0\n",
+		"runtime_api_commands_total{result=\"ok\"} 4\n",
+		"runtime_api_socket_commands_total{socket=\"unix:/run/haproxy/admin.sock\",result=\"answered\"} 7\n",
+		"runtime_api_up{socket=\"unix:/run/haproxy/admin.sock\"} 1\n",
+		"faults_polled_total{kind=\"connect_error\"} 2\n",
+		"build_info{version=\"9.9.9\"} 1\n",
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		char line[256];
+		snprintf(line, sizeof(line), "\nspoa_breaker_%s", lines[i]);
+		assert_contains(text, line);
+	}
+	/* Impossible transitions are not written while they have not happened. */
+	assert_null(strstr(text, "from=\"closed\",to=\"half_open\""));
+	free(text);
+}
+
+static void test_histogram_buckets(void **state)
+{
+	struct metrics_source s = source();
+	char *text = render_metrics(&s);
+	static const char *const lines[] = {
+		"notify_duration_seconds_bucket{le=\"0.000001\"} 2\n",
+		"notify_duration_seconds_bucket{le=\"0.000002\"} 3\n",
+		"notify_duration_seconds_bucket{le=\"0.000005\"} 3\n",
+		"notify_duration_seconds_bucket{le=\"0.00001\"} 4\n",
+		"notify_duration_seconds_bucket{le=\"0.01\"} 4\n",
+		"notify_duration_seconds_bucket{le=\"+Inf\"} 5\n",
+		"notify_duration_seconds_count 5\n",
+		"notify_duration_seconds_sum 0.099009801\n",
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		char line[256];
+		snprintf(line, sizeof(line), "\nspoa_breaker_%s", lines[i]);
+		assert_contains(text, line);
+	}
+	assert_int_equal(agent.notify_time.count, 5);
+	free(text);
+}
+
+static void test_label_escaping(void **state)
+{
+	static const char *const cases[][2] = {
+		{"plain", "plain"},
+		{"", ""},
+		{"a\"b", "a\\\"b"},
+		{"a\\b", "a\\\\b"},
+		{"a\nb", "a\\nb"},
+		{"\"\\\n", "\\\"\\\\\\n"},
+		{"tab\there", "tab\there"}, /* only \ " and newline are escaped */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct strbuf b;
+		strbuf_init(&b);
+		metrics_escape_label(&b, cases[i][0]);
+		assert_string_equal(b.data ? b.data : "", cases[i][1]);
+		strbuf_free(&b);
+	}
+
+	struct metrics_source s = source();
+	get("we\"ird\\be", "w\nx");
+	char *text = render_metrics(&s);
+	assert_contains(text, "\nspoa_breaker_breaker_state{backend=\"we\\\"ird\\\\be\",server=\"w\\nx\"} 0\n");
+	free(text);
+}
+
+/* ==== /state ==== */
+
+static void test_json_string_escaping(void **state)
+{
+	static const char *const cases[][2] = {
+		{"w1", "\"w1\""},
+		{"", "\"\""},
+		{"a\"b", "\"a\\\"b\""},
+		{"a\\b", "\"a\\\\b\""},
+		{"l1\nl2\r\t", "\"l1\\nl2\\r\\t\""},
+		{"\x01\x1f", "\"\\u0001\\u001f\""},
+		{"caf\xc3\xa9", "\"caf\xc3\xa9\""}, /* UTF-8 passes through */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct strbuf b;
+		strbuf_init(&b);
+		state_json_string(&b, cases[i][0]);
+		assert_string_equal(b.data, cases[i][1]);
+		strbuf_free(&b);
+	}
+}
+
+static void test_state_json(void **state)
+{
+	struct metrics_source s = source();
+	get("we\"ird", "s\x01");
+	struct strbuf b;
+	strbuf_init(&b);
+	assert_true(state_json_render(&s, &b));
+	const char *text = b.data;
+
+	assert_contains(text, "{\"enforce\":\"runtime-api\",\"entries\":3,\"capacity\":16,\"breakers\":[");
+	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
+			      "\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
+			      "\"probes_in_flight\":0,\"policy\":{\"threshold\":3,"
+			      "\"cooldown_ms\":30000,\"half_open_probes\":1,"
+			      "\"probe_timeout_ms\":30000,\"capacity_statuses\":\"429,503\","
+			      "\"failure_statuses\":\"500-502,504-599\",\"ignore_statuses\":\"none\","
+			      "\"half_open_backpressure\":\"close\",\"open_late_success\":\"ignore\"}}");
+	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
+			      "\"since_ms\":1000,\"cooldown_left_ms\":0");
+	assert_contains(text, "\"backend\":\"we\\\"ird\",\"server\":\"s\\u0001\"");
+	assert_int_equal(text[b.len - 1], '\n');
+	assert_int_equal(text[b.len - 2], '}');
+
+	/* Balanced: every { and [ outside strings is closed. */
+	int depth = 0;
+	bool in_string = false;
+	for (const char *p = text; *p; p++) {
+		if (in_string) {
+			if (*p == '\\')
+				p++;
+			else if (*p == '"')
+				in_string = false;
+			continue;
+		}
+		if (*p == '"')
+			in_string = true;
+		else if (*p == '{' || *p == '[')
+			depth++;
+		else if (*p == '}' || *p == ']')
+			assert_true(--depth >= 0);
+	}
+	assert_false(in_string);
+	assert_int_equal(depth, 0);
+	strbuf_free(&b);
+
+	/* A cool-down already over says 0, not a wrapped-around number. */
+	s.now_ms = T0 + 10000000;
+	strbuf_init(&b);
+	assert_true(state_json_render(&s, &b));
+	assert_contains(b.data, "\"server\":\"w2\",\"state\":\"open\",\"failure_streak\":3,"
+				"\"since_ms\":10000000,\"cooldown_left_ms\":0,");
+	strbuf_free(&b);
+
+	struct metrics_source empty = {.enforce_mode = ENFORCE_NONE};
+	strbuf_init(&b);
+	assert_true(state_json_render(&empty, &b));
+	assert_string_equal(b.data,
+			    "{\"enforce\":\"none\",\"entries\":0,\"capacity\":0,\"breakers\":[]}\n");
+	strbuf_free(&b);
+}
+
+/* ==== the buffer ==== */
+
+static void test_strbuf_grows(void **state)
+{
+	struct strbuf b;
+	strbuf_init(&b);
+	for (int i = 0; i < 3000; i++)
+		strbuf_printf(&b, "%04d,", i);
+	assert_false(b.failed);
+	assert_int_equal(b.len, 15000);
+	assert_int_equal(strlen(b.data), 15000);
+	assert_memory_equal(b.data + 14995, "2999,", 5);
+	size_t len;
+	char *data = strbuf_steal(&b, &len);
+	assert_int_equal(len, 15000);
+	assert_null(b.data);
+	free(data);
+
+	strbuf_init(&b);
+	assert_null(strbuf_steal(&b, &len)); /* nothing appended */
+	assert_int_equal(len, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_checker_rejects_broken_text),
+		cmocka_unit_test_setup_teardown(test_every_family_present, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output_passes_the_format_check, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_per_server_samples, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_histogram_buckets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
+		cmocka_unit_test(test_json_string_escaping),
+		cmocka_unit_test_setup_teardown(test_state_json, setup, teardown),
+		cmocka_unit_test(test_strbuf_grows),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
