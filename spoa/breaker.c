@@ -6,26 +6,14 @@
  * Pure: time comes in as an argument, nothing is allocated, and every
  * change is returned to the caller as a struct breaker_event.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "breaker.h"
+#include "errmsg.h"
 
 /* ---- policy ---- */
 
-static void set_error(char *err, size_t err_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_error(char *err, size_t err_size, const char *fmt, ...)
-{
-	if (!err || err_size == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, err_size, fmt, ap);
-	va_end(ap);
-}
 
 /* The failure set nobody configured: every 5xx that is not already
  * backpressure or ignored, so the three sets never overlap by default. */
@@ -66,7 +54,7 @@ static bool check_disjoint(const struct status_set *a, const char *a_name,
 	if (status_set_is_empty(&both))
 		return true;
 	status_set_format(&both, list, sizeof(list));
-	set_error(err, err_size, "%s and %s sets overlap on %s (a status belongs to one set only)",
+	errmsg_set(err, err_size, "%s and %s sets overlap on %s (a status belongs to one set only)",
 		  a_name, b_name, list);
 	return false;
 }
@@ -74,30 +62,30 @@ static bool check_disjoint(const struct status_set *a, const char *a_name,
 bool breaker_policy_validate(const struct breaker_policy *policy, char *err, size_t err_size)
 {
 	if (policy->threshold < 1) {
-		set_error(err, err_size, "threshold is 0 (expected at least 1 failure)");
+		errmsg_set(err, err_size, "threshold is 0 (expected at least 1 failure)");
 		return false;
 	}
 	if (policy->cooldown_ms < 1) {
-		set_error(err, err_size, "cool-down is 0 (expected at least 1 ms)");
+		errmsg_set(err, err_size, "cool-down is 0 (expected at least 1 ms)");
 		return false;
 	}
 	if (policy->half_open_probes < 1 || policy->half_open_probes > BREAKER_MAX_PROBES) {
-		set_error(err, err_size, "half-open probes is %u (expected 1-%d)",
+		errmsg_set(err, err_size, "half-open probes is %u (expected 1-%d)",
 			  (unsigned)policy->half_open_probes, BREAKER_MAX_PROBES);
 		return false;
 	}
 	if (policy->probe_timeout_ms < 1) {
-		set_error(err, err_size, "probe timeout is 0 (expected at least 1 ms)");
+		errmsg_set(err, err_size, "probe timeout is 0 (expected at least 1 ms)");
 		return false;
 	}
 	if (policy->half_open_backpressure != BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE &&
 	    policy->half_open_backpressure != BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE) {
-		set_error(err, err_size, "half-open backpressure policy is neither close nor ignore");
+		errmsg_set(err, err_size, "half-open backpressure policy is neither close nor ignore");
 		return false;
 	}
 	if (policy->open_late_success != BREAKER_OPEN_LATE_SUCCESS_IGNORE &&
 	    policy->open_late_success != BREAKER_OPEN_LATE_SUCCESS_CLOSE) {
-		set_error(err, err_size, "open late success policy is neither ignore nor close");
+		errmsg_set(err, err_size, "open late success policy is neither ignore nor close");
 		return false;
 	}
 	return check_disjoint(&policy->capacity, "capacity", &policy->failure, "failure", err,

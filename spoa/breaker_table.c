@@ -7,27 +7,15 @@
  * All entry memory is allocated once, up front: a lookup in steady state
  * never allocates. Only configuration (the policy setters) allocates.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "breaker.h"
+#include "errmsg.h"
 
 #define SLOT_EMPTY UINT32_MAX
 
-static void set_error(char *err, size_t err_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_error(char *err, size_t err_size, const char *fmt, ...)
-{
-	if (!err || err_size == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, err_size, fmt, ap);
-	va_end(ap);
-}
 
 /* A name we can store and later hand to the Runtime API as a C string. */
 static bool name_ok(const char *name, size_t len)
@@ -184,7 +172,7 @@ bool breaker_table_init(struct breaker_table *t, uint32_t max_entries, char *err
 {
 	memset(t, 0, sizeof(*t));
 	if (max_entries < 1 || max_entries > BREAKER_TABLE_MAX_ENTRIES) {
-		set_error(err, err_size, "table size %u is out of range (expected 1-%u)",
+		errmsg_set(err, err_size, "table size %u is out of range (expected 1-%u)",
 			  (unsigned)max_entries, (unsigned)BREAKER_TABLE_MAX_ENTRIES);
 		return false;
 	}
@@ -200,7 +188,7 @@ bool breaker_table_init(struct breaker_table *t, uint32_t max_entries, char *err
 		free(t->entries);
 		free(t->slots);
 		memset(t, 0, sizeof(*t));
-		set_error(err, err_size, "out of memory for a table of %u breakers",
+		errmsg_set(err, err_size, "out of memory for a table of %u breakers",
 			  (unsigned)max_entries);
 		return false;
 	}
@@ -262,7 +250,7 @@ static bool override_set(struct breaker_table *t, const char *backend, const cha
 		return true;
 	}
 	if (t->override_count == BREAKER_TABLE_MAX_OVERRIDES) {
-		set_error(err, err_size, "more than %d backend and server overrides",
+		errmsg_set(err, err_size, "more than %d backend and server overrides",
 			  BREAKER_TABLE_MAX_OVERRIDES);
 		return false;
 	}
@@ -271,7 +259,7 @@ static bool override_set(struct breaker_table *t, const char *backend, const cha
 		struct breaker_table_override **grown =
 			realloc(t->overrides, cap * sizeof(*t->overrides));
 		if (!grown) {
-			set_error(err, err_size, "out of memory for policy overrides");
+			errmsg_set(err, err_size, "out of memory for policy overrides");
 			return false;
 		}
 		t->overrides = grown;
@@ -279,7 +267,7 @@ static bool override_set(struct breaker_table *t, const char *backend, const cha
 	}
 	o = calloc(1, sizeof(*o));
 	if (!o) {
-		set_error(err, err_size, "out of memory for policy overrides");
+		errmsg_set(err, err_size, "out of memory for policy overrides");
 		return false;
 	}
 	memcpy(o->backend, backend, backend_len + 1);
@@ -302,7 +290,7 @@ bool breaker_table_set_backend_policy(struct breaker_table *t, const char *backe
 				      size_t err_size)
 {
 	if (!name_ok(backend, strlen(backend))) {
-		set_error(err, err_size, "backend name \"%.*s\" is empty or longer than %d bytes",
+		errmsg_set(err, err_size, "backend name \"%.*s\" is empty or longer than %d bytes",
 			  BREAKER_NAME_MAX, backend, BREAKER_NAME_MAX);
 		return false;
 	}
@@ -314,7 +302,7 @@ bool breaker_table_set_server_policy(struct breaker_table *t, const char *backen
 				     char *err, size_t err_size)
 {
 	if (!name_ok(backend, strlen(backend)) || !name_ok(server, strlen(server))) {
-		set_error(err, err_size,
+		errmsg_set(err, err_size,
 			  "server name \"%.*s/%.*s\" has an empty part or one longer than %d bytes",
 			  BREAKER_NAME_MAX, backend, BREAKER_NAME_MAX, server, BREAKER_NAME_MAX);
 		return false;
@@ -349,13 +337,13 @@ bool breaker_table_resolve_policies(struct breaker_table *t, char *err, size_t e
 
 	layers[0] = &t->global;
 	if (!breaker_policy_resolve(&global, layers, 1, why, sizeof(why))) {
-		set_error(err, err_size, "global: %s", why);
+		errmsg_set(err, err_size, "global: %s", why);
 		return false;
 	}
 	if (t->override_count > 0) {
 		resolved = calloc(t->override_count, sizeof(*resolved));
 		if (!resolved) {
-			set_error(err, err_size, "out of memory resolving policies");
+			errmsg_set(err, err_size, "out of memory resolving policies");
 			return false;
 		}
 	}
@@ -369,7 +357,7 @@ bool breaker_table_resolve_policies(struct breaker_table *t, char *err, size_t e
 			layers[1] = &o->layer;
 			ok = breaker_policy_resolve(&resolved[i], layers, 2, why, sizeof(why));
 			if (!ok)
-				set_error(err, err_size, "backend %s: %s", o->backend, why);
+				errmsg_set(err, err_size, "backend %s: %s", o->backend, why);
 		} else {
 			const struct breaker_table_override *be =
 				override_find(t, o->backend, strlen(o->backend), "", 0);
@@ -377,7 +365,7 @@ bool breaker_table_resolve_policies(struct breaker_table *t, char *err, size_t e
 			layers[2] = &o->layer;
 			ok = breaker_policy_resolve(&resolved[i], layers, 3, why, sizeof(why));
 			if (!ok)
-				set_error(err, err_size, "server %s/%s: %s", o->backend, o->server,
+				errmsg_set(err, err_size, "server %s/%s: %s", o->backend, o->server,
 					  why);
 		}
 		if (!ok) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "breaker.h"
+#include "errmsg.h"
 
 static bool in_range(int status)
 {
@@ -86,18 +87,6 @@ unsigned status_set_count(const struct status_set *set)
 
 /* ---- parsing ---- */
 
-static void set_error(char *err, size_t err_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_error(char *err, size_t err_size, const char *fmt, ...)
-{
-	if (!err || err_size == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, err_size, fmt, ap);
-	va_end(ap);
-}
 
 static const char *skip_blanks(const char *p, const char *end)
 {
@@ -140,7 +129,7 @@ static bool parse_item(struct status_set *set, const char *start, const char *en
 	int item_len = (int)(stop - p);
 
 	if (p == stop) {
-		set_error(err, err_size,
+		errmsg_set(err, err_size,
 			  "item %u is empty (expected a status 100-599 or a range like 500-599)",
 			  index);
 		return false;
@@ -161,12 +150,12 @@ static bool parse_item(struct status_set *set, const char *start, const char *en
 		goto not_a_status;
 
 	if (!in_range(lo) || !in_range(hi)) {
-		set_error(err, err_size, "item %u \"%.*s\": %d is not an HTTP status (expected 100-599)",
+		errmsg_set(err, err_size, "item %u \"%.*s\": %d is not an HTTP status (expected 100-599)",
 			  index, item_len, p, in_range(lo) ? hi : lo);
 		return false;
 	}
 	if (lo > hi) {
-		set_error(err, err_size,
+		errmsg_set(err, err_size,
 			  "item %u \"%.*s\": reversed range (write the lower status first: %d-%d)",
 			  index, item_len, p, hi, lo);
 		return false;
@@ -176,11 +165,11 @@ static bool parse_item(struct status_set *set, const char *start, const char *en
 
 not_a_status:
 	if (item_len == 4 && strncmp(p, "none", 4) == 0) {
-		set_error(err, err_size, "item %u: \"none\" must stand alone (it is the empty list)",
+		errmsg_set(err, err_size, "item %u: \"none\" must stand alone (it is the empty list)",
 			  index);
 		return false;
 	}
-	set_error(err, err_size,
+	errmsg_set(err, err_size,
 		  "item %u \"%.*s\": not a status (expected a status 100-599 or a range like 500-599)",
 		  index, item_len, p);
 	return false;
@@ -196,7 +185,7 @@ bool status_set_parse(struct status_set *out, const char *text, char *err, size_
 	while (stop > p && isblank((unsigned char)stop[-1]))
 		stop--;
 	if (p == stop) {
-		set_error(err, err_size,
+		errmsg_set(err, err_size,
 			  "empty status list (write \"none\" for no statuses, or e.g. \"429,503\")");
 		return false;
 	}
