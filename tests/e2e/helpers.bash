@@ -83,10 +83,9 @@ start_agent() { # NAME ARGS...
 	spawn "$name" "$SPOA_BIN" --log-level info "$@"
 }
 
-# Renders a template, replacing @NAME@ with the value of $NAME for every
-# NAME it mentions, then starts HAProxy on it in the foreground (-db) so its
-# PID is ours.
-start_haproxy() { # TEMPLATE
+# Renders a template into $RUN_DIR/haproxy.cfg, replacing @NAME@ with the
+# value of $NAME for every NAME it mentions, and checks it with haproxy -c.
+render_haproxy_cfg() { # TEMPLATE
 	local out="$RUN_DIR/haproxy.cfg" var
 	cp "$1" "$out"
 	for var in $(grep -o '@[A-Z0-9_]*@' "$1" | sort -u | tr -d @); do
@@ -96,7 +95,15 @@ start_haproxy() { # TEMPLATE
 		cat "$RUN_DIR/haproxy-check.log" >&2
 		return 1
 	}
-	spawn haproxy "$HAPROXY_BIN" -db -f "$out"
+}
+
+# Starts HAProxy on a rendered template in the foreground (-db), so its PID
+# is ours; extra arguments go before -f (e.g. -W -S master.sock).
+start_haproxy() { # TEMPLATE [ARGS...]
+	local template=$1
+	shift
+	render_haproxy_cfg "$template"
+	spawn haproxy "$HAPROXY_BIN" "$@" -db -f "$RUN_DIR/haproxy.cfg"
 	wait_port "$FE_PORT"
 }
 
@@ -188,18 +195,9 @@ start_enforce_scene() {
 	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
 	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
 	wait_port "$AGENT_PORT"
-	local out="$RUN_DIR/haproxy.cfg" var
 	echo 1 >"$RUN_DIR/server-state" # an empty state, version 1
-	cp "$BATS_TEST_DIRNAME/haproxy-enforce.cfg.in" "$out"
-	for var in $(grep -o '@[A-Z0-9_]*@' "$out" | sort -u | tr -d @); do
-		sed -i "s|@$var@|${!var}|g" "$out"
-	done
-	"$HAPROXY_BIN" -c -f "$out" >"$RUN_DIR/haproxy-check.log" 2>&1 || {
-		cat "$RUN_DIR/haproxy-check.log" >&2
-		return 1
-	}
-	spawn haproxy "$HAPROXY_BIN" -W -S "$RUN_DIR/master.sock" -db -f "$out"
-	wait_port "$FE_PORT"
+	# Master-worker, so that tests can reload it.
+	start_haproxy "$BATS_TEST_DIRNAME/haproxy-enforce.cfg.in" -W -S "$RUN_DIR/master.sock"
 	wait_until 10 agent_is_up
 }
 
