@@ -23,14 +23,9 @@ teardown() {
 	is_not_drained w1
 	# Half-open: HAProxy applies "ready maxconn:1".
 	wait_until 5 is_not_drained w2
-	wait_until 3 bash -c "[ \"\$(echo 'show stat' | socat - UNIX-CONNECT:$RUN_DIR/admin.sock | awk -F, '\$2==\"w2\" {print \$7}')\" = 1 ]"
-	local i
-	for i in $(seq 50); do
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
-		[ "$(logged_state_of w2)" = closed ] && break
-	done
-	[ "$(logged_state_of w2)" = closed ]
-	wait_until 3 bash -c "[ -z \"\$(echo 'show stat' | socat - UNIX-CONNECT:$RUN_DIR/admin.sock | awk -F, '\$2==\"w2\" {print \$7}')\" ]"
+	wait_until 3 maxconn_is w2 1
+	probe_w2_until_closed
+	wait_until 3 maxconn_is w2 ""
 	# An operator's drain on a healthy server survives the agent's answers.
 	haproxy_cli "set server workers/w1 state drain"
 	sleep 1

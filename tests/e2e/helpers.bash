@@ -211,6 +211,15 @@ maxconn_of() {
 	haproxy_cli "show stat" | awk -F, -v s="$1" '$1=="workers" && $2==s {print $7}'
 }
 
+# maxconn_is SERVER VALUE ("" for unlimited): for wait_until.
+maxconn_is() { [ "$(maxconn_of "$1")" = "$2" ]; }
+
+haproxy_pid() {
+	haproxy_cli "show info" | awk '/^Pid:/ {print $2}'
+}
+
+pid_changed_from() { local now; now=$(haproxy_pid); [ -n "$now" ] && [ "$now" != "$1" ]; }
+
 is_drained() { [ "$(($(admin_state_of "$1") & 8))" -ne 0 ]; }
 is_not_drained() { [ "$(($(admin_state_of "$1") & 8))" -eq 0 ]; }
 
@@ -235,6 +244,17 @@ trip_w2() {
 	for i in $(seq 100); do
 		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
 		[ "$(logged_state_of w2)" = open ] && return 0
+	done
+	return 1
+}
+
+# Sends requests w2 answers 200 (the path overrides its default) until its
+# breaker is closed again (bounded, watching the state).
+probe_w2_until_closed() {
+	local i
+	for i in $(seq 50); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
+		[ "$(logged_state_of w2)" = closed ] && return 0
 	done
 	return 1
 }
