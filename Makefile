@@ -28,8 +28,9 @@ DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lm
 TEST_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Every source but main.c goes into a static library the tests link against.
-LIB_SRCS   := $(filter-out spoa/main.c,$(wildcard spoa/*.c))
+LIB_SRCS   := $(wildcard spoa/*/*.c)
 LIB_OBJS   := $(LIB_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
+HEADERS    := $(wildcard include/*/*.h)
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
@@ -38,7 +39,8 @@ BIN        := $(BUILD)/spoa-breaker
 
 all: $(BIN)
 
-$(BUILD)/obj/%.o: spoa/%.c $(wildcard include/*.h) | $(BUILD)/obj
+$(BUILD)/obj/%.o: spoa/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libspoa.a: $(LIB_OBJS)
@@ -50,7 +52,7 @@ $(BIN): spoa/main.c $(BUILD)/libspoa.a
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspoa.a | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS) $(TEST_LIBS)
 
-$(BUILD)/obj $(BUILD)/tests:
+$(BUILD)/tests:
 	mkdir -p $@
 
 # Installs only what is missing; a no-op on a machine that has it all.
@@ -74,10 +76,10 @@ sanitize: deps
 		LDFLAGS="-fsanitize=address,undefined" all unit e2e
 
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_frame
-$(FUZZ_BIN): tests/fuzz/fuzz_frame.c $(LIB_SRCS) $(wildcard include/*.h)
+$(FUZZ_BIN): tests/fuzz/fuzz_frame.c $(LIB_SRCS) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-o $@ tests/fuzz/fuzz_frame.c $(filter spoa/spop_%.c,$(LIB_SRCS))
+		-o $@ tests/fuzz/fuzz_frame.c spoa/spop/codec.c spoa/spop/hello.c
 
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/corpus

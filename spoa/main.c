@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin_http.h"
-#include "agent.h"
-#include "breakers.h"
-#include "config.h"
-#include "enforcer.h"
-#include "dispatch.h"
-#include "log.h"
-#include "metrics.h"
-#include "sockaddr.h"
-#include "observe.h"
+#include "admin/admin_http.h"
+#include "spop/agent.h"
+#include "daemon/breakers.h"
+#include "config/config.h"
+#include "link/enforcer.h"
+#include "spop/dispatch.h"
+#include "util/log.h"
+#include "admin/metrics.h"
+#include "util/sockaddr.h"
+#include "spop/observe.h"
 
 struct options {
 	const char *config_path;
@@ -398,11 +398,11 @@ static bool render_admin_page(void *ctx, enum admin_page page, struct strbuf *ou
 	};
 	unsigned n = enforcer_runtime_api_count(d->enforcer);
 	for (unsigned i = 0; i < n && i < ENFORCE_MAX_HAPROXY; i++) {
-		const struct hactl_client *h = enforcer_runtime_api(d->enforcer, i);
+		const struct runtime_api_client *h = enforcer_runtime_api(d->enforcer, i);
 		s.runtime_api[s.nb_runtime_api++] = (struct metrics_runtime_api){
-			.address = hactl_client_address(h),
-			.stats = hactl_client_stats(h),
-			.reachable = hactl_client_reachable(h),
+			.address = runtime_api_client_address(h),
+			.stats = runtime_api_client_stats(h),
+			.reachable = runtime_api_client_reachable(h),
 		};
 	}
 	switch (page) {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spop.h"
+#include "spop/spop.h"
 
 #define MAX_FRAME_SIZE 16380
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "breaker.h"
+#include "core/breaker.h"
 
 /* A loop on observable state that reaches this has found a bug. */
 #define LOOP_BOUND 100000

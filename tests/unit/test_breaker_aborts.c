@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "breaker.h"
+#include "core/breaker.h"
 
 #define LOOP_BOUND 100000
 #define T0 1000000

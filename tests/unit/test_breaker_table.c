@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "breaker.h"
+#include "core/breaker.h"
 
 #define LOOP_BOUND 100000
 #define T0 5000000

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "enforce.h"
+#include "link/enforce_plan.h"
 
 #define PROBES 2
 

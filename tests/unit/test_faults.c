@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "breaker.h"
-#include "faults.h"
-#include "hactl.h"
+#include "core/breaker.h"
+#include "link/faults.h"
+#include "link/runtime_api.h"
 
 #define LOOP_BOUND 100000
 #define T0 1000000
@@ -353,7 +353,7 @@ static void test_garbage_and_caps(void **state)
 /* The parsed `show stat` row's counters land in the right fields. */
 static void test_counters_from_stat(void **state)
 {
-	struct hactl_stat_row row;
+	struct runtime_api_stat_row row;
 	struct faults_counters c;
 
 	memset(&row, 0, sizeof(row));

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "admin/metrics.h"
 
 #define T0 5000000
 
@@ -255,7 +255,7 @@ static bool prom_check_text(const char *text)
 static struct breaker_table table;
 static struct agent_stats agent;
 static struct enforce_stats enforce;
-static struct hactl_stats hactl;
+static struct runtime_api_stats runtime_api;
 
 static struct breaker_table_entry *get(const char *backend, const char *server)
 {
@@ -289,7 +289,7 @@ static struct metrics_source source(void)
 		.now_ms = T0 + 1000,
 	};
 	s.runtime_api[0] = (struct metrics_runtime_api){
-		.address = "unix:/run/haproxy/admin.sock", .stats = &hactl, .reachable = true};
+		.address = "unix:/run/haproxy/admin.sock", .stats = &runtime_api, .reachable = true};
 	return s;
 }
 
@@ -298,7 +298,7 @@ static int setup(void **state)
 	char err[256];
 	memset(&agent, 0, sizeof(agent));
 	memset(&enforce, 0, sizeof(enforce));
-	memset(&hactl, 0, sizeof(hactl));
+	memset(&runtime_api, 0, sizeof(runtime_api));
 	if (!breaker_table_init(&table, 16, err, sizeof(err)))
 		fail_msg("%s", err);
 	struct breaker_table_entry *w1 = get("workers", "w1");
@@ -320,7 +320,7 @@ static int setup(void **state)
 	histogram_observe_ns(&agent.notify_time, 99000000); /* +Inf */
 	enforce.commands_ok = 4;
 	enforce.connect_errors = 2;
-	hactl.commands_ok = 7;
+	runtime_api.commands_ok = 7;
 	return 0;
 }
 

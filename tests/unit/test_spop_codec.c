@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "spop.h"
+#include "spop/spop.h"
 
 struct bytes {
 	const uint8_t *ptr;

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "spop.h"
+#include "spop/spop.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "breaker.h"
+#include "core/breaker.h"
 
 /* (text) -> (compact form), for lists that must parse. */
 static const struct {

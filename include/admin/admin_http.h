@@ -1,0 +1,51 @@
+/*
+ * admin_http.h - the admin HTTP listener (libmicrohttpd) on the agent's
+ * event loop: /metrics, /state, /healthz.
+ *
+ * No extra thread: libmicrohttpd runs in external-polling mode with its
+ * epoll fd watched by an ev_io and its timeout by an ev_timer. This file
+ * only does the I/O; what each page says comes from a render callback
+ * (main.c gathers the numbers, metrics.c and state_json.c write them).
+ * Bounded: at most ADMIN_HTTP_MAX_CONNECTIONS clients, each idle for at
+ * most ADMIN_HTTP_TIMEOUT_S seconds.
+ */
+#ifndef SPOA_ADMIN_HTTP_H
+#define SPOA_ADMIN_HTTP_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/strbuf.h"
+
+/* Loopback by default: the numbers are for the operator, not the world. */
+#define ADMIN_HTTP_DEFAULT_ADDR "127.0.0.1:9786"
+#define ADMIN_HTTP_MAX_CONNECTIONS 16
+#define ADMIN_HTTP_TIMEOUT_S 10
+
+enum admin_page {
+	ADMIN_PAGE_METRICS, /* /metrics: Prometheus text */
+	ADMIN_PAGE_STATE,   /* /state: JSON */
+	ADMIN_PAGE_HEALTHZ, /* /healthz: "ok\n" */
+};
+
+/* Appends the page to out; false when it could not be rendered (500). */
+typedef bool (*admin_render_fn)(void *ctx, enum admin_page page, struct strbuf *out);
+
+struct admin_http;
+
+/*
+ * Listens on spec ("HOST:PORT" or "[IPV6]:PORT"; unix sockets are refused)
+ * and serves GET and HEAD; any other method gets 405, any other path 404.
+ * NULL with err set on failure.
+ */
+struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin_render_fn render,
+				   void *ctx, char *err, size_t err_size);
+
+/* Closes the listener and every client. NULL is a no-op. */
+void admin_http_close(struct admin_http *h);
+
+/* The path a page is served at ("/metrics", ...). */
+const char *admin_page_path(enum admin_page page);
+
+#endif /* SPOA_ADMIN_HTTP_H */

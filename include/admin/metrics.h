@@ -1,0 +1,63 @@
+/*
+ * metrics.h - what the admin endpoint shows, rendered from the agent's own
+ * structures: Prometheus text (metrics.c) and the breakers as JSON
+ * (state_json.c).
+ *
+ * Pure: the caller gathers a struct metrics_source (borrowed pointers, a
+ * `now`), the renderers read it and append to a strbuf. No I/O, no clock.
+ */
+#ifndef SPOA_METRICS_H
+#define SPOA_METRICS_H
+
+#include "spop/agent.h"
+#include "core/breaker.h"
+#include "link/enforce_plan.h"
+#include "link/enforcer.h"
+#include "link/runtime_api.h"
+#include "util/strbuf.h"
+
+#define METRICS_PREFIX "spoa_breaker_"
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+struct metrics_runtime_api {
+	const char *address;
+	const struct runtime_api_stats *stats;
+	bool reachable;
+};
+
+/* Everything borrowed; NULL pointers render as zeros (or no samples for
+ * the per-socket families). */
+struct metrics_source {
+	const struct breaker_table *table;
+	const struct agent_stats *agent;
+	unsigned connections_open;
+	uint64_t observations_refused;
+	enum enforce_mode enforce_mode;
+	const struct enforce_stats *enforce;
+	struct metrics_runtime_api runtime_api[ENFORCE_MAX_HAPROXY];
+	unsigned nb_runtime_api;
+	const char *version;
+	uint64_t now_ms; /* on the breakers' clock (breakers_now_ms()) */
+};
+
+/*
+ * Appends the Prometheus text exposition (format 0.0.4) of s to out: every
+ * family with its HELP and TYPE lines, then its samples. Returns false if
+ * out ran out of memory (its content is then incomplete).
+ */
+bool metrics_render(const struct metrics_source *s, struct strbuf *out);
+
+/* Appends v as the inside of a quoted label value: \ " and newline escaped. */
+void metrics_escape_label(struct strbuf *out, const char *v);
+
+/*
+ * Appends every breaker of s->table and the enforcement mode as one JSON
+ * object (see README, "/state"). Returns false on out of memory.
+ */
+bool state_json_render(const struct metrics_source *s, struct strbuf *out);
+
+/* Appends v as a JSON string, quotes included: " \ and every control
+ * character escaped; other bytes are copied (names are ASCII). */
+void state_json_string(struct strbuf *out, const char *v);
+
+#endif /* SPOA_METRICS_H */

@@ -1,0 +1,239 @@
+/*
+ * breaker-t.h - types of the breaker core: status sets, policies, one
+ * breaker's state, the events a change produces, and the per-server table.
+ *
+ * Nothing here does I/O or reads a clock: every time is a monotonic
+ * uint64_t in milliseconds handed in by the caller. DESIGN.md section 4 is
+ * the specification these types serve.
+ */
+#ifndef BREAKER_T_H
+#define BREAKER_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link/enforce-t.h"
+
+/* ---- status sets ---- */
+
+/* A set covers the HTTP statuses a worker can answer: 100..599. */
+#define STATUS_SET_MIN 100
+#define STATUS_SET_MAX 599
+/* Bits are indexed by the status itself (0..99 stay unused): simpler and
+ * cheaper than subtracting an offset on every lookup. */
+#define STATUS_SET_WORDS ((STATUS_SET_MAX + 64) / 64)
+
+/* Room for any formatted set: a code costs at most 4 bytes ("503," or
+ * "500-"), there are 500 of them, plus the NUL. */
+#define STATUS_SET_FORMAT_MAX 2048
+
+struct status_set {
+	uint64_t bits[STATUS_SET_WORDS];
+};
+
+/* ---- one observation's outcome (DESIGN 4.1) ---- */
+
+enum breaker_outcome {
+	BREAKER_OUTCOME_SUCCESS,      /* a worker answer that proves it works */
+	BREAKER_OUTCOME_CLIENT_ERROR, /* a 4xx: counted as success, reported apart */
+	BREAKER_OUTCOME_BACKPRESSURE, /* "alive and busy": neutral (capacity set) */
+	BREAKER_OUTCOME_FAILURE,      /* a fault (failure set, or a transport fault) */
+	BREAKER_OUTCOME_IGNORED,      /* records nothing at all (ignore set) */
+};
+
+enum breaker_state {
+	BREAKER_CLOSED,    /* traffic flows; consecutive failures are counted */
+	BREAKER_OPEN,      /* tripped: no traffic until the cool-down elapses */
+	BREAKER_HALF_OPEN, /* a few probes decide between CLOSED and OPEN */
+};
+
+/* What backpressure does to a HALF_OPEN breaker. */
+enum breaker_half_open_backpressure {
+	/* Seed 000, the default: any answer proves the worker is up: close. */
+	BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE,
+	/* Seed 001: record no sample, but release the probe slot so the
+	 * breaker cannot wedge on a recovered-but-busy worker. */
+	BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE,
+};
+
+/* What a late success (of a request admitted before the trip) does to an
+ * OPEN breaker. */
+enum breaker_open_late_success {
+	BREAKER_OPEN_LATE_SUCCESS_IGNORE, /* default: the cool-down runs its course */
+	BREAKER_OPEN_LATE_SUCCESS_CLOSE,  /* the seed router's record_success */
+};
+
+/* ---- policy ---- */
+
+/* Upper bound on half_open_probes: probe deadlines live inline in each
+ * breaker so that admission never allocates. */
+#define BREAKER_MAX_PROBES 16
+
+#define BREAKER_DEFAULT_THRESHOLD 3
+#define BREAKER_DEFAULT_COOLDOWN_MS 30000
+#define BREAKER_DEFAULT_HALF_OPEN_PROBES 1
+/* As long as the cool-down, not shorter: LLM requests often run for tens of
+ * seconds, and releasing a probe that is merely slow would admit a second
+ * request to a worker not yet trusted. A probe that is really lost then
+ * delays recovery by at most one more cool-down. */
+#define BREAKER_DEFAULT_PROBE_TIMEOUT_MS 30000
+
+/* The effective rules of one breaker. Statuses are classified by
+ * breaker_outcome(); the three sets never overlap once validated. */
+struct breaker_policy {
+	uint32_t threshold;         /* consecutive failures that open a CLOSED breaker (>= 1) */
+	uint64_t cooldown_ms;       /* OPEN lasts this long before HALF_OPEN (>= 1) */
+	uint32_t half_open_probes;  /* concurrent probes in HALF_OPEN (1..BREAKER_MAX_PROBES) */
+	uint64_t probe_timeout_ms;  /* a probe with no outcome is released after this (>= 1) */
+	struct status_set capacity; /* backpressure statuses */
+	struct status_set failure;  /* fault statuses */
+	struct status_set ignore;   /* statuses that record nothing */
+	enum breaker_half_open_backpressure half_open_backpressure;
+	enum breaker_open_late_success open_late_success;
+};
+
+/* Which fields of a policy one configuration level sets. */
+enum breaker_policy_field {
+	BREAKER_FIELD_THRESHOLD = 1u << 0,
+	BREAKER_FIELD_COOLDOWN = 1u << 1,
+	BREAKER_FIELD_HALF_OPEN_PROBES = 1u << 2,
+	BREAKER_FIELD_PROBE_TIMEOUT = 1u << 3,
+	BREAKER_FIELD_CAPACITY_SET = 1u << 4,
+	BREAKER_FIELD_FAILURE_SET = 1u << 5,
+	BREAKER_FIELD_IGNORE_SET = 1u << 6,
+	BREAKER_FIELD_HALF_OPEN_BACKPRESSURE = 1u << 7,
+	BREAKER_FIELD_OPEN_LATE_SUCCESS = 1u << 8,
+};
+
+/* One level of configuration (global, a backend, a server): the fields
+ * named in `fields` replace what the levels above set, sets included (seed
+ * 001: a set replaces the inherited one, it is never merged into it). */
+struct breaker_policy_layer {
+	unsigned fields; /* OR of enum breaker_policy_field */
+	struct breaker_policy values;
+};
+
+/* ---- one breaker ---- */
+
+/* next_deadline value of a breaker that needs no timer. */
+#define BREAKER_NO_DEADLINE UINT64_MAX
+
+struct breaker {
+	const struct breaker_policy *policy; /* not owned; must outlive the breaker */
+	enum breaker_state state;
+	uint32_t failure_streak;  /* consecutive failures; 0 on entering CLOSED */
+	/* CLOSED only: the largest streak a success erased since the last
+	 * counter poll (threshold - 1 after a success or backpressure closed
+	 * the breaker). Those successes are provisional: if the poll reports
+	 * aborted bodies, they were 200 heads whose bodies died, and the
+	 * streak comes back (breaker_record_aborted_bodies). 0 elsewhere. */
+	uint32_t erased_streak;
+	uint64_t state_since_ms;  /* when the current state began (OPEN: the trip) */
+	uint32_t probes_in_flight;
+	/* Deadlines of the probes in flight, oldest first (they are taken in
+	 * time order and all share probe_timeout_ms, so this stays sorted). */
+	uint64_t probe_deadline_ms[BREAKER_MAX_PROBES];
+};
+
+/* Whether an operation turned the breaker dirty or clean. A breaker is
+ * dirty when it is not CLOSED or has a failure streak: only then can a
+ * success change it, which is what lets HAProxy skip notifying successes
+ * of clean servers (DESIGN 5.5). */
+enum breaker_dirty_change {
+	BREAKER_DIRTY_UNCHANGED,
+	BREAKER_BECAME_DIRTY,
+	BREAKER_BECAME_CLEAN,
+};
+
+/* What one record or tick did, for the caller to act on (log, Runtime API,
+ * metrics, dirty map). from == to when the state did not change. */
+struct breaker_event {
+	enum breaker_state from;
+	enum breaker_state to;
+	enum breaker_dirty_change dirty;
+	uint32_t probes_released; /* probe slots freed without closing or reopening */
+};
+
+/* What one server's breaker has seen, for the metrics endpoint (metrics.c).
+ * Zeroed with its table entry; counted on the event loop, never read by the
+ * core. */
+struct breaker_counters {
+	uint64_t outcomes[BREAKER_OUTCOME_IGNORED + 1]; /* SPOP observations, by outcome */
+	uint64_t transitions[BREAKER_HALF_OPEN + 1][BREAKER_HALF_OPEN + 1]; /* [from][to] */
+};
+
+/* ---- the per-server table ---- */
+
+/* Longest backend or server name kept; longer ones are refused. */
+#define BREAKER_NAME_MAX 127
+/* Upper bound on a table's max_entries (its memory is allocated up front). */
+#define BREAKER_TABLE_MAX_ENTRIES (1u << 20)
+/* Upper bound on per-backend plus per-server policy overrides (resolving
+ * them is quadratic, and they come from a config file, not from traffic). */
+#define BREAKER_TABLE_MAX_OVERRIDES 4096
+
+enum breaker_table_status {
+	BREAKER_TABLE_FOUND,    /* lookup: an existing entry */
+	BREAKER_TABLE_CREATED,  /* lookup: a new entry, CLOSED and clean */
+	BREAKER_TABLE_FULL,     /* lookup: no room and nothing evictable */
+	BREAKER_TABLE_BAD_NAME, /* empty, longer than BREAKER_NAME_MAX, or holds a NUL */
+};
+
+/* One tracked server. Names are NUL-terminated copies owned by the entry. */
+struct breaker_table_entry {
+	struct breaker breaker;
+	/* Owned by the enforcement layer (enforce.c), one per HAProxy; the
+	 * table zeroes it when it creates the entry, so it lives and dies
+	 * with its breaker. */
+	struct enforce_entry enforce[ENFORCE_MAX_HAPROXY];
+	struct breaker_counters counters; /* zeroed with the entry */
+	char backend[BREAKER_NAME_MAX + 1];
+	char server[BREAKER_NAME_MAX + 1];
+	uint8_t backend_len;
+	uint8_t server_len;
+	bool in_use;
+	uint64_t hash;
+	uint32_t lru_prev; /* in use: towards the most recently used; free: unused */
+	uint32_t lru_next; /* in use: towards the least recently used; free: next free */
+};
+
+/* A policy set for one backend (server[0] == '\0') or one server. Each is
+ * allocated on its own so that `effective` keeps its address: breakers
+ * point at it. */
+struct breaker_table_override {
+	char backend[BREAKER_NAME_MAX + 1];
+	char server[BREAKER_NAME_MAX + 1];
+	struct breaker_policy_layer layer;
+	struct breaker_policy effective; /* global, then backend, then this layer */
+};
+
+/*
+ * Breakers keyed by (backend, server). All entry memory is allocated by
+ * breaker_table_init(): lookups and insertions never allocate. Lookup is an
+ * open-addressing hash (linear probing, backward-shift deletion, so no
+ * tombstones accumulate under eviction churn); recency is a doubly linked
+ * list through the entries. Fields are read-only outside breaker_table.c.
+ */
+struct breaker_table {
+	struct breaker_table_entry *entries; /* max_entries of them */
+	uint32_t *slots;                     /* hash index: entry index or empty */
+	uint32_t slot_mask;                  /* slot count - 1 (a power of two) */
+	uint32_t max_entries;
+	uint32_t count;       /* entries in use */
+	uint32_t lru_head;    /* most recently used, or BREAKER_TABLE_NIL */
+	uint32_t lru_tail;    /* least recently used, or BREAKER_TABLE_NIL */
+	uint32_t free_head;   /* first unused entry, or BREAKER_TABLE_NIL */
+	uint64_t evictions;   /* idle entries dropped to make room */
+	uint64_t full_refusals; /* lookups refused: full and nothing evictable */
+
+	struct breaker_policy_layer global;
+	struct breaker_policy global_effective;
+	struct breaker_table_override **overrides;
+	uint32_t override_count;
+	uint32_t override_cap;
+};
+
+#define BREAKER_TABLE_NIL UINT32_MAX
+
+#endif /* BREAKER_T_H */

@@ -1,0 +1,65 @@
+/*
+ * enforce.h - what the breakers want from HAProxy, and how to get there.
+ *
+ * The plan is pure: from what a breaker wants (its state), what HAProxy
+ * last said about the server, and what the agent remembers having changed,
+ * it computes the commands that converge. The same function serves a
+ * transition (act at once) and reconciliation (after HAProxy reloads or
+ * forgets), so both always agree.
+ *
+ *   closed     state ready (if we drained it) and the server's own maxconn
+ *              back (if we changed it)
+ *   open       state drain
+ *   half_open  state ready (if we drained it) and maxconn = half_open_probes
+ *
+ * An operator's hand is never undone: a server in maintenance is left
+ * alone, and a drain the agent did not set is never lifted.
+ */
+#ifndef SPOA_ENFORCE_H
+#define SPOA_ENFORCE_H
+
+#include "core/breaker.h"
+
+enum enforce_mode {
+	ENFORCE_NONE,        /* shadow: compute and report, change nothing */
+	ENFORCE_RUNTIME_API, /* commands on HAProxy's stats socket */
+	ENFORCE_AGENT_CHECK, /* answers to HAProxy's agent-check */
+};
+
+struct enforce_plan {
+	bool set_ready;
+	bool set_drain;
+	bool set_maxconn;
+	uint32_t maxconn;
+	const char *hands_off; /* non-NULL: why nothing is done (operator's state) */
+};
+
+/*
+ * The commands that bring HAProxy from `seen` to what a breaker in `want`
+ * needs, given `mem`, which it updates as if the commands will land (the
+ * caller re-plans after the next look at HAProxy if they do not).
+ */
+struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_probes,
+				 const struct enforce_seen *seen, struct enforce_memory *mem);
+
+/*
+ * The line answering HAProxy's agent-check for a server whose breaker is in
+ * `state` (mem NULL for a server without a breaker). HAProxy keeps every
+ * word until told otherwise, and an agent's "ready" also lifts a drain set
+ * by hand on the Runtime API, so "ready" is said only to undo what the
+ * agent itself did:
+ *   open       "drain"
+ *   half_open  "ready maxconn:N"
+ *   closed     "ready maxconn:0" once after the agent drained or limited
+ *              the server (0 = unlimited: without an admin socket the
+ *              server's own maxconn cannot be learned), "up" otherwise,
+ *              which changes nothing.
+ * Updates mem as if the answer is delivered.
+ */
+void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_probes,
+				struct enforce_memory *mem, char *buf, size_t size);
+
+bool enforce_mode_parse(const char *text, enum enforce_mode *out);
+const char *enforce_mode_name(enum enforce_mode mode);
+
+#endif /* SPOA_ENFORCE_H */

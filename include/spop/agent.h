@@ -1,0 +1,100 @@
+/*
+ * agent.h - the SPOP agent on its event loop: listeners, connections, and
+ * the counters they keep.
+ *
+ * One libev loop, one thread. The agent owns its listeners and connections;
+ * a connection owns its buffers (allocated once, with the connection, so the
+ * NOTIFY path allocates nothing). Every quantity a peer could grow is
+ * bounded: frame size (settings.max_frame_size), connections
+ * (settings.max_connections), output per connection (settings.out_buffer).
+ */
+#ifndef SPOA_AGENT_H
+#define SPOA_AGENT_H
+
+#include <ev.h>
+#include <sys/socket.h>
+#include <stdint.h>
+
+#include "spop/dispatch.h"
+#include "util/histogram.h"
+#include "spop/spop-t.h"
+
+#define AGENT_DEFAULT_LISTEN "127.0.0.1:12345"
+#define AGENT_DEFAULT_MAX_FRAME_SIZE 16380 /* HAProxy's own: tune.bufsize - 4 */
+#define AGENT_DEFAULT_MAX_CONNECTIONS 1024
+#define AGENT_MAX_LISTENERS 8
+
+struct agent_settings {
+	uint32_t max_frame_size;   /* the most we accept and offer */
+	unsigned max_connections;  /* beyond this, new connections are closed at once */
+	size_t out_buffer;         /* bytes of ACKs queued per connection */
+	double hello_timeout;      /* seconds a new connection may take to say HELLO */
+	double close_timeout;      /* seconds a closing connection may linger */
+	double shutdown_timeout;   /* seconds SIGTERM waits for peers before exiting */
+};
+
+/* Counters, read by the metrics endpoint. Status codes above 13 count as 99. */
+#define AGENT_STATUS_SLOTS 15
+struct agent_stats {
+	uint64_t connections_accepted;
+	uint64_t connections_refused; /* over max_connections */
+	uint64_t healthchecks;
+	uint64_t hellos;
+	uint64_t notifies;
+	uint64_t haproxy_disconnects;
+	uint64_t disconnects_sent[AGENT_STATUS_SLOTS]; /* by SPOP status code */
+	struct histogram notify_time; /* decoding, judging and answering one NOTIFY frame */
+};
+
+struct conn;
+struct listener;
+
+struct agent {
+	struct ev_loop *loop;
+	struct agent_settings settings;
+	struct dispatch *dispatch;
+	struct agent_stats stats;
+	struct conn *conns; /* every open connection, for shutdown */
+	unsigned nb_conns;
+	struct listener *listeners[AGENT_MAX_LISTENERS];
+	unsigned nb_listeners;
+	bool stopping;
+	ev_timer shutdown_timer;
+	ev_tstamp last_refusal_log;
+};
+
+void agent_settings_default(struct agent_settings *s);
+void agent_init(struct agent *a, struct ev_loop *loop, const struct agent_settings *s,
+		struct dispatch *d);
+
+/*
+ * Opens a listener on `spec`: "HOST:PORT" (IPv4 or "localhost"),
+ * "[IPV6]:PORT", or "unix:/path". Returns false with a message in err.
+ */
+bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len);
+
+/*
+ * Graceful stop: close the listeners, send AGENT-DISCONNECT (status 0) on
+ * every established connection, and break the loop once they are all
+ * closed, or after settings.shutdown_timeout.
+ */
+void agent_stop(struct agent *a);
+
+/* Frees what is left (listeners, connections) without any goodbye. */
+void agent_destroy(struct agent *a);
+
+/* --- used by listener.c and conn.c only --- */
+void conn_accept(struct agent *a, int fd, const char *peer);
+void listener_close(struct agent *a, struct listener *l);
+void conn_goodbye(struct conn *c);
+void conn_free(struct conn *c);
+struct conn *conn_next(struct conn *c);
+void agent_count_disconnect(struct agent *a, enum spop_status status);
+void agent_conn_closed(struct agent *a);
+
+/* Opens a non-blocking listening socket on spec (see agent_listen()).
+ * Returns the fd, or -1 with a message in err. */
+int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_len);
+
+
+#endif /* SPOA_AGENT_H */

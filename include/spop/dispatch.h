@@ -1,0 +1,61 @@
+/*
+ * dispatch.h - answering a NOTIFY: from each message's name to the handler
+ * that knows what to do with it, and from the handlers' variables to an ACK.
+ *
+ * This is the seam between the protocol engine and the breaker: the engine
+ * knows frames, the handlers know messages, neither knows the other's
+ * internals. Everything here is pure (no I/O): it reads a NOTIFY payload and
+ * writes an ACK frame into a caller-owned writer.
+ */
+#ifndef SPOA_DISPATCH_H
+#define SPOA_DISPATCH_H
+
+#include "spop/spop.h"
+
+#define DISPATCH_MAX_HANDLERS 8
+
+/* What a handler writes to: set-var actions of the ACK under construction.
+ * Variable names are sent without HAProxy's var-prefix (HAProxy adds it),
+ * always in the transaction scope. */
+struct dispatch_reply {
+	struct spop_writer *w;
+	unsigned nb_actions;
+};
+
+typedef void (*dispatch_handler_fn)(void *ctx, const struct spop_message *msg,
+				    struct dispatch_reply *reply);
+
+struct dispatch_handler {
+	struct spop_slice name; /* points at the registered C string */
+	dispatch_handler_fn fn;
+	void *ctx;
+};
+
+struct dispatch {
+	struct dispatch_handler handlers[DISPATCH_MAX_HANDLERS];
+	unsigned nb_handlers;
+	uint64_t unknown_messages; /* messages no handler claimed */
+};
+
+void dispatch_init(struct dispatch *d);
+/* Registers fn for messages called `name` (kept by pointer: use a string
+ * that outlives the dispatch). False when the table is full. */
+bool dispatch_register(struct dispatch *d, const char *name, dispatch_handler_fn fn, void *ctx);
+
+/*
+ * Appends to w the ACK answering a NOTIFY frame: every message goes to its
+ * handler; a message nobody handles is ignored. The ACK always carries at
+ * least one action (HAProxy 3.1 waits out `timeout processing` on an empty
+ * one): when the handlers set nothing, it unsets the `error` variable. If
+ * the handlers' answer does not fit in max_frame_size, the ACK carries only
+ * error="ack_too_big". Returns false, and writes nothing, when the payload
+ * is not a valid list of messages (*why says what was wrong) or when not
+ * even that minimal ACK fits in w.
+ */
+bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
+		     uint32_t max_frame_size, const char **why);
+
+void dispatch_set_string(struct dispatch_reply *r, const char *name, const char *value);
+void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value);
+
+#endif /* SPOA_DISPATCH_H */

@@ -1,0 +1,43 @@
+/*
+ * observe.h - the `breaker-observe` SPOE message: one upstream response,
+ * judged and recorded by the breaker of its server.
+ *
+ * Arguments (by name; unknown extra arguments are ignored):
+ *   be      STRING  the backend (be_name)
+ *   srv     STRING  the server (srv_name)
+ *   status  INT     the worker's HTTP status (status)
+ * Variables returned (txn scope; HAProxy adds the var-prefix):
+ *   upstream_status  INT     the worker's status
+ *   outcome          STRING  success | client_error | backpressure | failure | ignored
+ *   state            STRING  closed | open | half_open, after this observation
+ *   failures         INT     the consecutive-failure streak, after it
+ *   transition       STRING  e.g. "closed->open", only when this observation caused one
+ *   error            STRING  only when the message could not be used; then
+ *                            nothing else is set and no breaker changes
+ */
+#ifndef SPOA_OBSERVE_H
+#define SPOA_OBSERVE_H
+
+#include "core/breaker.h"
+#include "spop/dispatch.h"
+
+#define OBSERVE_MESSAGE_NAME "breaker-observe"
+
+/* What the handler needs from its surroundings, all borrowed. */
+struct observe_ctx {
+	struct breaker_table *table;
+	/* A monotonic clock in milliseconds. */
+	uint64_t (*now_ms)(void *clock_ctx);
+	void *clock_ctx;
+	/* Called after each recorded observation (may be NULL): logs a
+	 * transition, re-arms the breaker timer, tells HAProxy. */
+	void (*observed)(void *observed_ctx, struct breaker_table_entry *entry,
+			 const struct breaker_event *ev, enum breaker_outcome outcome, int status);
+	void *observed_ctx;
+	uint64_t refused; /* observations answered with `error` */
+};
+
+/* The dispatch handler; ctx is a struct observe_ctx. */
+void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_reply *reply);
+
+#endif /* SPOA_OBSERVE_H */

@@ -1,0 +1,209 @@
+/*
+ * admin_http.c - the admin HTTP listener on the event loop (see
+ * admin_http.h).
+ *
+ * libmicrohttpd with MHD_USE_EPOLL and no internal thread: it keeps its
+ * sockets in one epoll set whose fd becomes readable when any of them is
+ * ready, so libev watches that single fd; MHD_run() then does the work
+ * without blocking, and MHD_get_timeout() says when it next needs to run
+ * (idle timeouts, or 0 when it still has buffered work).
+ */
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin/admin_http.h"
+#include "spop/agent.h"
+#include "util/log.h"
+#include "admin/metrics.h"
+
+struct admin_http {
+	struct ev_loop *loop;
+	struct MHD_Daemon *mhd;
+	ev_io io;       /* MHD's epoll fd */
+	ev_timer timer; /* MHD's next timeout */
+	admin_render_fn render;
+	void *render_ctx;
+	char name[128];
+};
+
+static const struct {
+	const char *path;
+	enum admin_page page;
+	const char *content_type;
+} pages[] = {
+	{"/metrics", ADMIN_PAGE_METRICS, METRICS_CONTENT_TYPE},
+	{"/state", ADMIN_PAGE_STATE, "application/json"},
+	{"/healthz", ADMIN_PAGE_HEALTHZ, "text/plain; charset=utf-8"},
+};
+
+const char *admin_page_path(enum admin_page page)
+{
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
+		if (pages[i].page == page)
+			return pages[i].path;
+	return "?";
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, char *body,
+			       size_t len, const char *content_type)
+{
+	/* MUST_FREE: libmicrohttpd owns body from here, whatever happens. */
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	enum MHD_Result ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *text)
+{
+	char *body = strdup(text);
+	if (!body)
+		return MHD_NO;
+	return respond(conn, status, body, strlen(text), "text/plain; charset=utf-8");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	struct admin_http *h = cls;
+	(void)version;
+	(void)upload_data;
+
+	/* A body is never read: the answer is decided on the first call, and
+	 * whatever was uploaded is dropped. */
+	*upload_data_size = 0;
+	*con_cls = h;
+
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		if (strcmp(url, pages[i].path) != 0)
+			continue;
+		struct strbuf out;
+		strbuf_init(&out);
+		bool ok = h->render(h->render_ctx, pages[i].page, &out);
+		size_t len;
+		char *body = strbuf_steal(&out, &len);
+		if (!ok || !body) {
+			free(body);
+			log_warning("admin %s: %s could not be rendered (out of memory)", h->name,
+				    pages[i].path);
+			return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error\n");
+		}
+		return respond(conn, MHD_HTTP_OK, body, len, pages[i].content_type);
+	}
+	return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found: /metrics, /state, /healthz\n");
+}
+
+/* Runs MHD, then re-arms the timer for what it says it needs next. */
+static void run(struct admin_http *h)
+{
+	MHD_run(h->mhd);
+	ev_timer_stop(h->loop, &h->timer);
+	MHD_UNSIGNED_LONG_LONG ms;
+	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
+		ev_timer_set(&h->timer, (double)ms / 1000.0, 0.);
+		ev_timer_start(h->loop, &h->timer);
+	}
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	run((struct admin_http *)((char *)w - offsetof(struct admin_http, io)));
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	run((struct admin_http *)((char *)w - offsetof(struct admin_http, timer)));
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct admin_http *h = cls;
+	char line[256];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	log_info("admin %s: %s", h->name, line);
+}
+
+struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin_render_fn render,
+				   void *ctx, char *err, size_t err_size)
+{
+	bool is_unix;
+	char why[256];
+	int fd = listen_socket_open(spec, &is_unix, why, sizeof(why));
+	if (fd < 0) {
+		snprintf(err, err_size, "admin listener: %s", why);
+		return NULL;
+	}
+	if (is_unix) {
+		close(fd);
+		snprintf(err, err_size, "admin address '%s': expected HOST:PORT or [IPV6]:PORT", spec);
+		return NULL;
+	}
+	struct admin_http *h = calloc(1, sizeof(*h));
+	if (!h) {
+		close(fd);
+		snprintf(err, err_size, "admin address '%s': out of memory", spec);
+		return NULL;
+	}
+	h->loop = loop;
+	h->render = render;
+	h->render_ctx = ctx;
+	snprintf(h->name, sizeof(h->name), "%s", spec);
+
+	/* No MHD_USE_INTERNAL_POLLING_THREAD: MHD_run() on our loop. */
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_HTTP_MAX_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_HTTP_TIMEOUT_S,
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		close(fd);
+		free(h);
+		snprintf(err, err_size, "admin address '%s': libmicrohttpd could not start", spec);
+		return NULL;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info || info->epoll_fd < 0) {
+		MHD_stop_daemon(h->mhd); /* closes fd */
+		free(h);
+		snprintf(err, err_size, "admin address '%s': libmicrohttpd has no epoll fd", spec);
+		return NULL;
+	}
+	ev_io_init(&h->io, io_cb, info->epoll_fd, EV_READ);
+	ev_io_start(loop, &h->io);
+	ev_timer_init(&h->timer, timer_cb, 0., 0.);
+	run(h);
+	log_notice("admin HTTP on %s (/metrics, /state, /healthz)", spec);
+	return h;
+}
+
+void admin_http_close(struct admin_http *h)
+{
+	if (!h)
+		return;
+	ev_io_stop(h->loop, &h->io);
+	ev_timer_stop(h->loop, &h->timer);
+	MHD_stop_daemon(h->mhd);
+	free(h);
+}

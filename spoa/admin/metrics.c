@@ -1,0 +1,312 @@
+/*
+ * metrics.c - the Prometheus text exposition of the agent (see metrics.h).
+ *
+ * Every family is written whole: HELP, TYPE, then its samples, as the
+ * format requires. Per-server families walk the table in entry order, which
+ * is stable between scrapes (the recency list is not). Families that exist
+ * whatever happened (every outcome, every possible transition, every
+ * disconnect code) are written with zeros, so rate() has a start point.
+ *
+ * worker_requests_total counts SPOP observations only. Faults HAProxy's
+ * counters report (connect errors, server timeouts, aborted bodies,
+ * redispatches) feed the breakers but are counted apart, by kind, in
+ * faults_polled_total: they are deltas of counters that do not map to one
+ * request each (3.x counts some response errors twice), so adding them to
+ * a per-request family would make its rates lie.
+ */
+#include <string.h>
+
+#include "admin/metrics.h"
+
+void metrics_escape_label(struct strbuf *out, const char *v)
+{
+	const char *run = v;
+	for (; *v; v++) {
+		const char *esc = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
+		if (!esc)
+			continue;
+		strbuf_append(out, run, (size_t)(v - run));
+		strbuf_puts(out, esc);
+		run = v + 1;
+	}
+	strbuf_append(out, run, (size_t)(v - run));
+}
+
+static void family(struct strbuf *o, const char *name, const char *type, const char *help)
+{
+	strbuf_printf(o, "# HELP " METRICS_PREFIX "%s %s\n# TYPE " METRICS_PREFIX "%s %s\n", name,
+		      help, name, type);
+}
+
+/* A sample with no label, or one label. */
+static void sample(struct strbuf *o, const char *name, uint64_t value)
+{
+	strbuf_printf(o, METRICS_PREFIX "%s %llu\n", name, (unsigned long long)value);
+}
+
+static void sample1(struct strbuf *o, const char *name, const char *label, const char *lvalue,
+		    uint64_t value)
+{
+	strbuf_printf(o, METRICS_PREFIX "%s{%s=\"", name, label);
+	metrics_escape_label(o, lvalue);
+	strbuf_printf(o, "\"} %llu\n", (unsigned long long)value);
+}
+
+/* Opens a per-server sample: name{backend="B",server="S" -- the caller
+ * adds any further labels, then closes it with server_sample_end(). */
+static void server_sample_begin(struct strbuf *o, const char *name,
+				const struct breaker_table_entry *e)
+{
+	strbuf_printf(o, METRICS_PREFIX "%s{backend=\"", name);
+	metrics_escape_label(o, e->backend);
+	strbuf_puts(o, "\",server=\"");
+	metrics_escape_label(o, e->server);
+	strbuf_putc(o, '"');
+}
+
+static void server_sample_end(struct strbuf *o, uint64_t value)
+{
+	strbuf_printf(o, "} %llu\n", (unsigned long long)value);
+}
+
+#define FOR_EACH_ENTRY(t, e)                                                                       \
+	for (const struct breaker_table_entry *e = (t) ? (t)->entries : NULL;                      \
+	     (t) && e < (t)->entries + (t)->max_entries; e++)                                      \
+		if (e->in_use)
+
+static const enum breaker_outcome outcomes[] = {
+	BREAKER_OUTCOME_SUCCESS, BREAKER_OUTCOME_CLIENT_ERROR, BREAKER_OUTCOME_BACKPRESSURE,
+	BREAKER_OUTCOME_FAILURE, BREAKER_OUTCOME_IGNORED,
+};
+
+/* The transitions the state machine can make, always written. */
+static bool transition_possible(enum breaker_state from, enum breaker_state to)
+{
+	return (from == BREAKER_CLOSED && to == BREAKER_OPEN) ||
+	       (from == BREAKER_OPEN && to != BREAKER_OPEN) ||
+	       (from == BREAKER_HALF_OPEN && to != BREAKER_HALF_OPEN);
+}
+
+static unsigned state_value(enum breaker_state s)
+{
+	switch (s) {
+	case BREAKER_CLOSED:
+		return 0;
+	case BREAKER_OPEN:
+		return 1;
+	case BREAKER_HALF_OPEN:
+		return 2;
+	}
+	return 0;
+}
+
+static void render_breakers(const struct metrics_source *s, struct strbuf *o)
+{
+	const struct breaker_table *t = s->table;
+
+	family(o, "worker_requests_total", "counter",
+	       "Worker responses judged over SPOP, by outcome (HAProxy-counter faults are in "
+	       "faults_polled_total).");
+	FOR_EACH_ENTRY (t, e) {
+		for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++) {
+			server_sample_begin(o, "worker_requests_total", e);
+			strbuf_printf(o, ",outcome=\"%s\"", breaker_outcome_name(outcomes[i]));
+			server_sample_end(o, e->counters.outcomes[outcomes[i]]);
+		}
+	}
+
+	family(o, "breaker_state", "gauge", "Breaker state: 0 closed, 1 open, 2 half_open.");
+	FOR_EACH_ENTRY (t, e) {
+		server_sample_begin(o, "breaker_state", e);
+		server_sample_end(o, state_value(e->breaker.state));
+	}
+
+	family(o, "breaker_transitions_total", "counter", "Breaker state changes, by from and to.");
+	FOR_EACH_ENTRY (t, e) {
+		for (int from = BREAKER_CLOSED; from <= BREAKER_HALF_OPEN; from++) {
+			for (int to = BREAKER_CLOSED; to <= BREAKER_HALF_OPEN; to++) {
+				uint64_t n = e->counters.transitions[from][to];
+				if (from == to || (!n && !transition_possible(from, to)))
+					continue;
+				server_sample_begin(o, "breaker_transitions_total", e);
+				strbuf_printf(o, ",from=\"%s\",to=\"%s\"", breaker_state_name(from),
+					      breaker_state_name(to));
+				server_sample_end(o, n);
+			}
+		}
+	}
+
+	family(o, "breaker_failure_streak", "gauge", "Consecutive failures counted by the breaker.");
+	FOR_EACH_ENTRY (t, e) {
+		server_sample_begin(o, "breaker_failure_streak", e);
+		server_sample_end(o, e->breaker.failure_streak);
+	}
+
+	family(o, "breaker_probes_in_flight", "gauge", "Half-open probes admitted and not answered.");
+	FOR_EACH_ENTRY (t, e) {
+		server_sample_begin(o, "breaker_probes_in_flight", e);
+		server_sample_end(o, e->breaker.probes_in_flight);
+	}
+
+	family(o, "breaker_table_entries", "gauge", "Servers tracked.");
+	sample(o, "breaker_table_entries", t ? t->count : 0);
+	family(o, "breaker_table_capacity", "gauge", "Servers that can be tracked (max_breakers).");
+	sample(o, "breaker_table_capacity", t ? t->max_entries : 0);
+	family(o, "breaker_table_evictions_total", "counter",
+	       "Idle healthy breakers dropped to make room.");
+	sample(o, "breaker_table_evictions_total", t ? t->evictions : 0);
+	family(o, "breaker_table_full_refusals_total", "counter",
+	       "Observations refused: table full and nothing evictable.");
+	sample(o, "breaker_table_full_refusals_total", t ? t->full_refusals : 0);
+}
+
+/* Writes a bound in microseconds as seconds, e.g. 2500 -> "0.0025". */
+static void seconds_of_us(char *buf, size_t size, uint32_t us)
+{
+	int n = snprintf(buf, size, "%u.%06u", us / 1000000u, us % 1000000u);
+	while (n > 0 && buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (n > 0 && buf[n - 1] == '.')
+		buf[--n] = '\0';
+}
+
+static void render_histogram(struct strbuf *o, const char *name, const char *help,
+			     const struct histogram *h)
+{
+	static const struct histogram zero;
+	char le[32];
+	uint64_t cumulative = 0;
+
+	if (!h)
+		h = &zero;
+	family(o, name, "histogram", help);
+	for (unsigned i = 0; i < HISTOGRAM_BOUNDS; i++) {
+		cumulative += h->buckets[i];
+		seconds_of_us(le, sizeof(le), histogram_bounds_us[i]);
+		strbuf_printf(o, METRICS_PREFIX "%s_bucket{le=\"%s\"} %llu\n", name, le,
+			      (unsigned long long)cumulative);
+	}
+	cumulative += h->buckets[HISTOGRAM_BOUNDS];
+	strbuf_printf(o, METRICS_PREFIX "%s_bucket{le=\"+Inf\"} %llu\n", name,
+		      (unsigned long long)cumulative);
+	strbuf_printf(o, METRICS_PREFIX "%s_sum %llu.%09llu\n", name,
+		      (unsigned long long)(h->sum_ns / 1000000000u),
+		      (unsigned long long)(h->sum_ns % 1000000000u));
+	/* The buckets' total, not h->count: the two are equal, but a sum read
+	 * off the same numbers can never disagree with +Inf. */
+	strbuf_printf(o, METRICS_PREFIX "%s_count %llu\n", name, (unsigned long long)cumulative);
+}
+
+static void render_spop(const struct metrics_source *s, struct strbuf *o)
+{
+	static const struct agent_stats zero;
+	const struct agent_stats *a = s->agent ? s->agent : &zero;
+
+	family(o, "spop_connections_total", "counter",
+	       "SPOP connections from HAProxy: accepted, or refused over max_connections.");
+	sample1(o, "spop_connections_total", "result", "accepted", a->connections_accepted);
+	sample1(o, "spop_connections_total", "result", "refused", a->connections_refused);
+	family(o, "spop_connections_open", "gauge", "SPOP connections open now.");
+	sample(o, "spop_connections_open", s->connections_open);
+
+	family(o, "spop_frames_total", "counter", "SPOP frames received, by type.");
+	sample1(o, "spop_frames_total", "type", "hello", a->hellos);
+	sample1(o, "spop_frames_total", "type", "healthcheck", a->healthchecks);
+	sample1(o, "spop_frames_total", "type", "notify", a->notifies);
+	sample1(o, "spop_frames_total", "type", "haproxy_disconnect", a->haproxy_disconnects);
+
+	family(o, "spop_disconnects_sent_total", "counter",
+	       "AGENT-DISCONNECT frames sent, by SPOP status code (0 normal; 99 any code above 13).");
+	for (unsigned i = 0; i < AGENT_STATUS_SLOTS; i++) {
+		char code[8];
+		snprintf(code, sizeof(code), "%u", i < AGENT_STATUS_SLOTS - 1 ? i : 99u);
+		sample1(o, "spop_disconnects_sent_total", "code", code, a->disconnects_sent[i]);
+	}
+
+	family(o, "spop_observations_refused_total", "counter",
+	       "breaker-observe messages answered with an error (bad arguments, table full).");
+	sample(o, "spop_observations_refused_total", s->observations_refused);
+
+	render_histogram(o, "notify_duration_seconds",
+			 "Time to decode, judge and answer one NOTIFY frame.", &a->notify_time);
+}
+
+static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
+{
+	static const struct enforce_stats zero;
+	const struct enforce_stats *e = s->enforce ? s->enforce : &zero;
+	static const enum enforce_mode modes[] = {ENFORCE_RUNTIME_API, ENFORCE_AGENT_CHECK,
+						  ENFORCE_NONE};
+
+	family(o, "enforcement_mode", "gauge", "How decisions reach HAProxy: 1 for the mode in use.");
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		sample1(o, "enforcement_mode", "mode", enforce_mode_name(modes[i]),
+			modes[i] == s->enforce_mode);
+
+	family(o, "runtime_api_commands_total", "counter",
+	       "Commands the breakers wanted sent to HAProxy, by result (shadow: planned, not sent).");
+	sample1(o, "runtime_api_commands_total", "result", "ok", e->commands_ok);
+	sample1(o, "runtime_api_commands_total", "result", "refused", e->commands_refused);
+	sample1(o, "runtime_api_commands_total", "result", "failed", e->commands_failed);
+	sample1(o, "runtime_api_commands_total", "result", "shadow", e->shadow_commands);
+
+	family(o, "runtime_api_socket_commands_total", "counter",
+	       "Commands through each Runtime API socket, looks included, by result.");
+	for (unsigned i = 0; i < s->nb_runtime_api; i++) {
+		const struct metrics_runtime_api *r = &s->runtime_api[i];
+		static const char *const results[] = {"answered", "failed", "dropped"};
+		const uint64_t values[] = {r->stats->commands_ok, r->stats->commands_failed,
+					   r->stats->dropped};
+		for (unsigned k = 0; k < 3; k++) {
+			strbuf_puts(o, METRICS_PREFIX "runtime_api_socket_commands_total{socket=\"");
+			metrics_escape_label(o, r->address);
+			strbuf_printf(o, "\",result=\"%s\"} %llu\n", results[k],
+				      (unsigned long long)values[k]);
+		}
+	}
+	family(o, "runtime_api_connect_attempts_total", "counter",
+	       "Connections attempted to each Runtime API socket.");
+	for (unsigned i = 0; i < s->nb_runtime_api; i++)
+		sample1(o, "runtime_api_connect_attempts_total", "socket", s->runtime_api[i].address,
+			s->runtime_api[i].stats->connects);
+	family(o, "runtime_api_connect_failures_total", "counter",
+	       "Connections to each Runtime API socket refused or failed.");
+	for (unsigned i = 0; i < s->nb_runtime_api; i++)
+		sample1(o, "runtime_api_connect_failures_total", "socket", s->runtime_api[i].address,
+			s->runtime_api[i].stats->connect_failures);
+	family(o, "runtime_api_timeouts_total", "counter",
+	       "Exchanges with each Runtime API socket that ran out of time.");
+	for (unsigned i = 0; i < s->nb_runtime_api; i++)
+		sample1(o, "runtime_api_timeouts_total", "socket", s->runtime_api[i].address,
+			s->runtime_api[i].stats->timeouts);
+	family(o, "runtime_api_up", "gauge",
+	       "1 when the last exchange with the Runtime API socket succeeded.");
+	for (unsigned i = 0; i < s->nb_runtime_api; i++)
+		sample1(o, "runtime_api_up", "socket", s->runtime_api[i].address,
+			s->runtime_api[i].reachable);
+
+	family(o, "haproxy_looks_total", "counter",
+	       "Looks at HAProxy (show info; show servers state; show stat), by result.");
+	sample1(o, "haproxy_looks_total", "result", "ok", e->reconciliations);
+	sample1(o, "haproxy_looks_total", "result", "failed", e->looks_failed);
+	family(o, "haproxy_restarts_total", "counter", "New HAProxy processes seen (reloads, restarts).");
+	sample(o, "haproxy_restarts_total", e->haproxy_restarts);
+	family(o, "faults_polled_total", "counter",
+	       "Faults SPOE never sees, from HAProxy's per-server counters, by kind.");
+	sample1(o, "faults_polled_total", "kind", "connect_error", e->connect_errors);
+	sample1(o, "faults_polled_total", "kind", "response_error", e->response_errors);
+	sample1(o, "faults_polled_total", "kind", "aborted_body", e->aborted_bodies);
+	sample1(o, "faults_polled_total", "kind", "redispatch", e->redispatches);
+	family(o, "breakers_dropped_total", "counter", "Breakers dropped: no HAProxy has the server any more.");
+	sample(o, "breakers_dropped_total", e->dropped_breakers);
+}
+
+bool metrics_render(const struct metrics_source *s, struct strbuf *o)
+{
+	family(o, "build_info", "gauge", "Always 1; the agent's version as a label.");
+	sample1(o, "build_info", "version", s->version ? s->version : "unknown", 1);
+	render_breakers(s, o);
+	render_spop(s, o);
+	render_enforcement(s, o);
+	return !o->failed;
+}

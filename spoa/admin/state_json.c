@@ -1,0 +1,138 @@
+/*
+ * state_json.c - every breaker as JSON, the agent's `show servers state`
+ * (see metrics.h). Written by hand: one flat shape, strings escaped here.
+ *
+ *   {"enforce":"runtime-api","entries":2,"capacity":10000,"breakers":[
+ *     {"backend":"workers","server":"w2","state":"open","failure_streak":3,
+ *      "since_ms":1200,"cooldown_left_ms":28800,"probes_in_flight":0,
+ *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}
+ */
+#include "admin/metrics.h"
+
+void state_json_string(struct strbuf *out, const char *v)
+{
+	strbuf_putc(out, '"');
+	const char *run = v;
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+		if (c != '"' && c != '\\' && c >= 0x20)
+			continue;
+		strbuf_append(out, run, (size_t)(v - run));
+		switch (c) {
+		case '"':
+			strbuf_puts(out, "\\\"");
+			break;
+		case '\\':
+			strbuf_puts(out, "\\\\");
+			break;
+		case '\n':
+			strbuf_puts(out, "\\n");
+			break;
+		case '\r':
+			strbuf_puts(out, "\\r");
+			break;
+		case '\t':
+			strbuf_puts(out, "\\t");
+			break;
+		default:
+			strbuf_printf(out, "\\u%04x", c);
+		}
+		run = v + 1;
+	}
+	strbuf_append(out, run, (size_t)(v - run));
+	strbuf_putc(out, '"');
+}
+
+static void key(struct strbuf *o, const char *k)
+{
+	state_json_string(o, k);
+	strbuf_putc(o, ':');
+}
+
+static void u64_field(struct strbuf *o, const char *k, uint64_t v, bool last)
+{
+	key(o, k);
+	strbuf_printf(o, "%llu%s", (unsigned long long)v, last ? "" : ",");
+}
+
+static void string_field(struct strbuf *o, const char *k, const char *v, bool last)
+{
+	key(o, k);
+	state_json_string(o, v);
+	if (!last)
+		strbuf_putc(o, ',');
+}
+
+static void set_field(struct strbuf *o, const char *k, const struct status_set *set)
+{
+	char text[STATUS_SET_FORMAT_MAX];
+	status_set_format(set, text, sizeof(text));
+	string_field(o, k, text, false);
+}
+
+static void policy_object(struct strbuf *o, const struct breaker_policy *p)
+{
+	strbuf_putc(o, '{');
+	u64_field(o, "threshold", p->threshold, false);
+	u64_field(o, "cooldown_ms", p->cooldown_ms, false);
+	u64_field(o, "half_open_probes", p->half_open_probes, false);
+	u64_field(o, "probe_timeout_ms", p->probe_timeout_ms, false);
+	set_field(o, "capacity_statuses", &p->capacity);
+	set_field(o, "failure_statuses", &p->failure);
+	set_field(o, "ignore_statuses", &p->ignore);
+	string_field(o, "half_open_backpressure",
+		     p->half_open_backpressure == BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE ? "ignore"
+											: "close",
+		     false);
+	string_field(o, "open_late_success",
+		     p->open_late_success == BREAKER_OPEN_LATE_SUCCESS_CLOSE ? "close" : "ignore", true);
+	strbuf_putc(o, '}');
+}
+
+static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e, uint64_t now)
+{
+	const struct breaker *b = &e->breaker;
+	uint64_t since = now > b->state_since_ms ? now - b->state_since_ms : 0;
+	uint64_t left = 0;
+	if (b->state == BREAKER_OPEN && b->policy) {
+		uint64_t end = b->state_since_ms + b->policy->cooldown_ms;
+		left = end > now ? end - now : 0;
+	}
+
+	strbuf_putc(o, '{');
+	string_field(o, "backend", e->backend, false);
+	string_field(o, "server", e->server, false);
+	string_field(o, "state", breaker_state_name(b->state), false);
+	u64_field(o, "failure_streak", b->failure_streak, false);
+	u64_field(o, "since_ms", since, false);
+	u64_field(o, "cooldown_left_ms", left, false);
+	u64_field(o, "probes_in_flight", b->probes_in_flight, !b->policy);
+	if (b->policy) {
+		key(o, "policy");
+		policy_object(o, b->policy);
+	}
+	strbuf_putc(o, '}');
+}
+
+bool state_json_render(const struct metrics_source *s, struct strbuf *o)
+{
+	const struct breaker_table *t = s->table;
+
+	strbuf_putc(o, '{');
+	string_field(o, "enforce", enforce_mode_name(s->enforce_mode), false);
+	u64_field(o, "entries", t ? t->count : 0, false);
+	u64_field(o, "capacity", t ? t->max_entries : 0, false);
+	key(o, "breakers");
+	strbuf_putc(o, '[');
+	bool first = true;
+	for (uint32_t i = 0; t && i < t->max_entries; i++) {
+		if (!t->entries[i].in_use)
+			continue;
+		if (!first)
+			strbuf_putc(o, ',');
+		first = false;
+		breaker_object(o, &t->entries[i], s->now_ms);
+	}
+	strbuf_puts(o, "]}\n");
+	return !o->failed;
+}

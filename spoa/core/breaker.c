@@ -1,0 +1,563 @@
+/*
+ * breaker.c - one circuit breaker: how a worker's status is judged, and how
+ * a judgement moves the breaker between CLOSED, OPEN and HALF_OPEN
+ * (DESIGN.md 4.1 and 4.2, ported from seeds 000 and 001).
+ *
+ * Pure: time comes in as an argument, nothing is allocated, and every
+ * change is returned to the caller as a struct breaker_event.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/breaker.h"
+#include "util/errmsg.h"
+
+/* ---- policy ---- */
+
+
+/* The failure set nobody configured: every 5xx that is not already
+ * backpressure or ignored, so the three sets never overlap by default. */
+static void derive_failure_set(struct breaker_policy *policy)
+{
+	status_set_clear(&policy->failure);
+	status_set_add_range(&policy->failure, 500, 599);
+	status_set_difference(&policy->failure, &policy->failure, &policy->capacity);
+	status_set_difference(&policy->failure, &policy->failure, &policy->ignore);
+}
+
+void breaker_policy_defaults(struct breaker_policy *policy)
+{
+	memset(policy, 0, sizeof(*policy));
+	policy->threshold = BREAKER_DEFAULT_THRESHOLD;
+	policy->cooldown_ms = BREAKER_DEFAULT_COOLDOWN_MS;
+	policy->half_open_probes = BREAKER_DEFAULT_HALF_OPEN_PROBES;
+	policy->probe_timeout_ms = BREAKER_DEFAULT_PROBE_TIMEOUT_MS;
+	/* 503 too, unlike seed 001's {429}: inference engines answer 503 for
+	 * "queue full", and HAProxy's own error-limit already treats 503 as
+	 * an outage - the very behaviour this agent exists to correct. */
+	status_set_add(&policy->capacity, 429);
+	status_set_add(&policy->capacity, 503);
+	derive_failure_set(policy);
+	policy->half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
+	policy->open_late_success = BREAKER_OPEN_LATE_SUCCESS_IGNORE;
+}
+
+/* Reports a non-empty intersection of two named sets, listing its statuses. */
+static bool check_disjoint(const struct status_set *a, const char *a_name,
+			   const struct status_set *b, const char *b_name, char *err,
+			   size_t err_size)
+{
+	struct status_set both;
+	char list[STATUS_SET_FORMAT_MAX];
+
+	status_set_intersect(&both, a, b);
+	if (status_set_is_empty(&both))
+		return true;
+	status_set_format(&both, list, sizeof(list));
+	errmsg_set(err, err_size, "%s and %s sets overlap on %s (a status belongs to one set only)",
+		  a_name, b_name, list);
+	return false;
+}
+
+bool breaker_policy_validate(const struct breaker_policy *policy, char *err, size_t err_size)
+{
+	if (policy->threshold < 1) {
+		errmsg_set(err, err_size, "threshold is 0 (expected at least 1 failure)");
+		return false;
+	}
+	if (policy->cooldown_ms < 1) {
+		errmsg_set(err, err_size, "cool-down is 0 (expected at least 1 ms)");
+		return false;
+	}
+	if (policy->half_open_probes < 1 || policy->half_open_probes > BREAKER_MAX_PROBES) {
+		errmsg_set(err, err_size, "half-open probes is %u (expected 1-%d)",
+			  (unsigned)policy->half_open_probes, BREAKER_MAX_PROBES);
+		return false;
+	}
+	if (policy->probe_timeout_ms < 1) {
+		errmsg_set(err, err_size, "probe timeout is 0 (expected at least 1 ms)");
+		return false;
+	}
+	if (policy->half_open_backpressure != BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE &&
+	    policy->half_open_backpressure != BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE) {
+		errmsg_set(err, err_size, "half-open backpressure policy is neither close nor ignore");
+		return false;
+	}
+	if (policy->open_late_success != BREAKER_OPEN_LATE_SUCCESS_IGNORE &&
+	    policy->open_late_success != BREAKER_OPEN_LATE_SUCCESS_CLOSE) {
+		errmsg_set(err, err_size, "open late success policy is neither ignore nor close");
+		return false;
+	}
+	return check_disjoint(&policy->capacity, "capacity", &policy->failure, "failure", err,
+			      err_size) &&
+	       check_disjoint(&policy->ignore, "ignore", &policy->capacity, "capacity", err,
+			      err_size) &&
+	       check_disjoint(&policy->ignore, "ignore", &policy->failure, "failure", err,
+			      err_size);
+}
+
+static void apply_layer(struct breaker_policy *p, const struct breaker_policy_layer *layer)
+{
+	const struct breaker_policy *v = &layer->values;
+	unsigned f = layer->fields;
+
+	if (f & BREAKER_FIELD_THRESHOLD)
+		p->threshold = v->threshold;
+	if (f & BREAKER_FIELD_COOLDOWN)
+		p->cooldown_ms = v->cooldown_ms;
+	if (f & BREAKER_FIELD_HALF_OPEN_PROBES)
+		p->half_open_probes = v->half_open_probes;
+	if (f & BREAKER_FIELD_PROBE_TIMEOUT)
+		p->probe_timeout_ms = v->probe_timeout_ms;
+	/* Sets replace the inherited set whole (seed 001): a backend that
+	 * lists only 429 means 503 is no longer backpressure there. */
+	if (f & BREAKER_FIELD_CAPACITY_SET)
+		p->capacity = v->capacity;
+	if (f & BREAKER_FIELD_FAILURE_SET)
+		p->failure = v->failure;
+	if (f & BREAKER_FIELD_IGNORE_SET)
+		p->ignore = v->ignore;
+	if (f & BREAKER_FIELD_HALF_OPEN_BACKPRESSURE)
+		p->half_open_backpressure = v->half_open_backpressure;
+	if (f & BREAKER_FIELD_OPEN_LATE_SUCCESS)
+		p->open_late_success = v->open_late_success;
+}
+
+bool breaker_policy_resolve(struct breaker_policy *out,
+			    const struct breaker_policy_layer *const *layers, size_t nb_layers,
+			    char *err, size_t err_size)
+{
+	bool failure_set_configured = false;
+
+	breaker_policy_defaults(out);
+	for (size_t i = 0; i < nb_layers; i++) {
+		if (!layers[i])
+			continue;
+		apply_layer(out, layers[i]);
+		if (layers[i]->fields & BREAKER_FIELD_FAILURE_SET)
+			failure_set_configured = true;
+	}
+	/* An unconfigured failure set follows the capacity and ignore sets
+	 * wherever they were set, so "capacity = 429" alone turns 503 into
+	 * a failure, as an operator moving 503 out would expect. */
+	if (!failure_set_configured)
+		derive_failure_set(out);
+	return breaker_policy_validate(out, err, err_size);
+}
+
+/* ---- classification ---- */
+
+/*
+ * The one place a worker's status becomes a judgement (DESIGN 4.1).
+ *
+ * Trade-off, stated where it is made (seed 000): a status in the capacity
+ * set is backpressure, never a fault - so a worker stuck answering 503
+ * forever is NOT detected here. HTTP status alone cannot tell "busy" from
+ * "broken and saying 503", and counting it as a fault produced the worse,
+ * fleet-wide false-shed: the busiest workers marked down, pressure
+ * concentrated on the rest. A wedged-at-503 worker needs a different signal
+ * (e.g. a bound on how long a worker may answer only backpressure).
+ * Operators whose workers use 503 for outages move it to the failure set.
+ */
+enum breaker_outcome breaker_outcome(const struct breaker_policy *policy, int status)
+{
+	/* Not a status a worker can send: nothing to learn from it. */
+	if (status < STATUS_SET_MIN || status > STATUS_SET_MAX)
+		return BREAKER_OUTCOME_IGNORED;
+	if (status_set_contains(&policy->ignore, status))
+		return BREAKER_OUTCOME_IGNORED;
+	if (status_set_contains(&policy->capacity, status))
+		return BREAKER_OUTCOME_BACKPRESSURE;
+	if (status_set_contains(&policy->failure, status))
+		return BREAKER_OUTCOME_FAILURE;
+	/* A 4xx is the worker answering correctly about a bad request: it is
+	 * healthy, so this counts as a success; metrics report it apart. */
+	if (status >= 400 && status <= 499)
+		return BREAKER_OUTCOME_CLIENT_ERROR;
+	/* 1xx-3xx, and a 5xx the operator left out of every set: the worker
+	 * answered. (To have a status record nothing, use the ignore set.) */
+	return BREAKER_OUTCOME_SUCCESS;
+}
+
+/* ---- state machine ---- */
+
+/* Deadlines saturate one short of BREAKER_NO_DEADLINE, so that a huge
+ * cool-down still reads as "a deadline", never as "no timer needed". */
+static uint64_t deadline_after(uint64_t now_ms, uint64_t delay_ms)
+{
+	if (now_ms >= BREAKER_NO_DEADLINE - 1 - delay_ms)
+		return BREAKER_NO_DEADLINE - 1;
+	return now_ms + delay_ms;
+}
+
+bool breaker_is_dirty(const struct breaker *b)
+{
+	return b->state != BREAKER_CLOSED || b->failure_streak > 0;
+}
+
+void breaker_init(struct breaker *b, const struct breaker_policy *policy, uint64_t now_ms)
+{
+	memset(b, 0, sizeof(*b));
+	b->policy = policy;
+	b->state = BREAKER_CLOSED;
+	b->state_since_ms = now_ms;
+}
+
+void breaker_set_policy(struct breaker *b, const struct breaker_policy *policy)
+{
+	b->policy = policy;
+}
+
+/* Every state change goes through here: a new state drops the probes of
+ * the old one, and CLOSED starts a fresh streak. Nothing erased in the old
+ * state can be restored in the new one. */
+static void enter_state(struct breaker *b, enum breaker_state state, uint64_t now_ms)
+{
+	b->state = state;
+	b->state_since_ms = now_ms;
+	b->probes_in_flight = 0;
+	b->erased_streak = 0;
+	if (state == BREAKER_CLOSED)
+		b->failure_streak = 0;
+}
+
+/*
+ * A close decided by one response head (a probe's success or 503, a late
+ * success under open_late_success = close) is provisional until the next
+ * counter poll: SPOE saw only the head, and if that body dies the worker is
+ * as sick as before. threshold - 1 is the streak an aborted body brings
+ * back, so one abort reopens at once, without waiting for a whole new streak
+ * (see breaker_record_aborted_bodies).
+ */
+static void close_provisionally(struct breaker *b, uint64_t now_ms)
+{
+	enter_state(b, BREAKER_CLOSED, now_ms);
+	b->erased_streak = b->policy->threshold - 1;
+}
+
+static uint32_t saturating_add(uint32_t a, uint64_t b)
+{
+	return b >= (uint64_t)UINT32_MAX - a ? UINT32_MAX : a + (uint32_t)b;
+}
+
+/*
+ * `count` failures in a row, exactly as `count` calls of one failure would
+ * leave the breaker: CLOSED counts up to the trip and ignores the rest (they
+ * arrive OPEN); HALF_OPEN reopens on the first; OPEN ignores them all.
+ */
+static void add_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
+{
+	if (count == 0)
+		return;
+	switch (b->state) {
+	case BREAKER_CLOSED: {
+		uint32_t threshold = b->policy->threshold;
+		uint32_t after = saturating_add(b->failure_streak, count);
+		if (after < threshold) {
+			b->failure_streak = after;
+			break;
+		}
+		/* The failure that trips is the first to reach the threshold,
+		 * or the very next one if a lowered threshold is already
+		 * behind the streak (breaker_set_policy). */
+		uint32_t next = saturating_add(b->failure_streak, 1);
+		b->failure_streak = next > threshold ? next : threshold;
+		enter_state(b, BREAKER_OPEN, now_ms);
+		break;
+	}
+	case BREAKER_OPEN:
+		/* A late failure: the worker was already judged. Extending the
+		 * cool-down here would let a trickle of stragglers keep it open;
+		 * it runs from the first trip. */
+		break;
+	case BREAKER_HALF_OPEN:
+		/* The probe failed: the worker is still sick. A new cool-down. */
+		b->failure_streak = saturating_add(b->failure_streak, 1);
+		enter_state(b, BREAKER_OPEN, now_ms);
+		break;
+	}
+}
+
+/* The oldest probe is the one released when an outcome cannot say which
+ * probe it answers: FIFO keeps the remaining deadlines sorted, and at worst
+ * a lost probe's slot is held one probe timeout longer. */
+static uint32_t release_oldest_probe(struct breaker *b)
+{
+	if (b->probes_in_flight == 0)
+		return 0;
+	b->probes_in_flight--;
+	memmove(&b->probe_deadline_ms[0], &b->probe_deadline_ms[1],
+		b->probes_in_flight * sizeof(b->probe_deadline_ms[0]));
+	return 1;
+}
+
+/* Snapshot taken before an operation; event_end() turns it into the event. */
+struct before {
+	enum breaker_state state;
+	bool dirty;
+};
+
+static struct before event_begin(const struct breaker *b)
+{
+	return (struct before){.state = b->state, .dirty = breaker_is_dirty(b)};
+}
+
+static struct breaker_event event_end(const struct breaker *b, struct before before,
+				      uint32_t probes_released)
+{
+	struct breaker_event ev = {
+		.from = before.state,
+		.to = b->state,
+		.dirty = BREAKER_DIRTY_UNCHANGED,
+		.probes_released = probes_released,
+	};
+	bool dirty = breaker_is_dirty(b);
+	if (dirty != before.dirty)
+		ev.dirty = dirty ? BREAKER_BECAME_DIRTY : BREAKER_BECAME_CLEAN;
+	return ev;
+}
+
+struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+
+	switch (b->state) {
+	case BREAKER_CLOSED:
+		/* Remembered until the next counter poll: if this was a 200 head
+		 * whose body then died, the streak it erased comes back. */
+		if (b->failure_streak > b->erased_streak)
+			b->erased_streak = b->failure_streak;
+		b->failure_streak = 0;
+		break;
+	case BREAKER_OPEN:
+		/*
+		 * A late success belongs to a request admitted before the trip.
+		 * Ignored by default: with long requests (LLM generations) the
+		 * successes still in flight would otherwise close a breaker
+		 * that just tripped, and the failing worker would get the full
+		 * load again at once. `close` gives exact parity with the seed
+		 * router, whose record_success closes from any state.
+		 */
+		if (b->policy->open_late_success == BREAKER_OPEN_LATE_SUCCESS_CLOSE)
+			close_provisionally(b, now_ms);
+		break;
+	case BREAKER_HALF_OPEN:
+		close_provisionally(b, now_ms);
+		break;
+	}
+	return event_end(b, before, 0);
+}
+
+struct breaker_event breaker_record_failure(struct breaker *b, uint64_t now_ms)
+{
+	return breaker_record_failures(b, 1, now_ms);
+}
+
+struct breaker_event breaker_record_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+
+	add_failures(b, count, now_ms);
+	return event_end(b, before, 0);
+}
+
+/*
+ * The body-abort problem (issue 5). SPOE fires on the response head, so a
+ * worker that sends "200" and then dies mid-body is recorded as a success,
+ * which resets the streak; its failure only shows later, as a srv_abrt in
+ * the counter poll. Recorded naively (success, then a failure at the poll,
+ * then success, failure ...) the streak never passes 1, and a worker whose
+ * every body dies would stay CLOSED forever.
+ *
+ * So a success in CLOSED is provisional until the next poll: it remembers
+ * the largest streak it erased (erased_streak). A poll that reports k
+ * aborted bodies declares the successes it covers void - they were heads of
+ * bodies that died - so the streak they erased is restored, and the k
+ * aborts are then k failures on top of it, tripping at the threshold as
+ * usual. A poll that reports none confirms them (breaker_counters_polled).
+ * A close by a single head (HALF_OPEN's probe) restores threshold - 1, so a
+ * probe whose body dies reopens at once.
+ *
+ * Judgement calls, stated here:
+ * - Counters say how many bodies died, not which: with several successes
+ *   and fewer aborts in one poll, the largest erased streak is restored
+ *   (max, not sum). It errs towards opening, like every counter fault, and
+ *   for the worker whose bodies always die it is exact enough: each poll's
+ *   first success erased what the previous poll left, so the streak grows
+ *   by k per poll until it trips.
+ * - A body that dies after the next poll (a long stream) finds its success
+ *   confirmed: its abort still counts, as a plain failure at that poll, but
+ *   no longer voids the success. Per-request detail for such bodies needs
+ *   HAProxy's log (termination state SD), not counters.
+ * - HALF_OPEN and OPEN ignore aborts. In OPEN they are late, like any
+ *   failure. In HALF_OPEN any head would already have closed the breaker
+ *   (success, or backpressure under `close`) or only released a slot
+ *   (backpressure under `ignore`): the abort belongs to a request admitted
+ *   before the trip, not to a probe.
+ */
+struct breaker_event breaker_record_aborted_bodies(struct breaker *b, uint64_t count,
+						   uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+
+	if (count > 0 && b->state == BREAKER_CLOSED) {
+		/* erased_streak stays until the poll is over: the streak is now
+		 * above it, so restoring it again is a no-op. */
+		if (b->erased_streak > b->failure_streak)
+			b->failure_streak = b->erased_streak;
+		add_failures(b, count, now_ms);
+	}
+	return event_end(b, before, 0);
+}
+
+void breaker_counters_polled(struct breaker *b)
+{
+	/* No aborted body was reported for the successes recorded since the
+	 * last poll (or they were already voided): they are confirmed. */
+	b->erased_streak = 0;
+}
+
+struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+	uint32_t released = 0;
+
+	switch (b->state) {
+	case BREAKER_CLOSED:
+		/* Neutral, and deliberately not a success: the streak is kept, so
+		 * a worker interleaving real faults with 503s still trips. */
+		break;
+	case BREAKER_OPEN:
+		/* A late 503 must not reset a breaker that has already tripped. */
+		break;
+	case BREAKER_HALF_OPEN:
+		if (b->policy->half_open_backpressure == BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE) {
+			/* Seed 000: any answer proves the worker is up, which is
+			 * what the probe was sent to find out - provided its body
+			 * does not die before the next poll. */
+			close_provisionally(b, now_ms);
+		} else {
+			/* Seed 001: a refused request proves nothing either way,
+			 * so no sample - but the slot must come back, or a
+			 * recovered-but-busy worker would wedge the breaker in
+			 * HALF_OPEN forever. */
+			released = release_oldest_probe(b);
+		}
+		break;
+	}
+	return event_end(b, before, released);
+}
+
+struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outcome,
+				    uint64_t now_ms)
+{
+	switch (outcome) {
+	case BREAKER_OUTCOME_SUCCESS:
+	case BREAKER_OUTCOME_CLIENT_ERROR:
+		return breaker_record_success(b, now_ms);
+	case BREAKER_OUTCOME_FAILURE:
+		return breaker_record_failure(b, now_ms);
+	case BREAKER_OUTCOME_BACKPRESSURE:
+		return breaker_record_backpressure(b, now_ms);
+	case BREAKER_OUTCOME_IGNORED:
+		break;
+	}
+	return event_end(b, event_begin(b), 0);
+}
+
+bool breaker_would_allow(const struct breaker *b)
+{
+	switch (b->state) {
+	case BREAKER_CLOSED:
+		return true;
+	case BREAKER_OPEN:
+		return false;
+	case BREAKER_HALF_OPEN:
+		return b->probes_in_flight < b->policy->half_open_probes;
+	}
+	return false;
+}
+
+bool breaker_try_acquire_probe(struct breaker *b, uint64_t now_ms)
+{
+	if (b->state != BREAKER_HALF_OPEN || !breaker_would_allow(b) ||
+	    b->probes_in_flight >= BREAKER_MAX_PROBES)
+		return false;
+	b->probe_deadline_ms[b->probes_in_flight++] =
+		deadline_after(now_ms, b->policy->probe_timeout_ms);
+	return true;
+}
+
+uint64_t breaker_next_deadline(const struct breaker *b)
+{
+	switch (b->state) {
+	case BREAKER_CLOSED:
+		return BREAKER_NO_DEADLINE;
+	case BREAKER_OPEN:
+		return deadline_after(b->state_since_ms, b->policy->cooldown_ms);
+	case BREAKER_HALF_OPEN:
+		return b->probes_in_flight ? b->probe_deadline_ms[0] : BREAKER_NO_DEADLINE;
+	}
+	return BREAKER_NO_DEADLINE;
+}
+
+struct breaker_event breaker_tick(struct breaker *b, uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+	uint32_t released = 0;
+
+	switch (b->state) {
+	case BREAKER_CLOSED:
+		break;
+	case BREAKER_OPEN:
+		if (now_ms >= breaker_next_deadline(b))
+			enter_state(b, BREAKER_HALF_OPEN, now_ms);
+		break;
+	case BREAKER_HALF_OPEN:
+		/* Probes whose outcome never came back (aborted request, lost
+		 * notification): free the slot so another probe can be sent. */
+		while (b->probes_in_flight > 0 && b->probe_deadline_ms[0] <= now_ms)
+			released += release_oldest_probe(b);
+		break;
+	}
+	return event_end(b, before, released);
+}
+
+/* ---- names ---- */
+
+const char *breaker_state_name(enum breaker_state state)
+{
+	switch (state) {
+	case BREAKER_CLOSED: return "closed";
+	case BREAKER_OPEN: return "open";
+	case BREAKER_HALF_OPEN: return "half_open";
+	}
+	return "unknown";
+}
+
+const char *breaker_outcome_name(enum breaker_outcome outcome)
+{
+	switch (outcome) {
+	case BREAKER_OUTCOME_SUCCESS: return "success";
+	case BREAKER_OUTCOME_CLIENT_ERROR: return "client_error";
+	case BREAKER_OUTCOME_BACKPRESSURE: return "backpressure";
+	case BREAKER_OUTCOME_FAILURE: return "failure";
+	case BREAKER_OUTCOME_IGNORED: return "ignored";
+	}
+	return "unknown";
+}
+
+const char *breaker_transition_name(const struct breaker_event *ev)
+{
+	static const char *const names[3][3] = {
+		[BREAKER_CLOSED][BREAKER_OPEN] = "closed->open",
+		[BREAKER_OPEN][BREAKER_CLOSED] = "open->closed",
+		[BREAKER_OPEN][BREAKER_HALF_OPEN] = "open->half_open",
+		[BREAKER_HALF_OPEN][BREAKER_CLOSED] = "half_open->closed",
+		[BREAKER_HALF_OPEN][BREAKER_OPEN] = "half_open->open",
+	};
+
+	if ((unsigned)ev->from > BREAKER_HALF_OPEN || (unsigned)ev->to > BREAKER_HALF_OPEN)
+		return NULL;
+	return names[ev->from][ev->to]; /* NULL on the diagonal: no transition */
+}

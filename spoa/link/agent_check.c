@@ -1,0 +1,161 @@
+/*
+ * agent_check.c - answer HAProxy's agent-check (see agent_check.h).
+ *
+ * One short connection per check: read a line "BACKEND/SERVER" (at most
+ * 255 bytes, 2 s), answer one line, close. A name that is not a valid
+ * HAProxy name is refused (the connection closed without an answer, which
+ * HAProxy reports as an agent check error), never looked up.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "spop/agent.h"
+#include "link/agent_check.h"
+#include "util/log.h"
+#include "util/names.h"
+
+#define REQUEST_MAX 256
+#define REQUEST_TIMEOUT 2.0
+
+struct check_conn {
+	ev_io io; /* first */
+	ev_timer timer;
+	struct agent_check *ac;
+	int fd;
+	size_t len;
+	char buf[REQUEST_MAX];
+};
+
+static void check_conn_close(struct check_conn *cc)
+{
+	ev_io_stop(cc->ac->loop, &cc->io);
+	ev_timer_stop(cc->ac->loop, &cc->timer);
+	close(cc->fd);
+	cc->ac->nb_conns--;
+	free(cc);
+}
+
+/* Splits "BACKEND/SERVER" in place; false if either part is not a name. */
+static bool split_name(char *line, const char **backend, const char **server)
+{
+	char *slash = strchr(line, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	*backend = line;
+	*server = slash + 1;
+	return name_is_valid(*backend, strlen(*backend)) && name_is_valid(*server, strlen(*server));
+}
+
+static void answer_line(struct check_conn *cc)
+{
+	struct agent_check *ac = cc->ac;
+	const char *backend, *server;
+	char reply[128];
+
+	cc->buf[cc->len] = '\0';
+	cc->buf[strcspn(cc->buf, "\r\n")] = '\0';
+	if (!split_name(cc->buf, &backend, &server)) {
+		ac->refused++;
+		log_warning("agent-check: refusing a request that is not BACKEND/SERVER with valid names");
+		return;
+	}
+	ac->answer(ac->ctx, backend, server, reply, sizeof(reply));
+	/* One short line on a fresh socket: it fits the send buffer whole. */
+	if (send(cc->fd, reply, strlen(reply), MSG_NOSIGNAL) > 0)
+		ac->answered++;
+	log_debug("agent-check %s/%s: %.*s", backend, server, (int)strcspn(reply, "\n"), reply);
+}
+
+static void check_conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct check_conn *cc = (struct check_conn *)w;
+	(void)loop;
+	(void)revents;
+
+	ssize_t n = read(cc->fd, cc->buf + cc->len, sizeof(cc->buf) - 1 - cc->len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		check_conn_close(cc);
+		return;
+	}
+	cc->len += (size_t)n;
+	if (memchr(cc->buf, '\n', cc->len)) {
+		answer_line(cc);
+	} else if (cc->len < sizeof(cc->buf) - 1) {
+		return; /* the rest of the line is on its way */
+	} else {
+		cc->ac->refused++;
+		log_warning("agent-check: request line longer than %d bytes", REQUEST_MAX - 1);
+	}
+	check_conn_close(cc);
+}
+
+static void check_conn_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct check_conn *cc = (struct check_conn *)((char *)w - offsetof(struct check_conn, timer));
+	(void)loop;
+	(void)revents;
+	cc->ac->refused++;
+	check_conn_close(cc);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct agent_check *ac = (struct agent_check *)w;
+	(void)revents;
+
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(ac->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		struct check_conn *cc = ac->nb_conns < AGENT_CHECK_MAX_CONNECTIONS
+						? calloc(1, sizeof(*cc))
+						: NULL;
+		if (!cc) {
+			ac->refused++;
+			close(fd);
+			continue;
+		}
+		cc->ac = ac;
+		cc->fd = fd;
+		ac->nb_conns++;
+		ev_io_init(&cc->io, check_conn_read_cb, fd, EV_READ);
+		ev_io_start(loop, &cc->io);
+		ev_timer_init(&cc->timer, check_conn_timeout_cb, REQUEST_TIMEOUT, 0.);
+		ev_timer_start(loop, &cc->timer);
+	}
+}
+
+bool agent_check_open(struct agent_check *ac, struct ev_loop *loop, const char *spec,
+		      agent_check_answer_fn answer, void *ctx, char *err, size_t err_size)
+{
+	memset(ac, 0, sizeof(*ac));
+	ac->fd = listen_socket_open(spec, &ac->is_unix, err, err_size);
+	if (ac->fd < 0)
+		return false;
+	ac->loop = loop;
+	ac->answer = answer;
+	ac->ctx = ctx;
+	snprintf(ac->name, sizeof(ac->name), "%s", spec);
+	ev_io_init(&ac->io, accept_cb, ac->fd, EV_READ);
+	ev_io_start(loop, &ac->io);
+	log_notice("answering agent-check on %s", spec);
+	return true;
+}
+
+void agent_check_close(struct agent_check *ac)
+{
+	if (ac->fd < 0 || !ac->loop)
+		return;
+	ev_io_stop(ac->loop, &ac->io);
+	close(ac->fd);
+	if (ac->is_unix)
+		unlink(ac->name + 5);
+	ac->fd = -1;
+}

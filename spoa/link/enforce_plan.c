@@ -1,0 +1,119 @@
+/*
+ * enforce_plan.c - from a breaker's state to HAProxy commands (pure).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "link/enforce_plan.h"
+
+/* The server's own maxconn is learned the first time we are about to
+ * change it, from what HAProxy reports then; never from our own value. */
+static void learn_own_maxconn(const struct enforce_seen *seen, struct enforce_memory *mem)
+{
+	if (!mem->own_maxconn_known && !mem->maxconn_by_us) {
+		mem->own_maxconn = seen->maxconn;
+		mem->own_maxconn_known = true;
+	}
+}
+
+struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_probes,
+				 const struct enforce_seen *seen, struct enforce_memory *mem)
+{
+	struct enforce_plan plan = {0};
+
+	if (!seen->known) {
+		plan.hands_off = "HAProxy does not know this server";
+		return plan;
+	}
+	if (seen->maint) {
+		/* Maintenance takes no traffic anyway, and lifting it is the
+		 * operator's call, never ours. */
+		plan.hands_off = "server in maintenance";
+		return plan;
+	}
+	if (seen->drained && !mem->drained_by_us) {
+		plan.hands_off = "server drained by the operator";
+		return plan;
+	}
+
+	switch (want) {
+	case BREAKER_OPEN:
+		if (!seen->drained)
+			plan.set_drain = true;
+		mem->drained_by_us = true;
+		break;
+	case BREAKER_HALF_OPEN:
+		learn_own_maxconn(seen, mem);
+		if (seen->drained)
+			plan.set_ready = true;
+		mem->drained_by_us = false;
+		if (seen->maxconn != half_open_probes) {
+			plan.set_maxconn = true;
+			plan.maxconn = half_open_probes;
+		}
+		mem->maxconn_by_us = true;
+		break;
+	case BREAKER_CLOSED:
+		if (seen->drained)
+			plan.set_ready = true;
+		mem->drained_by_us = false;
+		if (mem->maxconn_by_us && mem->own_maxconn_known && seen->maxconn != mem->own_maxconn) {
+			plan.set_maxconn = true;
+			plan.maxconn = mem->own_maxconn;
+		}
+		mem->maxconn_by_us = false; /* restored by this plan, or never changed */
+		break;
+	}
+	return plan;
+}
+
+void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_probes,
+				struct enforce_memory *mem, char *buf, size_t size)
+{
+	if (!mem) {
+		snprintf(buf, size, "up\n");
+		return;
+	}
+	switch (state) {
+	case BREAKER_OPEN:
+		snprintf(buf, size, "drain\n");
+		mem->drained_by_us = true;
+		break;
+	case BREAKER_HALF_OPEN:
+		snprintf(buf, size, "ready maxconn:%u\n", half_open_probes);
+		mem->drained_by_us = false;
+		mem->maxconn_by_us = true;
+		break;
+	case BREAKER_CLOSED:
+		if (mem->drained_by_us || mem->maxconn_by_us)
+			snprintf(buf, size, "ready maxconn:0\n");
+		else
+			snprintf(buf, size, "up\n");
+		mem->drained_by_us = false;
+		mem->maxconn_by_us = false;
+		break;
+	}
+}
+
+bool enforce_mode_parse(const char *text, enum enforce_mode *out)
+{
+	if (strcmp(text, "none") == 0 || strcmp(text, "shadow") == 0)
+		*out = ENFORCE_NONE;
+	else if (strcmp(text, "runtime-api") == 0)
+		*out = ENFORCE_RUNTIME_API;
+	else if (strcmp(text, "agent-check") == 0)
+		*out = ENFORCE_AGENT_CHECK;
+	else
+		return false;
+	return true;
+}
+
+const char *enforce_mode_name(enum enforce_mode mode)
+{
+	switch (mode) {
+	case ENFORCE_NONE: return "none";
+	case ENFORCE_RUNTIME_API: return "runtime-api";
+	case ENFORCE_AGENT_CHECK: return "agent-check";
+	}
+	return "?";
+}

@@ -1,0 +1,163 @@
+/*
+ * faults.c - turns two polls of one server's `show stat` counters into the
+ * failures SPOE could not see (see faults.h for what each case moves).
+ *
+ * Pure: the caller owns the baseline and the breaker; nothing here reads a
+ * clock, a socket or a file.
+ */
+#include <string.h>
+
+#include "link/faults.h"
+#include "link/runtime_api.h"
+
+void faults_counters_from_stat(struct faults_counters *out, const struct runtime_api_stat_row *row)
+{
+	out->econ = row->econ;
+	out->eresp = row->eresp;
+	out->srv_abrt = row->srv_abrt;
+	out->wretr = row->wretr;
+	out->wredis = row->wredis;
+	out->cli_abrt = row->cli_abrt;
+}
+
+void faults_baseline_reset(struct faults_baseline *base)
+{
+	memset(base, 0, sizeof(*base));
+}
+
+/* HAProxy's counters only grow within one process; a smaller value means
+ * the row was reset. All its counters reset together, so one is enough. */
+static bool any_below(const struct faults_counters *cur, const struct faults_counters *last)
+{
+	return cur->econ < last->econ || cur->eresp < last->eresp ||
+	       cur->srv_abrt < last->srv_abrt || cur->wretr < last->wretr ||
+	       cur->wredis < last->wredis || cur->cli_abrt < last->cli_abrt;
+}
+
+static uint64_t cut(uint64_t value, bool *capped)
+{
+	if (value <= FAULTS_MAX_DELTA)
+		return value;
+	*capped = true;
+	return FAULTS_MAX_DELTA;
+}
+
+/*
+ * The mapping, decided on the measurements in faults.h. A breaker counts
+ * failed requests, as it does over SPOP; each request that failed in a way
+ * SPOE cannot see must count once, on the server that failed it.
+ *
+ * - econ counts: one per request whose connection was refused or timed out,
+ *   however many retries it took.
+ * - wretr never counts. A request refused with `retries N` moves econ +1
+ *   and wretr +N: counting both would make one refused request N+1
+ *   failures and trip a breaker on a single request (HAProxy's default is
+ *   retries 3). A retry that then succeeds ends in a response SPOE sees as
+ *   a success. And L7 retries (`retry-on`) move wretr by 2 per retry and
+ *   retry 503/429 too, which are backpressure, never faults (seed 000).
+ * - wredis counts: under `option redispatch` the failed first server moves
+ *   wredis +1 and nothing else (no econ, no wretr), and the request is
+ *   served, and seen by SPOE, on another server. Without wredis the server
+ *   that refused would never be charged. Caveat: with `retry-on 503` (or
+ *   429) plus redispatch, a worker's 503 retried elsewhere also moves
+ *   wredis; such a configuration turns backpressure into failures, so
+ *   capacity statuses should not be listed in retry-on.
+ * - eresp counts, split in two: srv_abrt is included in eresp (measured on
+ *   every version: a body abort moves both by 1), so eresp - srv_abrt are
+ *   the response errors no response reached SPOE for (server timeout,
+ *   closed before headers, invalid response), and srv_abrt are bodies that
+ *   died - after a head SPOE recorded as a success, which the breaker must
+ *   then void (breaker_record_aborted_bodies). Should srv_abrt ever exceed
+ *   eresp, the excess are aborts outside eresp: still failures, so the
+ *   total is max(eresp, srv_abrt), never eresp + srv_abrt.
+ *   srv_abrt also moves (with eresp) when a worker drops the connection
+ *   while a request body is still uploading: no head reached SPOE then, but
+ *   counters cannot tell the two apart, so it is treated as an aborted body
+ *   too; at worst it voids a success that was genuine, which errs towards
+ *   opening a breaker whose worker does drop requests.
+ *   Known overcount: HAProxy 3.0 and 3.2 count eresp twice for a worker
+ *   that closes before its headers (3.2 also for an invalid response), so
+ *   such a worker trips after ceil(threshold / 2) requests there. Counters
+ *   cannot tell one double-counted close from two timeouts; erring towards
+ *   opening is the safe side for a worker that answers nothing.
+ * - hrsp_5xx is not read: on a server row it counts only the worker's own
+ *   5xx, already judged over SPOP (HAProxy's 502/503/504 count on the
+ *   BACKEND row only). Reading it would count each 500 twice.
+ * - cli_abrt never counts: the client left. Measured, a client abort moves
+ *   only cli_abrt; eresp moves only if the worker then times out on its
+ *   own, which is the worker's fault and is counted as such.
+ *
+ * Counters carry no order: a poll's failures are recorded after every
+ * success SPOE reported during the interval, as if consecutive. That is an
+ * upper bound on the real streak, which is why the poll interval should
+ * stay short (well under a second): it bounds how many unrelated faults one
+ * poll can stack up.
+ */
+static void map_counters(const struct faults_counters *d, struct faults_delta *out)
+{
+	out->connect_errors = d->econ;
+	out->aborted_bodies = d->srv_abrt;
+	out->response_errors = d->eresp > d->srv_abrt ? d->eresp - d->srv_abrt : 0;
+	out->redispatches = d->wredis;
+	out->retries = d->wretr;
+	out->client_aborts = d->cli_abrt;
+	out->failures = out->connect_errors + out->response_errors + out->redispatches;
+	out->total = out->failures + out->aborted_bodies;
+}
+
+void faults_delta(struct faults_baseline *base, const struct faults_counters *cur, bool restarted,
+		  struct faults_delta *out)
+{
+	struct faults_counters d;
+
+	memset(out, 0, sizeof(*out));
+	if (!base->valid) {
+		/* The counters hold everything since HAProxy started, long
+		 * before this agent (or this server's breaker) existed. */
+		out->basis = FAULTS_FIRST_SIGHT;
+		goto rebase;
+	}
+	if (restarted) {
+		/* The process polled before is gone; the new one counted from
+		 * zero, after the previous poll. Its counters are the delta,
+		 * even those that happen to be above the old baseline. */
+		out->basis = FAULTS_RESTARTED;
+		d = *cur;
+	} else if (any_below(cur, &base->last)) {
+		/* A reset nobody told us about, or a garbage row: which part
+		 * is new cannot be known, and guessing "all of cur" could
+		 * charge a server its whole history. Losing one interval is
+		 * the cheaper mistake. */
+		out->basis = FAULTS_UNEXPLAINED_DROP;
+		goto rebase;
+	} else {
+		out->basis = FAULTS_DELTA;
+		d.econ = cur->econ - base->last.econ;
+		d.eresp = cur->eresp - base->last.eresp;
+		d.srv_abrt = cur->srv_abrt - base->last.srv_abrt;
+		d.wretr = cur->wretr - base->last.wretr;
+		d.wredis = cur->wredis - base->last.wredis;
+		d.cli_abrt = cur->cli_abrt - base->last.cli_abrt;
+	}
+	d.econ = cut(d.econ, &out->capped);
+	d.eresp = cut(d.eresp, &out->capped);
+	d.srv_abrt = cut(d.srv_abrt, &out->capped);
+	d.wretr = cut(d.wretr, &out->capped);
+	d.wredis = cut(d.wredis, &out->capped);
+	d.cli_abrt = cut(d.cli_abrt, &out->capped);
+	map_counters(&d, out);
+rebase:
+	base->last = *cur;
+	base->valid = true;
+}
+
+const char *faults_basis_name(enum faults_basis basis)
+{
+	switch (basis) {
+	case FAULTS_FIRST_SIGHT: return "first_sight";
+	case FAULTS_DELTA: return "delta";
+	case FAULTS_RESTARTED: return "restarted";
+	case FAULTS_UNEXPLAINED_DROP: return "unexplained_drop";
+	}
+	return "unknown";
+}

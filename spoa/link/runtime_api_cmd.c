@@ -1,0 +1,65 @@
+/*
+ * runtime_api_cmd.c - Runtime API commands from validated names (pure).
+ *
+ * The only way a backend or server name reaches HAProxy's admin socket is
+ * through these builders, so the injection check (names.h) lives here once:
+ * a name with ';', a space or a newline would append a command of its own.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "link/runtime_api.h"
+#include "util/names.h"
+
+static bool valid_name(const char *name)
+{
+	return name && name_is_valid(name, strlen(name));
+}
+
+/* Formats into buf, or leaves it empty and returns false if it does not fit. */
+static bool emit(char *buf, size_t size, int n)
+{
+	if (n < 0 || (size_t)n >= size) {
+		if (size > 0)
+			buf[0] = '\0';
+		return false;
+	}
+	return true;
+}
+
+static bool refuse(char *buf, size_t size)
+{
+	if (size > 0)
+		buf[0] = '\0';
+	return false;
+}
+
+bool runtime_api_cmd_set_state(char *buf, size_t size, const char *backend, const char *server,
+			 const char *state)
+{
+	if (!valid_name(backend) || !valid_name(server) || !state)
+		return refuse(buf, size);
+	if (strcmp(state, "ready") != 0 && strcmp(state, "drain") != 0 &&
+	    strcmp(state, "maint") != 0)
+		return refuse(buf, size);
+	return emit(buf, size,
+		    snprintf(buf, size, "set server %s/%s state %s", backend, server, state));
+}
+
+bool runtime_api_cmd_set_maxconn(char *buf, size_t size, const char *backend, const char *server,
+			   unsigned maxconn)
+{
+	if (!valid_name(backend) || !valid_name(server))
+		return refuse(buf, size);
+	return emit(buf, size,
+		    snprintf(buf, size, "set maxconn server %s/%s %u", backend, server, maxconn));
+}
+
+bool runtime_api_cmd_show_servers_state(char *buf, size_t size, const char *backend)
+{
+	if (!backend)
+		return emit(buf, size, snprintf(buf, size, "show servers state"));
+	if (!valid_name(backend))
+		return refuse(buf, size);
+	return emit(buf, size, snprintf(buf, size, "show servers state %s", backend));
+}

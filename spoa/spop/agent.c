@@ -1,0 +1,87 @@
+/*
+ * agent.c - the agent as a whole: settings, counters, graceful stop.
+ */
+#include <string.h>
+
+#include "spop/agent.h"
+#include "util/log.h"
+
+
+void agent_settings_default(struct agent_settings *s)
+{
+	s->max_frame_size = AGENT_DEFAULT_MAX_FRAME_SIZE;
+	s->max_connections = AGENT_DEFAULT_MAX_CONNECTIONS;
+	s->out_buffer = 64 * 1024;
+	s->hello_timeout = 5.0;
+	s->close_timeout = 2.0;
+	s->shutdown_timeout = 3.0;
+}
+
+void agent_init(struct agent *a, struct ev_loop *loop, const struct agent_settings *s,
+		struct dispatch *d)
+{
+	memset(a, 0, sizeof(*a));
+	a->loop = loop;
+	a->settings = *s;
+	a->dispatch = d;
+}
+
+void agent_count_disconnect(struct agent *a, enum spop_status status)
+{
+	unsigned slot = (unsigned)status < AGENT_STATUS_SLOTS - 1 ? (unsigned)status
+								  : AGENT_STATUS_SLOTS - 1;
+	a->stats.disconnects_sent[slot]++;
+}
+
+void agent_conn_closed(struct agent *a)
+{
+	a->nb_conns--;
+	if (a->stopping && a->nb_conns == 0) {
+		ev_timer_stop(a->loop, &a->shutdown_timer);
+		ev_break(a->loop, EVBREAK_ALL);
+	}
+}
+
+static void close_listeners(struct agent *a)
+{
+	for (unsigned i = 0; i < a->nb_listeners; i++)
+		listener_close(a, a->listeners[i]);
+	a->nb_listeners = 0;
+}
+
+static void shutdown_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct agent *a = (struct agent *)((char *)w - offsetof(struct agent, shutdown_timer));
+	(void)revents;
+
+	log_warning("%u connection(s) still open after %.1fs, closing them", a->nb_conns,
+		    a->settings.shutdown_timeout);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+void agent_stop(struct agent *a)
+{
+	if (a->stopping)
+		return;
+	a->stopping = true;
+	close_listeners(a);
+	log_notice("stopping: saying goodbye to %u connection(s)", a->nb_conns);
+	if (a->nb_conns == 0) {
+		ev_break(a->loop, EVBREAK_ALL);
+		return;
+	}
+	ev_timer_init(&a->shutdown_timer, shutdown_timeout_cb, a->settings.shutdown_timeout, 0.);
+	ev_timer_start(a->loop, &a->shutdown_timer);
+	for (struct conn *c = a->conns, *next; c; c = next) {
+		next = conn_next(c);
+		conn_goodbye(c);
+	}
+}
+
+void agent_destroy(struct agent *a)
+{
+	close_listeners(a);
+	a->stopping = false; /* no ev_break from conn_free now */
+	while (a->conns)
+		conn_free(a->conns);
+}

@@ -1,0 +1,413 @@
+/*
+ * conn.c - one SPOP connection from HAProxy: frames in, frames out.
+ *
+ * Life of a connection: HELLO (waiting for HAPROXY-HELLO, under a timer),
+ * READY (NOTIFYs answered with ACKs), CLOSING (our last frame is flushed,
+ * the write side shut, and input discarded until the peer closes or the
+ * close timer fires). A health-check HELLO goes straight from HELLO to
+ * CLOSING after the AGENT-HELLO.
+ *
+ * I/O pattern, the hot path of every request through HAProxy: one read()
+ * takes whatever frames have arrived, each is answered into the output
+ * buffer, and one send() writes all the answers. No allocation per frame:
+ * both buffers are allocated with the connection. When the output buffer
+ * cannot hold one more maximal frame, reading pauses until it drains, so a
+ * peer that does not read cannot make us queue without bound.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "spop/agent.h"
+#include "util/log.h"
+#include "spop/spop.h"
+
+enum conn_state {
+	CONN_HELLO,
+	CONN_READY,
+	CONN_CLOSING,
+};
+
+struct conn {
+	ev_io io; /* first: the callback recovers the conn from its watcher */
+	ev_timer timer;
+	struct agent *agent;
+	struct conn *prev, *next;
+	int fd;
+	enum conn_state state;
+	bool write_shut;
+	uint32_t max_frame_size; /* negotiated; ours until the HELLO */
+	bool healthcheck;
+	uint8_t *in;
+	size_t in_len, in_cap;
+	uint8_t *out;
+	size_t out_len, out_sent, out_cap;
+	char peer[64];
+	char engine_id[48];
+};
+
+static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+struct conn *conn_next(struct conn *c)
+{
+	return c->next;
+}
+
+void conn_accept(struct agent *a, int fd, const char *peer)
+{
+	const struct agent_settings *s = &a->settings;
+	size_t in_cap = (size_t)s->max_frame_size + SPOP_FRAME_LENGTH_SIZE;
+	/* Room for at least two maximal frames, so one can always be answered
+	 * while the previous one is still being sent. */
+	size_t out_cap = s->out_buffer > 2 * in_cap ? s->out_buffer : 2 * in_cap;
+
+	struct conn *c = calloc(1, sizeof(*c) + in_cap + out_cap);
+	if (!c) {
+		log_error("%s: out of memory for a new connection, closing it", peer);
+		close(fd);
+		return;
+	}
+	c->agent = a;
+	c->fd = fd;
+	c->state = CONN_HELLO;
+	c->max_frame_size = s->max_frame_size;
+	c->in = (uint8_t *)(c + 1);
+	c->in_cap = in_cap;
+	c->out = c->in + in_cap;
+	c->out_cap = out_cap;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+
+	c->next = a->conns;
+	if (a->conns)
+		a->conns->prev = c;
+	a->conns = c;
+	a->nb_conns++;
+	a->stats.connections_accepted++;
+
+	ev_io_init(&c->io, conn_io_cb, fd, EV_READ);
+	ev_io_start(a->loop, &c->io);
+	ev_timer_init(&c->timer, conn_timer_cb, s->hello_timeout, 0.);
+	ev_timer_start(a->loop, &c->timer);
+	log_debug("%s: connection accepted", c->peer);
+}
+
+void conn_free(struct conn *c)
+{
+	struct agent *a = c->agent;
+
+	ev_io_stop(a->loop, &c->io);
+	ev_timer_stop(a->loop, &c->timer);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		a->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+	agent_conn_closed(a);
+}
+
+/* Free bytes at the end of the output buffer, compacting what is still
+ * unsent to the front first. */
+static size_t out_room(struct conn *c)
+{
+	if (c->out_sent > 0) {
+		memmove(c->out, c->out + c->out_sent, c->out_len - c->out_sent);
+		c->out_len -= c->out_sent;
+		c->out_sent = 0;
+	}
+	return c->out_cap - c->out_len;
+}
+
+static bool can_answer_a_frame(struct conn *c)
+{
+	return out_room(c) >= (size_t)c->max_frame_size + SPOP_FRAME_LENGTH_SIZE;
+}
+
+/* Enters CLOSING: stop answering, flush what is queued, then linger. */
+static void conn_begin_close(struct conn *c)
+{
+	struct agent *a = c->agent;
+
+	c->state = CONN_CLOSING;
+	ev_timer_stop(a->loop, &c->timer);
+	ev_timer_set(&c->timer, a->settings.close_timeout, 0.);
+	ev_timer_start(a->loop, &c->timer);
+}
+
+/* Queues an AGENT-DISCONNECT and closes. Used for every protocol error. */
+static void conn_disconnect(struct conn *c, enum spop_status status, const char *reason)
+{
+	struct spop_writer w;
+
+	if (status == SPOP_STATUS_NORMAL)
+		log_info("%s: disconnecting: %s", c->peer, reason);
+	else
+		log_warning("%s: %s; sending DISCONNECT status %d (%s)", c->peer, reason, status,
+			    spop_status_text(status));
+	agent_count_disconnect(c->agent, status);
+	spop_writer_init(&w, c->out, c->out_cap);
+	w.len = c->out_len;
+	/* Before the HELLO we do not know HAProxy's limit; 256 is the floor
+	 * every peer accepts, and our message always fits in it. */
+	uint32_t limit = c->state == CONN_READY ? c->max_frame_size : SPOP_MIN_FRAME_SIZE;
+	if (spop_put_agent_disconnect(&w, status, reason, limit))
+		c->out_len = w.len;
+	conn_begin_close(c);
+}
+
+static bool flush_output(struct conn *c);
+static void update_events(struct conn *c);
+
+void conn_goodbye(struct conn *c)
+{
+	if (c->state == CONN_HELLO) {
+		conn_free(c); /* nothing was agreed: nothing to say */
+		return;
+	}
+	if (c->state == CONN_READY)
+		conn_disconnect(c, SPOP_STATUS_NORMAL, "agent is shutting down");
+	if (flush_output(c))
+		update_events(c);
+}
+
+static void handle_hello(struct conn *c, const struct spop_frame *f)
+{
+	struct agent *a = c->agent;
+	struct spop_handshake hs;
+	struct spop_error err;
+	struct spop_writer w;
+
+	if (f->type != SPOP_FRAME_HAPROXY_HELLO) {
+		conn_disconnect(c, SPOP_STATUS_INVALID, "expected HAPROXY-HELLO as first frame");
+		return;
+	}
+	if (!(f->flags & SPOP_FLAG_FIN)) {
+		conn_disconnect(c, SPOP_STATUS_FRAG_NOT_SUPPORTED, "fragmented HELLO");
+		return;
+	}
+	if (!spop_hello_negotiate(f->payload, a->settings.max_frame_size, &hs, &err)) {
+		conn_disconnect(c, err.status, err.reason);
+		return;
+	}
+	spop_writer_init(&w, c->out, c->out_cap);
+	w.len = c->out_len;
+	if (!spop_put_agent_hello(&w, &hs)) {
+		conn_disconnect(c, SPOP_STATUS_RES_ALLOC, "no room for AGENT-HELLO");
+		return;
+	}
+	c->out_len = w.len;
+	c->max_frame_size = hs.max_frame_size;
+	snprintf(c->engine_id, sizeof(c->engine_id), "%.*s", (int)hs.engine_id.len,
+		 (const char *)hs.engine_id.ptr);
+
+	if (hs.healthcheck) {
+		/* `option spop-check`: the answer is the whole conversation. */
+		a->stats.healthchecks++;
+		conn_begin_close(c);
+		return;
+	}
+	a->stats.hellos++;
+	c->state = CONN_READY;
+	ev_timer_stop(a->loop, &c->timer);
+	log_info("%s: HELLO: max-frame-size %u, pipelining %s, engine-id %s", c->peer,
+		 hs.max_frame_size, hs.pipelining ? "on" : "off",
+		 c->engine_id[0] ? c->engine_id : "-");
+}
+
+static void handle_notify(struct conn *c, const struct spop_frame *f)
+{
+	struct spop_writer w;
+	const char *why = NULL;
+
+	/* Without the fragmentation capability every frame must be whole; a
+	 * missing FIN or an ABORT can only belong to a fragmented payload. */
+	if (!(f->flags & SPOP_FLAG_FIN) || (f->flags & SPOP_FLAG_ABORT)) {
+		conn_disconnect(c, SPOP_STATUS_FRAG_NOT_SUPPORTED, "fragmented NOTIFY");
+		return;
+	}
+	c->agent->stats.notifies++;
+	spop_writer_init(&w, c->out, c->out_cap);
+	w.len = c->out_len;
+	uint64_t start_ns = histogram_now_ns();
+	bool ok = dispatch_notify(c->agent->dispatch, f, &w, c->max_frame_size, &why);
+	histogram_observe_ns(&c->agent->stats.notify_time, histogram_now_ns() - start_ns);
+	if (!ok) {
+		conn_disconnect(c, SPOP_STATUS_INVALID, why);
+		return;
+	}
+	c->out_len = w.len;
+}
+
+static void handle_haproxy_disconnect(struct conn *c, const struct spop_frame *f)
+{
+	uint32_t status;
+	struct spop_slice message;
+
+	c->agent->stats.haproxy_disconnects++;
+	if (spop_disconnect_decode(f->payload, &status, &message))
+		log_info("%s: HAProxy disconnects: status %u, \"%.*s\"", c->peer, status,
+			 (int)message.len, (const char *)message.ptr);
+	conn_disconnect(c, SPOP_STATUS_NORMAL, "answering HAPROXY-DISCONNECT");
+}
+
+static void handle_frame(struct conn *c, const struct spop_frame *f)
+{
+	if (c->state == CONN_HELLO) {
+		handle_hello(c, f);
+		return;
+	}
+	switch (f->type) {
+	case SPOP_FRAME_NOTIFY:
+		handle_notify(c, f);
+		break;
+	case SPOP_FRAME_HAPROXY_DISCONNECT:
+		handle_haproxy_disconnect(c, f);
+		break;
+	case SPOP_FRAME_HAPROXY_HELLO:
+		conn_disconnect(c, SPOP_STATUS_INVALID, "second HAPROXY-HELLO");
+		break;
+	default:
+		conn_disconnect(c, SPOP_STATUS_INVALID, "unexpected frame type");
+		break;
+	}
+}
+
+/* Answers every complete frame in the input buffer while there is room to
+ * answer; keeps a partial frame for the next read. */
+static void process_input(struct conn *c)
+{
+	size_t off = 0;
+
+	while (c->state != CONN_CLOSING && can_answer_a_frame(c)) {
+		struct spop_frame frame;
+		struct spop_error err;
+		ssize_t n = spop_frame_decode(c->in + off, c->in_len - off,
+					      c->agent->settings.max_frame_size, &frame, &err);
+		if (n == SPOP_INCOMPLETE)
+			break;
+		if (n < 0) {
+			conn_disconnect(c, err.status, err.reason);
+			break;
+		}
+		off += (size_t)n;
+		handle_frame(c, &frame);
+	}
+	if (c->state == CONN_CLOSING) {
+		c->in_len = 0; /* nothing more will be answered */
+	} else if (off > 0) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+}
+
+/* Sends what is queued. Returns false if the connection was freed. */
+static bool flush_output(struct conn *c)
+{
+	while (c->out_sent < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent, MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out_sent += (size_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			return true;
+		} else {
+			log_info("%s: write failed: %s", c->peer, strerror(errno));
+			conn_free(c);
+			return false;
+		}
+	}
+	c->out_len = c->out_sent = 0;
+	if (c->state == CONN_CLOSING && !c->write_shut) {
+		/* Our last frame is out: FIN after it, so HAProxy reads it before
+		 * seeing the close (a close with unread input would send RST). */
+		shutdown(c->fd, SHUT_WR);
+		c->write_shut = true;
+	}
+	return true;
+}
+
+static void update_events(struct conn *c)
+{
+	bool pending = c->out_sent < c->out_len;
+	int events;
+
+	if (c->state == CONN_CLOSING)
+		events = pending ? EV_WRITE : EV_READ; /* then read only to see EOF */
+	else
+		events = (can_answer_a_frame(c) ? EV_READ : 0) | (pending ? EV_WRITE : 0);
+	if (events != (c->io.events & (EV_READ | EV_WRITE))) {
+		ev_io_stop(c->agent->loop, &c->io);
+		ev_io_set(&c->io, c->fd, events);
+		ev_io_start(c->agent->loop, &c->io);
+	}
+}
+
+/* Returns false if the connection was freed (EOF or error). */
+static bool read_input(struct conn *c)
+{
+	uint8_t discard[4096];
+	uint8_t *dst = c->state == CONN_CLOSING ? discard : c->in + c->in_len;
+	size_t room = c->state == CONN_CLOSING ? sizeof(discard) : c->in_cap - c->in_len;
+
+	if (room == 0)
+		return true; /* a full frame is waiting for output room */
+	ssize_t n = read(c->fd, dst, room);
+	if (n > 0) {
+		if (c->state != CONN_CLOSING)
+			c->in_len += (size_t)n;
+		return true;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return true;
+	/* EOF or RST without a DISCONNECT is how HAProxy ends idle and
+	 * reloaded connections: a normal close, not an error. */
+	if (n == 0 || errno == ECONNRESET)
+		log_debug("%s: closed by peer", c->peer);
+	else
+		log_info("%s: read failed: %s", c->peer, strerror(errno));
+	conn_free(c);
+	return false;
+}
+
+static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = (struct conn *)w;
+	(void)loop;
+
+	if ((revents & EV_READ) && !read_input(c))
+		return;
+	/* Answer, send, and answer again what waited for room. */
+	for (;;) {
+		size_t before = c->in_len;
+		if (c->state != CONN_CLOSING)
+			process_input(c);
+		if (!flush_output(c))
+			return;
+		if (c->state == CONN_CLOSING || c->in_len == before || c->in_len == 0 ||
+		    !can_answer_a_frame(c))
+			break;
+	}
+	update_events(c);
+}
+
+static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, timer));
+	(void)loop;
+	(void)revents;
+
+	if (c->state == CONN_HELLO)
+		log_warning("%s: no HAPROXY-HELLO within %.1fs, closing", c->peer,
+			    c->agent->settings.hello_timeout);
+	else
+		log_debug("%s: closing after linger timeout", c->peer);
+	conn_free(c);
+}

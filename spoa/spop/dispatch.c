@@ -1,0 +1,98 @@
+/*
+ * dispatch.c - route NOTIFY messages to handlers and build the ACK.
+ */
+#include <string.h>
+
+#include "spop/dispatch.h"
+
+static const char ERROR_VAR[] = "error";
+
+void dispatch_init(struct dispatch *d)
+{
+	memset(d, 0, sizeof(*d));
+}
+
+bool dispatch_register(struct dispatch *d, const char *name, dispatch_handler_fn fn, void *ctx)
+{
+	if (d->nb_handlers == DISPATCH_MAX_HANDLERS)
+		return false;
+	struct dispatch_handler *h = &d->handlers[d->nb_handlers++];
+	h->name.ptr = (const uint8_t *)name;
+	h->name.len = strlen(name);
+	h->fn = fn;
+	h->ctx = ctx;
+	return true;
+}
+
+/* A handful of handlers at most: a linear scan beats any index. */
+static const struct dispatch_handler *find_handler(const struct dispatch *d, struct spop_slice name)
+{
+	for (unsigned i = 0; i < d->nb_handlers; i++) {
+		const struct dispatch_handler *h = &d->handlers[i];
+		if (h->name.len == name.len && memcmp(h->name.ptr, name.ptr, name.len) == 0)
+			return h;
+	}
+	return NULL;
+}
+
+static bool put_error_only_ack(const struct spop_frame *notify, struct spop_writer *w,
+			       uint32_t max_frame_size, const char *error)
+{
+	struct spop_data value = spop_data_string(error, strlen(error));
+	size_t mark = spop_frame_begin(w, SPOP_FRAME_ACK, SPOP_FLAG_FIN, notify->stream_id,
+				       notify->frame_id);
+	spop_put_set_var(w, SPOP_SCOPE_TXN, ERROR_VAR, sizeof(ERROR_VAR) - 1, &value);
+	return spop_frame_end(w, mark, max_frame_size);
+}
+
+bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
+		     uint32_t max_frame_size, const char **why)
+{
+	struct dispatch_reply reply = {.w = w, .nb_actions = 0};
+	const uint8_t *p = notify->payload.ptr;
+	size_t left = notify->payload.len;
+
+	size_t mark = spop_frame_begin(w, SPOP_FRAME_ACK, SPOP_FLAG_FIN, notify->stream_id,
+				       notify->frame_id);
+	while (left > 0) {
+		struct spop_message msg;
+		ssize_t n = spop_message_decode(p, left, &msg);
+		if (n < 0) {
+			w->len = mark; /* drop the half-built ACK */
+			w->overflow = false;
+			*why = "malformed message in NOTIFY";
+			return false;
+		}
+		p += n;
+		left -= (size_t)n;
+
+		const struct dispatch_handler *h = find_handler(d, msg.name);
+		if (h)
+			h->fn(h->ctx, &msg, &reply);
+		else
+			d->unknown_messages++;
+	}
+	if (reply.nb_actions == 0)
+		spop_put_unset_var(w, SPOP_SCOPE_TXN, ERROR_VAR, sizeof(ERROR_VAR) - 1);
+	if (spop_frame_end(w, mark, max_frame_size))
+		return true;
+
+	if (put_error_only_ack(notify, w, max_frame_size, "ack_too_big"))
+		return true;
+	*why = "no room for an ACK";
+	return false;
+}
+
+void dispatch_set_string(struct dispatch_reply *r, const char *name, const char *value)
+{
+	struct spop_data v = spop_data_string(value, strlen(value));
+	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, strlen(name), &v);
+	r->nb_actions++;
+}
+
+void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value)
+{
+	struct spop_data v = spop_data_sint(value);
+	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, strlen(name), &v);
+	r->nb_actions++;
+}

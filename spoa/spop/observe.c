@@ -1,0 +1,93 @@
+/*
+ * observe.c - handler of the `breaker-observe` message (see observe.h).
+ *
+ * Turns one message into one breaker sample: validate the arguments, find
+ * the server's breaker, classify the status under its policy, record the
+ * outcome, and answer with the variables HAProxy's configuration uses.
+ */
+#include "util/names.h"
+#include "spop/observe.h"
+
+static const struct spop_data *find_arg(const struct spop_message *msg, const char *name)
+{
+	for (unsigned i = 0; i < msg->nb_stored; i++)
+		if (spop_slice_eq(msg->args[i].name, name))
+			return &msg->args[i].value;
+	return NULL;
+}
+
+/* A name argument: a STRING HAProxy could have produced. NULL otherwise,
+ * with *why saying what was wrong. */
+static const struct spop_slice *name_arg(const struct spop_message *msg, const char *arg,
+					 const char **why)
+{
+	const struct spop_data *d = find_arg(msg, arg);
+	if (!d) {
+		*why = arg[0] == 'b' ? "missing argument: be" : "missing argument: srv";
+		return NULL;
+	}
+	if (d->type != SPOP_DATA_STRING ||
+	    !name_is_valid((const char *)d->u.bytes.ptr, d->u.bytes.len)) {
+		*why = arg[0] == 'b' ? "argument be is not a valid backend name"
+				     : "argument srv is not a valid server name";
+		return NULL;
+	}
+	return &d->u.bytes;
+}
+
+static void refuse(struct observe_ctx *o, struct dispatch_reply *reply, const char *why)
+{
+	o->refused++;
+	dispatch_set_string(reply, "error", why);
+}
+
+void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_reply *reply)
+{
+	struct observe_ctx *o = ctx;
+	const char *why = NULL;
+	int64_t status;
+
+	const struct spop_slice *be = name_arg(msg, "be", &why);
+	const struct spop_slice *srv = be ? name_arg(msg, "srv", &why) : NULL;
+	if (!srv) {
+		refuse(o, reply, why);
+		return;
+	}
+
+	const struct spop_data *status_arg = find_arg(msg, "status");
+	if (!status_arg) {
+		refuse(o, reply, "missing argument: status");
+		return;
+	}
+	/* A NULL is what HAProxy sends when the sample does not exist. */
+	if (!spop_data_to_int64(status_arg, &status) || status < 100 || status > 599) {
+		refuse(o, reply, "argument status is not an HTTP status");
+		return;
+	}
+
+	uint64_t now = o->now_ms(o->clock_ctx);
+	enum breaker_table_status found;
+	struct breaker_table_entry *entry =
+		breaker_table_get(o->table, (const char *)be->ptr, be->len, (const char *)srv->ptr,
+				  srv->len, now, &found);
+	if (!entry) {
+		refuse(o, reply, found == BREAKER_TABLE_FULL ? "breaker table full"
+							    : "invalid backend or server name");
+		return;
+	}
+
+	struct breaker *b = &entry->breaker;
+	enum breaker_outcome outcome = breaker_outcome(b->policy, (int)status);
+	struct breaker_event ev = breaker_record(b, outcome, now);
+	entry->counters.outcomes[outcome]++;
+
+	dispatch_set_int(reply, "upstream_status", status);
+	dispatch_set_string(reply, "outcome", breaker_outcome_name(outcome));
+	dispatch_set_string(reply, "state", breaker_state_name(b->state));
+	dispatch_set_int(reply, "failures", b->failure_streak);
+	if (breaker_event_is_transition(&ev))
+		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
+
+	if (o->observed)
+		o->observed(o->observed_ctx, entry, &ev, outcome, (int)status);
+}
