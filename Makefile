@@ -1,7 +1,9 @@
 # spoa-breaker - a backpressure-aware circuit breaker for HAProxy (SPOE agent)
 #
 #   make                 build build/spoa-breaker
-#   make check           install missing packages, then unit tests, a fuzz run, end-to-end tests
+#   make check           install missing packages, then unit tests, the layer check, a fuzz run,
+#                        end-to-end tests
+#   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing
 #   make demo            install missing packages, then HAProxy + agent + demo workers on loopback
 #   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
 #   make fuzz            libFuzzer target for the frame decoder (FUZZ_SECONDS=60)
@@ -29,13 +31,23 @@ TEST_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Every source but main.c goes into a static library the tests link against.
 LIB_SRCS   := $(wildcard spoa/*/*.c)
+# The pure core: no I/O, no clock, no logging (make check-layers proves it
+# from the objects' undefined symbols). Everything else is an edge.
+PURE_SRCS  := $(wildcard spoa/core/*.c) \
+              spoa/spop/codec.c spoa/spop/hello.c spoa/spop/dispatch.c spoa/spop/observe.c \
+              spoa/link/runtime_api_cmd.c spoa/link/runtime_api_parse.c spoa/link/faults.c \
+              spoa/link/enforce_plan.c \
+              spoa/admin/metrics.c spoa/admin/state_json.c spoa/admin/counters.c \
+              spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
+              spoa/util/histogram.c
+PURE_OBJS  := $(PURE_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
 LIB_OBJS   := $(LIB_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
 HEADERS    := $(wildcard include/*/*.h)
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 
-.PHONY: all check unit e2e fuzz sanitize demo deps install clean
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps install clean
 
 all: $(BIN)
 
@@ -44,7 +56,7 @@ $(BUILD)/obj/%.o: spoa/%.c $(HEADERS)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libspoa.a: $(LIB_OBJS)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(BIN): spoa/main.c $(BUILD)/libspoa.a
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS)
@@ -54,6 +66,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspoa.a | $(BUILD)/tests
 
 $(BUILD)/tests:
 	mkdir -p $@
+
+# The pure core stays pure; the self-test shows the check can fail.
+check-layers: $(PURE_OBJS)
+	@tests/check-layers.sh $(PURE_OBJS)
+	@tests/check-layers-selftest.sh $(CC)
 
 # Installs only what is missing; a no-op on a machine that has it all.
 deps:

@@ -1,5 +1,6 @@
 /*
- * main.c - the spoa-breaker daemon: command line, signals, the event loop.
+ * main.c - spoa-breaker's entry point: read the configuration, hand it to
+ * the daemon (daemon/daemon.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -9,15 +10,10 @@
 #include <string.h>
 
 #include "admin/admin_http.h"
-#include "spop/agent.h"
-#include "daemon/breakers.h"
 #include "config/config.h"
-#include "link/enforcer.h"
-#include "spop/dispatch.h"
+#include "daemon/daemon.h"
 #include "util/log.h"
-#include "admin/metrics.h"
 #include "util/sockaddr.h"
-#include "spop/observe.h"
 
 struct options {
 	const char *config_path;
@@ -255,29 +251,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return -1;
 }
 
-/* What the signal handlers need: the command line (a reload reads the file
- * and the options again, so options keep overriding the file) and the
- * running parts. */
-struct daemon {
-	int argc;
-	char **argv;
-	struct options opts;
-	struct breakers breakers;
-	struct enforcer *enforcer;
-	struct dispatch dispatch;
-	struct agent agent;
-	struct admin_http *admin; /* NULL: none */
-};
-
-static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	log_notice("received signal %d", w->signum);
-	struct daemon *d = w->data;
-	agent_stop(&d->agent);
-}
-
 /* Loads the file (if any) and the options. Returns -1 to run, or the exit
  * status (check mode, help, errors). */
 static int configure(int argc, char **argv, struct options *o, FILE *errors)
@@ -295,16 +268,14 @@ static int configure(int argc, char **argv, struct options *o, FILE *errors)
 		return status;
 
 	/* The command line may have changed the global policy: check the
-	 * result the way the table will resolve it. */
-	struct breaker_table scratch;
+	 * result the way the table will use it. */
+	struct breaker_policies policies;
 	char err[512];
-	if (!breaker_table_init(&scratch, 1, err, sizeof(err)) ||
-	    !config_apply_policies(&o->config, &scratch, err, sizeof(err))) {
+	if (!config_build_policies(&o->config, &policies, err, sizeof(err))) {
 		fprintf(errors, "spoa-breaker: %s\n", err);
-		breaker_table_free(&scratch);
 		return 1;
 	}
-	breaker_table_free(&scratch);
+	breaker_policies_free(&policies);
 	if (o->check_only) {
 		printf("%s: configuration valid\n", o->config_path ? o->config_path : "(defaults)");
 		return 0;
@@ -312,204 +283,35 @@ static int configure(int argc, char **argv, struct options *o, FILE *errors)
 	return -1;
 }
 
-/* Settings that only a restart changes: say so instead of pretending. */
-static void warn_restart_only(const struct config *now, const struct config *next)
-{
-	bool listen_same = now->nb_listen == next->nb_listen;
-	for (unsigned i = 0; listen_same && i < now->nb_listen; i++)
-		listen_same = strcmp(now->listen[i], next->listen[i]) == 0;
-	if (!listen_same || now->agent.max_frame_size != next->agent.max_frame_size ||
-	    now->agent.max_connections != next->agent.max_connections ||
-	    now->max_breakers != next->max_breakers || now->use_syslog != next->use_syslog ||
-	    strcmp(now->admin, next->admin) != 0)
-		log_warning("reload: listen, max_frame_size, max_connections, max_breakers, syslog "
-			    "and admin changes take effect at the next restart");
-}
+/* A reload reads the file and the options again, so that options keep
+ * overriding the file. */
+struct command_line {
+	int argc;
+	char **argv;
+};
 
-/*
- * SIGHUP: read the file and the options again. A configuration with errors
- * is refused as a whole and the running one kept; each problem is logged.
- * Breakers keep their state; only their policies change.
- */
-static void on_reload_signal(struct ev_loop *loop, ev_signal *w, int revents)
+static int reload_config(struct config *c, FILE *errors, void *ctx)
 {
-	struct daemon *d = w->data;
-	(void)loop;
-	(void)revents;
-
-	if (!d->opts.config_path) {
-		log_notice("SIGHUP: running without a configuration file (-f), nothing to reload");
-		return;
-	}
-	log_notice("SIGHUP: reloading %s", d->opts.config_path);
+	struct command_line *cl = ctx;
 	struct options fresh = {0};
-	char *report = NULL;
-	size_t report_len = 0;
-	FILE *errors = open_memstream(&report, &report_len);
-	int status = errors ? configure(d->argc, d->argv, &fresh, errors) : 1;
-	if (errors)
-		fclose(errors);
+	int status = configure(cl->argc, cl->argv, &fresh, errors);
 	if (status >= 0) {
-		for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n"))
-			log_error("reload: %s", line);
-		log_error("reload refused: the running configuration stays in effect");
-		free(report);
 		config_free(&fresh.config);
-		return;
+		return status;
 	}
-	free(report);
-
-	char err[512];
-	warn_restart_only(&d->opts.config, &fresh.config);
-	if (!breakers_reload(&d->breakers, &fresh.config, err, sizeof(err)))
-		log_error("reload: %s; the default policy is in effect", err);
-	log_init(fresh.config.log_level, d->opts.config.use_syslog, "spoa-breaker");
-	/* Restart-only settings keep describing what runs. */
-	fresh.config.agent = d->opts.config.agent;
-	fresh.config.max_breakers = d->opts.config.max_breakers;
-	fresh.config.use_syslog = d->opts.config.use_syslog;
-	memcpy(fresh.config.listen, d->opts.config.listen, sizeof(fresh.config.listen));
-	fresh.config.nb_listen = d->opts.config.nb_listen;
-	memcpy(fresh.config.admin, d->opts.config.admin, sizeof(fresh.config.admin));
-	fresh.config.admin_set = d->opts.config.admin_set;
-	config_free(&d->opts.config);
-	d->opts.config = fresh.config;
-	log_notice("configuration reloaded");
-}
-
-static void on_transition(void *ctx)
-{
-	enforcer_breaker_changed(ctx);
-}
-
-/* The admin pages, from the running parts (borrowed for one render). */
-static bool render_admin_page(void *ctx, enum admin_page page, struct strbuf *out)
-{
-	struct daemon *d = ctx;
-	struct metrics_source s = {
-		.table = &d->breakers.table,
-		.agent = &d->agent.stats,
-		.connections_open = d->agent.nb_conns,
-		.observations_refused = d->breakers.observe.refused,
-		.enforce_mode = enforcer_mode(d->enforcer),
-		.enforce = enforcer_stats(d->enforcer),
-		.version = SPOA_VERSION,
-		.now_ms = breakers_now_ms(),
-	};
-	unsigned n = enforcer_runtime_api_count(d->enforcer);
-	for (unsigned i = 0; i < n && i < ENFORCE_MAX_HAPROXY; i++) {
-		const struct runtime_api_client *h = enforcer_runtime_api(d->enforcer, i);
-		s.runtime_api[s.nb_runtime_api++] = (struct metrics_runtime_api){
-			.address = runtime_api_client_address(h),
-			.stats = runtime_api_client_stats(h),
-			.reachable = runtime_api_client_reachable(h),
-		};
-	}
-	switch (page) {
-	case ADMIN_PAGE_METRICS:
-		return metrics_render(&s, out);
-	case ADMIN_PAGE_STATE:
-		return state_json_render(&s, out);
-	case ADMIN_PAGE_HEALTHZ:
-		strbuf_puts(out, "ok\n");
-		return !out->failed;
-	}
-	return false;
-}
-
-/* The admin listener. One asked for explicitly must open; the default one
- * only warns, so that a second agent on the host still runs. */
-static bool open_admin(struct daemon *d, struct ev_loop *loop)
-{
-	const struct config *c = &d->opts.config;
-	char err[512];
-
-	if (!c->admin[0])
-		return true;
-	d->admin = admin_http_open(loop, c->admin, render_admin_page, d, err, sizeof(err));
-	if (d->admin)
-		return true;
-	if (c->admin_set) {
-		log_error("%s", err);
-		return false;
-	}
-	log_warning("%s: running without the admin listener", err);
-	return true;
+	*c = fresh.config;
+	return -1;
 }
 
 int main(int argc, char **argv)
 {
-	static struct daemon d;
-	d.argc = argc;
-	d.argv = argv;
-	int status = configure(argc, argv, &d.opts, stderr);
+	static struct options opts;
+	static struct command_line cl;
+	int status = configure(argc, argv, &opts, stderr);
 	if (status >= 0) {
-		config_free(&d.opts.config);
+		config_free(&opts.config);
 		return status;
 	}
-	struct config *c = &d.opts.config;
-	log_init(c->log_level, c->use_syslog, "spoa-breaker");
-
-	/* Writes use MSG_NOSIGNAL; this covers anything else. */
-	signal(SIGPIPE, SIG_IGN);
-
-	struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
-	if (!loop) {
-		log_error("cannot initialise the event loop");
-		return 1;
-	}
-
-	char err[512];
-	if (!breakers_init(&d.breakers, loop, c, err, sizeof(err))) {
-		log_error("%s", err);
-		return 1;
-	}
-	d.enforcer = enforcer_new(loop, c, &d.breakers, err, sizeof(err));
-	if (!d.enforcer) {
-		log_error("%s", err);
-		breakers_free(&d.breakers);
-		return 1;
-	}
-	d.breakers.on_transition = on_transition;
-	d.breakers.on_transition_ctx = d.enforcer;
-	dispatch_init(&d.dispatch);
-	dispatch_register(&d.dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d.breakers.observe);
-	agent_init(&d.agent, loop, &c->agent, &d.dispatch);
-
-	for (unsigned i = 0; i < c->nb_listen; i++) {
-		if (!agent_listen(&d.agent, c->listen[i], err, sizeof(err))) {
-			log_error("%s", err);
-			agent_destroy(&d.agent);
-			enforcer_free(d.enforcer);
-			breakers_free(&d.breakers);
-			return 1;
-		}
-	}
-
-	if (!open_admin(&d, loop)) {
-		agent_destroy(&d.agent);
-		enforcer_free(d.enforcer);
-		breakers_free(&d.breakers);
-		return 1;
-	}
-
-	ev_signal sigterm, sigint, sighup;
-	ev_signal_init(&sigterm, on_stop_signal, SIGTERM);
-	ev_signal_init(&sigint, on_stop_signal, SIGINT);
-	ev_signal_init(&sighup, on_reload_signal, SIGHUP);
-	sigterm.data = sigint.data = sighup.data = &d;
-	ev_signal_start(loop, &sigterm);
-	ev_signal_start(loop, &sigint);
-	ev_signal_start(loop, &sighup);
-
-	log_notice("spoa-breaker %s started", SPOA_VERSION);
-	ev_run(loop, 0);
-
-	admin_http_close(d.admin);
-	agent_destroy(&d.agent);
-	enforcer_free(d.enforcer);
-	breakers_free(&d.breakers);
-	config_free(c);
-	log_notice("spoa-breaker stopped");
-	return 0;
+	cl = (struct command_line){.argc = argc, .argv = argv};
+	return daemon_run(&opts.config, opts.config_path, reload_config, &cl);
 }

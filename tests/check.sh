@@ -21,6 +21,13 @@ make --no-print-directory BUILD="$BUILD" all || { echo "0 passed, 1 failed"; exi
 section "unit tests"
 make --no-print-directory BUILD="$BUILD" unit
 
+section "layers: the pure core does no I/O"
+if make --no-print-directory BUILD="$BUILD" check-layers; then
+	echo "check-layers 1 0" >>"$RESULTS"
+else
+	echo "check-layers 0 1" >>"$RESULTS"
+fi
+
 section "fuzz smoke run"
 if make --no-print-directory BUILD="$BUILD" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}"; then
 	echo "fuzz 1 0" >>"$RESULTS"

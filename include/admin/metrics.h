@@ -1,7 +1,7 @@
 /*
  * metrics.h - what the admin endpoint shows, rendered from the agent's own
- * structures: Prometheus text (metrics.c) and the breakers as JSON
- * (state_json.c).
+ * structures: Prometheus text (metrics.c); the breakers as JSON are
+ * state_json.h's, from the same struct metrics_source.
  *
  * Pure: the caller gathers a struct metrics_source (borrowed pointers, a
  * `now`), the renderers read it and append to a strbuf. No I/O, no clock.
@@ -11,6 +11,7 @@
 
 #include "spop/agent.h"
 #include "core/breaker.h"
+#include "link/enforce-t.h"
 #include "link/enforce_plan.h"
 #include "link/enforcer.h"
 #include "link/runtime_api.h"
@@ -37,7 +38,7 @@ struct metrics_source {
 	struct metrics_runtime_api runtime_api[ENFORCE_MAX_HAPROXY];
 	unsigned nb_runtime_api;
 	const char *version;
-	uint64_t now_ms; /* on the breakers' clock (breakers_now_ms()) */
+	uint64_t now_ms; /* on the breakers' clock (clock_now_ms()) */
 };
 
 /*
@@ -49,15 +50,5 @@ bool metrics_render(const struct metrics_source *s, struct strbuf *out);
 
 /* Appends v as the inside of a quoted label value: \ " and newline escaped. */
 void metrics_escape_label(struct strbuf *out, const char *v);
-
-/*
- * Appends every breaker of s->table and the enforcement mode as one JSON
- * object (see README, "/state"). Returns false on out of memory.
- */
-bool state_json_render(const struct metrics_source *s, struct strbuf *out);
-
-/* Appends v as a JSON string, quotes included: " \ and every control
- * character escaped; other bytes are copied (names are ASCII). */
-void state_json_string(struct strbuf *out, const char *v);
 
 #endif /* SPOA_METRICS_H */

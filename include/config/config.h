@@ -12,7 +12,7 @@
  *                            runtime_api (repeatable: one per HAProxy),
  *                            agent_check, poll_interval
  *
- * Policy keys: threshold, cooldown, half_open_probes, probe_timeout,
+ * Policy keys: threshold, cooldown, half_open_probes,
  * capacity_statuses, failure_statuses, ignore_statuses,
  * half_open_backpressure (close|ignore), open_late_success (ignore|close).
  * A status set given at a level replaces the inherited one (never merged).
@@ -100,11 +100,11 @@ bool config_set_admin(struct config *c, const char *value, char *err, size_t err
 bool config_parse_duration_ms(const char *text, uint64_t *out_ms);
 
 /*
- * Installs c's policies in t (global, every backend and server override)
- * and resolves them. False with err set if they do not resolve, which
- * config_load() has already ruled out for a file it accepted.
+ * Resolves c's policies (global, every backend and server override) into
+ * *out, through breaker_policies_build(). False with the first problem in
+ * err, which config_load() has already ruled out for a file it accepted.
  */
-bool config_apply_policies(const struct config *c, struct breaker_table *t, char *err,
+bool config_build_policies(const struct config *c, struct breaker_policies *out, char *err,
 			   size_t err_size);
 
 #endif /* SPOA_CONFIG_H */

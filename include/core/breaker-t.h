@@ -13,8 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "link/enforce-t.h"
-
 /* ---- status sets ---- */
 
 /* A set covers the HTTP statuses a worker can answer: 100..599. */
@@ -66,26 +64,24 @@ enum breaker_open_late_success {
 
 /* ---- policy ---- */
 
-/* Upper bound on half_open_probes: probe deadlines live inline in each
- * breaker so that admission never allocates. */
+/* Upper bound on half_open_probes: the maxconn a half-open server gets in
+ * HAProxy while its probes decide. */
 #define BREAKER_MAX_PROBES 16
 
 #define BREAKER_DEFAULT_THRESHOLD 3
 #define BREAKER_DEFAULT_COOLDOWN_MS 30000
 #define BREAKER_DEFAULT_HALF_OPEN_PROBES 1
-/* As long as the cool-down, not shorter: LLM requests often run for tens of
- * seconds, and releasing a probe that is merely slow would admit a second
- * request to a worker not yet trusted. A probe that is really lost then
- * delays recovery by at most one more cool-down. */
-#define BREAKER_DEFAULT_PROBE_TIMEOUT_MS 30000
 
 /* The effective rules of one breaker. Statuses are classified by
  * breaker_outcome(); the three sets never overlap once validated. */
 struct breaker_policy {
 	uint32_t threshold;         /* consecutive failures that open a CLOSED breaker (>= 1) */
 	uint64_t cooldown_ms;       /* OPEN lasts this long before HALF_OPEN (>= 1) */
-	uint32_t half_open_probes;  /* concurrent probes in HALF_OPEN (1..BREAKER_MAX_PROBES) */
-	uint64_t probe_timeout_ms;  /* a probe with no outcome is released after this (>= 1) */
+	/* Concurrent probes in HALF_OPEN (1..BREAKER_MAX_PROBES). HAProxy
+	 * enforces it: the server's maxconn is set to it, so a probe's slot is
+	 * freed when its request ends, and `timeout server` ends a hung one.
+	 * The breaker itself counts no probes. */
+	uint32_t half_open_probes;
 	struct status_set capacity; /* backpressure statuses */
 	struct status_set failure;  /* fault statuses */
 	struct status_set ignore;   /* statuses that record nothing */
@@ -98,12 +94,11 @@ enum breaker_policy_field {
 	BREAKER_FIELD_THRESHOLD = 1u << 0,
 	BREAKER_FIELD_COOLDOWN = 1u << 1,
 	BREAKER_FIELD_HALF_OPEN_PROBES = 1u << 2,
-	BREAKER_FIELD_PROBE_TIMEOUT = 1u << 3,
-	BREAKER_FIELD_CAPACITY_SET = 1u << 4,
-	BREAKER_FIELD_FAILURE_SET = 1u << 5,
-	BREAKER_FIELD_IGNORE_SET = 1u << 6,
-	BREAKER_FIELD_HALF_OPEN_BACKPRESSURE = 1u << 7,
-	BREAKER_FIELD_OPEN_LATE_SUCCESS = 1u << 8,
+	BREAKER_FIELD_CAPACITY_SET = 1u << 3,
+	BREAKER_FIELD_FAILURE_SET = 1u << 4,
+	BREAKER_FIELD_IGNORE_SET = 1u << 5,
+	BREAKER_FIELD_HALF_OPEN_BACKPRESSURE = 1u << 6,
+	BREAKER_FIELD_OPEN_LATE_SUCCESS = 1u << 7,
 };
 
 /* One level of configuration (global, a backend, a server): the fields
@@ -130,10 +125,6 @@ struct breaker {
 	 * streak comes back (breaker_record_aborted_bodies). 0 elsewhere. */
 	uint32_t erased_streak;
 	uint64_t state_since_ms;  /* when the current state began (OPEN: the trip) */
-	uint32_t probes_in_flight;
-	/* Deadlines of the probes in flight, oldest first (they are taken in
-	 * time order and all share probe_timeout_ms, so this stays sorted). */
-	uint64_t probe_deadline_ms[BREAKER_MAX_PROBES];
 };
 
 /* Whether an operation turned the breaker dirty or clean. A breaker is
@@ -152,7 +143,6 @@ struct breaker_event {
 	enum breaker_state from;
 	enum breaker_state to;
 	enum breaker_dirty_change dirty;
-	uint32_t probes_released; /* probe slots freed without closing or reopening */
 };
 
 /* What one server's breaker has seen, for the metrics endpoint (metrics.c).
@@ -163,10 +153,35 @@ struct breaker_counters {
 	uint64_t transitions[BREAKER_HALF_OPEN + 1][BREAKER_HALF_OPEN + 1]; /* [from][to] */
 };
 
-/* ---- the per-server table ---- */
+/* ---- policies of one configuration (policy.c) ---- */
 
 /* Longest backend or server name kept; longer ones are refused. */
 #define BREAKER_NAME_MAX 127
+
+/* What a configuration sets for one backend (server "") or one server. */
+struct breaker_policy_override {
+	char backend[BREAKER_NAME_MAX + 1];
+	char server[BREAKER_NAME_MAX + 1];
+	struct breaker_policy_layer layer;
+};
+
+/* One resolved level: level 0 is the global policy (both names empty). */
+struct breaker_policy_level {
+	char backend[BREAKER_NAME_MAX + 1];
+	char server[BREAKER_NAME_MAX + 1];
+	struct breaker_policy effective;
+};
+
+/* Every effective policy of one configuration. The levels live on the heap
+ * so that breakers may point at `effective` while the struct itself is
+ * copied around: a struct breaker_policies may be moved by assignment. */
+struct breaker_policies {
+	struct breaker_policy_level *levels; /* nb_levels of them; owned */
+	uint32_t nb_levels;
+};
+
+/* ---- the per-server table ---- */
+
 /* Upper bound on a table's max_entries (its memory is allocated up front). */
 #define BREAKER_TABLE_MAX_ENTRIES (1u << 20)
 /* Upper bound on per-backend plus per-server policy overrides (resolving
@@ -180,32 +195,35 @@ enum breaker_table_status {
 	BREAKER_TABLE_BAD_NAME, /* empty, longer than BREAKER_NAME_MAX, or holds a NUL */
 };
 
-/* One tracked server. Names are NUL-terminated copies owned by the entry. */
+/* One tracked server: the breaker and its counters, nothing of HAProxy
+ * (the link keeps its own state per entry index, see breaker_table_hooks).
+ * Names are NUL-terminated copies owned by the table, in an array of their
+ * own so that the entries the hot path walks stay small. */
 struct breaker_table_entry {
 	struct breaker breaker;
-	/* Owned by the enforcement layer (enforce.c), one per HAProxy; the
-	 * table zeroes it when it creates the entry, so it lives and dies
-	 * with its breaker. */
-	struct enforce_entry enforce[ENFORCE_MAX_HAPROXY];
 	struct breaker_counters counters; /* zeroed with the entry */
-	char backend[BREAKER_NAME_MAX + 1];
-	char server[BREAKER_NAME_MAX + 1];
-	uint8_t backend_len;
-	uint8_t server_len;
-	bool in_use;
+	const char *backend; /* points into the table's name store */
+	const char *server;
 	uint64_t hash;
 	uint32_t lru_prev; /* in use: towards the most recently used; free: unused */
 	uint32_t lru_next; /* in use: towards the least recently used; free: next free */
+	uint8_t backend_len;
+	uint8_t server_len;
+	bool in_use;
 };
 
-/* A policy set for one backend (server[0] == '\0') or one server. Each is
- * allocated on its own so that `effective` keeps its address: breakers
- * point at it. */
-struct breaker_table_override {
+struct breaker_table_names {
 	char backend[BREAKER_NAME_MAX + 1];
 	char server[BREAKER_NAME_MAX + 1];
-	struct breaker_policy_layer layer;
-	struct breaker_policy effective; /* global, then backend, then this layer */
+};
+
+/* Told when an entry index starts or stops holding a server, so that state
+ * kept elsewhere per index (the HAProxy link's) lives and dies with it.
+ * Either function may be NULL. */
+struct breaker_table_hooks {
+	void (*created)(void *ctx, uint32_t index);
+	void (*removed)(void *ctx, uint32_t index);
+	void *ctx;
 };
 
 /*
@@ -217,6 +235,7 @@ struct breaker_table_override {
  */
 struct breaker_table {
 	struct breaker_table_entry *entries; /* max_entries of them */
+	struct breaker_table_names *names;   /* max_entries of them */
 	uint32_t *slots;                     /* hash index: entry index or empty */
 	uint32_t slot_mask;                  /* slot count - 1 (a power of two) */
 	uint32_t max_entries;
@@ -226,12 +245,8 @@ struct breaker_table {
 	uint32_t free_head;   /* first unused entry, or BREAKER_TABLE_NIL */
 	uint64_t evictions;   /* idle entries dropped to make room */
 	uint64_t full_refusals; /* lookups refused: full and nothing evictable */
-
-	struct breaker_policy_layer global;
-	struct breaker_policy global_effective;
-	struct breaker_table_override **overrides;
-	uint32_t override_count;
-	uint32_t override_cap;
+	struct breaker_policies policies; /* owned; every breaker points into it */
+	struct breaker_table_hooks hooks;
 };
 
 #define BREAKER_TABLE_NIL UINT32_MAX

@@ -1,10 +1,10 @@
 /*
  * breaker.h - the breaker core: status sets (status_set.c), one breaker's
  * classification and state machine (breaker.c), and the bounded table of
- * per-server breakers with its policy resolution (breaker_table.c).
+ * per-server breakers (breaker_table.c). Policies: policy.h.
  *
  * Pure: no I/O, no clock, no allocation outside breaker_table_init() and
- * the policy setters. Every `now_ms` is a monotonic time in milliseconds
+ * breaker_policies_build(). Every `now_ms` is a monotonic time in milliseconds
  * supplied by the caller. Functions that can fail return false (or a status)
  * and write a message saying what was wrong into the caller's `err` buffer
  * of `err_size` bytes (always NUL-terminated when err_size > 0).
@@ -13,6 +13,7 @@
 #define BREAKER_H
 
 #include "core/breaker-t.h"
+#include "core/policy.h"
 
 /* ==== status sets (status_set.c) ==== */
 
@@ -60,32 +61,6 @@ bool status_set_parse(struct status_set *out, const char *text, char *err, size_
  */
 size_t status_set_format(const struct status_set *set, char *buf, size_t size);
 
-/* ==== policy (breaker.c) ==== */
-
-/* The defaults of DESIGN 4.2: threshold 3, cool-down 30 s, 1 probe, probe
- * timeout 30 s, capacity {429, 503}, failure 500-599 minus capacity, ignore
- * empty, half-open backpressure `close`, open late success `ignore`. */
-void breaker_policy_defaults(struct breaker_policy *policy);
-
-/* True if the policy is usable; otherwise false with the first problem in
- * err (a zero threshold, probes outside 1..BREAKER_MAX_PROBES, overlapping
- * sets naming the statuses in both, ...). */
-bool breaker_policy_validate(const struct breaker_policy *policy, char *err, size_t err_size);
-
-/*
- * Builds the effective policy from the defaults and nb_layers layers
- * applied in order (global first, the most specific last): a field set by
- * a layer replaces the inherited value, sets included. When no layer sets
- * the failure set it is derived as 500-599 minus the capacity and ignore
- * sets, so moving 503 out of the capacity set makes it a failure and
- * putting a 5xx in the ignore set never creates an overlap. NULL layers are
- * skipped. Validates the result: false with err set if unusable (*out is
- * then unspecified).
- */
-bool breaker_policy_resolve(struct breaker_policy *out,
-			    const struct breaker_policy_layer *const *layers, size_t nb_layers,
-			    char *err, size_t err_size);
-
 /* ==== one breaker (breaker.c) ==== */
 
 /*
@@ -111,8 +86,9 @@ void breaker_set_policy(struct breaker *b, const struct breaker_policy *policy);
  *                 OPEN with a new cool-down; OPEN ignored (the cool-down
  *                 runs from the first trip).
  *   backpressure: CLOSED nothing, the streak is kept; OPEN ignored;
- *                 HALF_OPEN => CLOSED (policy close) or no sample but one
- *                 probe slot released (policy ignore).
+ *                 HALF_OPEN => CLOSED (policy close) or no sample (policy
+ *                 ignore: HAProxy frees the probe's maxconn slot when the
+ *                 request ends, so a busy worker cannot wedge the breaker).
  */
 struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms);
 struct breaker_event breaker_record_failure(struct breaker *b, uint64_t now_ms);
@@ -122,51 +98,43 @@ struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outc
 				    uint64_t now_ms);
 
 /*
- * Faults HAProxy's counters report (DESIGN 5.3; faults.h turns a poll into
- * counts). At each poll, per server, in this order:
- *   1. breaker_record_aborted_bodies(b, delta.aborted_bodies, now)
- *   2. breaker_record_failures(b, delta.failures, now)
- *   3. breaker_counters_polled(b)
- * and act on the events of 1 and 2 like on any other record.
- *
- * record_failures: `count` failures at once, leaving the breaker exactly as
- *   `count` calls of breaker_record_failure() would (CLOSED trips at the
- *   threshold and ignores the rest; HALF_OPEN reopens; OPEN ignores). 0
- *   does nothing.
- * record_aborted_bodies: `count` bodies died after their 200 head was
- *   recorded as a success. In CLOSED the successes since the last poll are
- *   void: the largest streak they erased is restored, then `count` failures
- *   are added (a close by a probe's head restores threshold - 1, so its
- *   dying body reopens). OPEN and HALF_OPEN ignore it (late). 0 does
- *   nothing. See the comment at its definition for why.
- * counters_polled: the poll is done; successes recorded before it are
- *   confirmed. Call it for every breaker whose server the poll covered
- *   (with several HAProxy feeding one breaker, once all were polled), also
- *   when its delta was empty, and never after a failed poll.
+ * Faults HAProxy's counters report (DESIGN 5.3; link/faults.h turns a look
+ * into counts), recorded in one call per server and look:
+ *   aborted_bodies: bodies that died after their 200 head was recorded as a
+ *     success. In CLOSED the successes since the last confirmed look are
+ *     void: the largest streak they erased is restored first (a close by a
+ *     probe's head restores threshold - 1, so its dying body reopens).
+ *     OPEN and HALF_OPEN ignore them (late). See the comment at the
+ *     definition for why.
+ *   failures: then `failures` failures at once, leaving the breaker exactly
+ *     as that many calls of breaker_record_failure() would (CLOSED trips at
+ *     the threshold and ignores the rest; HALF_OPEN reopens; OPEN ignores).
+ * Both 0 does nothing. Returns one event for the whole.
  */
-struct breaker_event breaker_record_failures(struct breaker *b, uint64_t count, uint64_t now_ms);
-struct breaker_event breaker_record_aborted_bodies(struct breaker *b, uint64_t count,
-						   uint64_t now_ms);
-void breaker_counters_polled(struct breaker *b);
+struct breaker_event breaker_record_poll(struct breaker *b, uint64_t aborted_bodies,
+					 uint64_t failures, uint64_t now_ms);
 
 /*
- * Admission. would_allow answers without changing anything: CLOSED yes,
- * OPEN no, HALF_OPEN while a probe slot is free. try_acquire_probe takes a
- * slot in HALF_OPEN (released by the probe's outcome or after
- * probe_timeout_ms) and returns false in any other state or when all slots
- * are taken: in CLOSED no probe is needed, ask would_allow.
+ * The successes recorded before a complete look at HAProxy are confirmed:
+ * no body of theirs can void them any more. The caller that polls decides
+ * when a look is complete - with several HAProxy feeding one breaker, once
+ * every one of them was read - and never confirms after a failed look.
  */
+void breaker_confirm_successes(struct breaker *b);
+
+/* Admission as HAProxy applies it: CLOSED and HALF_OPEN take traffic (in
+ * HALF_OPEN, at most half_open_probes at once, which HAProxy's maxconn
+ * enforces), OPEN takes none. */
 bool breaker_would_allow(const struct breaker *b);
-bool breaker_try_acquire_probe(struct breaker *b, uint64_t now_ms);
 
 /*
- * Time-driven changes: OPEN => HALF_OPEN once the cool-down has elapsed,
- * and release of probes past their deadline. Call it at (or after)
- * breaker_next_deadline(); calling it early does nothing.
+ * Time-driven change: OPEN => HALF_OPEN once the cool-down has elapsed.
+ * Call it at (or after) breaker_next_deadline(); calling it early does
+ * nothing.
  */
 struct breaker_event breaker_tick(struct breaker *b, uint64_t now_ms);
 /* When breaker_tick() next has something to do, or BREAKER_NO_DEADLINE.
- * It can only move after a record, an acquire or a tick on this breaker. */
+ * It can only move after a record or a tick on this breaker. */
 uint64_t breaker_next_deadline(const struct breaker *b);
 
 /* Dirty: not CLOSED, or a failure streak (DESIGN 5.5). */
@@ -195,46 +163,16 @@ bool breaker_table_init(struct breaker_table *t, uint32_t max_entries, char *err
 			size_t err_size);
 void breaker_table_free(struct breaker_table *t);
 
-/*
- * Configuration levels. The layer is copied; setting a level again
- * replaces its layer. Nothing takes effect until breaker_table_resolve_
- * policies(), so the order of these calls does not matter. False with err
- * set on a bad name, too many overrides or an allocation failure.
- */
-void breaker_table_set_global_policy(struct breaker_table *t,
-				     const struct breaker_policy_layer *layer);
-bool breaker_table_set_backend_policy(struct breaker_table *t, const char *backend,
-				      const struct breaker_policy_layer *layer, char *err,
-				      size_t err_size);
-bool breaker_table_set_server_policy(struct breaker_table *t, const char *backend,
-				     const char *server, const struct breaker_policy_layer *layer,
-				     char *err, size_t err_size);
+/* Who is told when an entry index starts or stops holding a server. */
+void breaker_table_set_hooks(struct breaker_table *t, const struct breaker_table_hooks *hooks);
 
 /*
- * Computes every effective policy (global, then backend, then server) and
- * validates each; on success re-points every tracked breaker at its policy
- * and returns true. On failure returns false with the first problem in err
- * prefixed by the level ("server be/w1: ..."), and changes nothing in
- * effect: the policies in use stay as they were (the stored layers are not
- * rolled back; build a new table to try another configuration).
+ * Makes *policies (built by breaker_policies_build()) the table's: every
+ * tracked breaker is re-pointed at its effective policy there, keeping its
+ * state, and the policies in use until now are freed. Takes ownership:
+ * *policies is emptied. Cannot fail.
  */
-bool breaker_table_resolve_policies(struct breaker_table *t, char *err, size_t err_size);
-
-/*
- * For a reload: forgets the global layer and every override's layer, so
- * that each level inherits from the one above until new layers are set and
- * resolved. Overrides are emptied, not removed, because breakers point at
- * their effective policies; emptied ones cost a little memory and nothing
- * else (bounded by BREAKER_TABLE_MAX_OVERRIDES). Resolve before the next
- * breaker_table_get().
- */
-void breaker_table_clear_policies(struct breaker_table *t);
-
-/* The effective policy a breaker for (backend, server) gets: the server's
- * override, else the backend's, else the global one. */
-const struct breaker_policy *breaker_table_policy_for(const struct breaker_table *t,
-						      const char *backend, size_t backend_len,
-						      const char *server, size_t server_len);
+void breaker_table_use_policies(struct breaker_table *t, struct breaker_policies *policies);
 
 /*
  * Finds the breaker of (backend, server), creating it CLOSED and clean when
@@ -256,6 +194,22 @@ struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const cha
 struct breaker_table_entry *breaker_table_find(struct breaker_table *t, const char *backend,
 					       size_t backend_len, const char *server,
 					       size_t server_len);
+/* Like breaker_table_get(), but a new entry goes to the least recently
+ * used end and a found one keeps its place: for servers learned from a
+ * look at HAProxy, so that eviction order follows SPOP traffic, not the
+ * order of `show stat` rows. */
+struct breaker_table_entry *breaker_table_get_quiet(struct breaker_table *t, const char *backend,
+						    size_t backend_len, const char *server,
+						    size_t server_len, uint64_t now_ms,
+						    enum breaker_table_status *status);
+
+/* The stable index of an entry (0..max_entries-1), for state kept beside
+ * the table; and back. */
+static inline uint32_t breaker_table_index(const struct breaker_table *t,
+					   const struct breaker_table_entry *e)
+{
+	return (uint32_t)(e - t->entries);
+}
 
 /* Iterates the entries in use, most recently used first: pass NULL to
  * start; NULL at the end. Do not insert while iterating. */
@@ -267,11 +221,11 @@ typedef void (*breaker_table_event_fn)(struct breaker_table_entry *entry,
 
 /*
  * Ticks every breaker whose deadline has come, calling on_event (may be
- * NULL) for each tick that did something (a transition or released
- * probes); on_event may act on its entry's breaker but must not call
- * breaker_table_get() (an insertion may evict under the iteration). Returns the earliest deadline left, BREAKER_NO_DEADLINE if none:
- * the event loop arms its one timer for it. O(entries in use); it runs once
- * per deadline, not per request.
+ * NULL) for each tick that made a transition; on_event may act on its
+ * entry's breaker but must not call breaker_table_get() (an insertion may
+ * evict under the iteration). Returns the earliest deadline left,
+ * BREAKER_NO_DEADLINE if none: the event loop arms its one timer for it.
+ * O(entries in use); it runs once per deadline, not per request.
  */
 uint64_t breaker_table_tick(struct breaker_table *t, uint64_t now_ms,
 			    breaker_table_event_fn on_event, void *ctx);

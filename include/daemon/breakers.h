@@ -1,11 +1,16 @@
 /*
- * breakers.h - the breaker table on the event loop.
+ * breakers.h - the breaker table on the event loop, and the one place its
+ * events fan out.
  *
  * Owns the per-server breakers and the one timer that drives their
- * time-based transitions (Open => HalfOpen when a cool-down elapses, lost
- * probes released): the timer is armed for the earliest deadline of all
- * breakers, so HAProxy is told to probe on time, not on the next request.
- * Logs one line per transition with its reason.
+ * time-based transition (OPEN => HALF_OPEN when a cool-down elapses): the
+ * timer is armed for the earliest deadline of all breakers, so HAProxy is
+ * told to probe on time, not on the next request.
+ *
+ * Every record (a response over SPOP, HAProxy's counters, a cool-down) is
+ * published once, with its cause, to a list of subscribers - the
+ * transition log, the metrics counters, the timer, the HAProxy link - wired
+ * in one place (daemon.c) and called in the order they subscribed.
  */
 #ifndef SPOA_BREAKERS_H
 #define SPOA_BREAKERS_H
@@ -13,8 +18,37 @@
 #include <ev.h>
 
 #include "core/breaker.h"
-#include "config/config.h"
+#include "link/faults-t.h"
 #include "spop/observe.h"
+
+/* Why a breaker was recorded. */
+enum breaker_cause_kind {
+	BREAKER_CAUSE_RESPONSE, /* a worker's response, over SPOP */
+	BREAKER_CAUSE_COUNTERS, /* HAProxy's counters at a look (faults SPOE never sees) */
+	BREAKER_CAUSE_COOLDOWN, /* the cool-down elapsed */
+};
+
+struct breaker_cause {
+	enum breaker_cause_kind kind;
+	enum breaker_outcome outcome;      /* RESPONSE */
+	int status;                        /* RESPONSE */
+	const struct faults_delta *faults; /* COUNTERS */
+};
+
+/* One listener of breaker events. Each function may be NULL. `recorded`
+ * runs after every record, also when nothing changed (ev->from == ev->to);
+ * it may act on its entry but must not call breaker_table_get() (a
+ * publication may come from inside a walk of the table). */
+struct breaker_subscriber {
+	const char *name;
+	void (*recorded)(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
+			 const struct breaker_cause *cause);
+	void (*created)(void *ctx, uint32_t index); /* an entry index now holds a server */
+	void (*removed)(void *ctx, uint32_t index); /* ... and no longer does */
+	void *ctx;
+};
+
+#define BREAKERS_MAX_SUBSCRIBERS 8
 
 struct breakers {
 	struct ev_loop *loop;
@@ -22,30 +56,26 @@ struct breakers {
 	ev_timer timer;
 	uint64_t armed_ms; /* the deadline the timer is set for, or BREAKER_NO_DEADLINE */
 	struct observe_ctx observe; /* the breaker-observe handler's context */
-	uint64_t transitions;
-	/* Called after any transition (may be NULL): the enforcement layer
-	 * converges HAProxy. */
-	void (*on_transition)(void *ctx);
-	void *on_transition_ctx;
+	struct breaker_subscriber subscribers[BREAKERS_MAX_SUBSCRIBERS];
+	unsigned nb_subscribers;
 };
 
-/* Builds the table from c's limits and policies. False with err set. */
-bool breakers_init(struct breakers *b, struct ev_loop *loop, const struct config *c, char *err,
-		   size_t err_size);
+/* A table of max_entries breakers following *policies (moved into the
+ * table: *policies is emptied). False with err set. */
+bool breakers_init(struct breakers *b, struct ev_loop *loop, uint32_t max_entries,
+		   struct breaker_policies *policies, char *err, size_t err_size);
 void breakers_free(struct breakers *b);
 
-/* Replaces every policy with c's, keeping every breaker's state. c must
- * have been checked (config_load() and a scratch resolve): on the rare
- * failure left (memory), false with err set and the policies are reset to
- * the defaults rather than left half-applied. */
-bool breakers_reload(struct breakers *b, const struct config *c, char *err, size_t err_size);
+/* Adds a subscriber (copied). False when the list is full. */
+bool breakers_subscribe(struct breakers *b, const struct breaker_subscriber *s);
+/* Removes every subscriber whose ctx is ctx. */
+void breakers_unsubscribe(struct breakers *b, void *ctx);
 
-/* For samples that do not come over SPOP (HAProxy's counters): logs a
- * transition with `reason`, tells on_transition, re-arms the timer. */
-void breakers_recorded(struct breakers *b, struct breaker_table_entry *e,
-		       const struct breaker_event *ev, const char *reason);
+/* Tells every subscriber about one record. */
+void breakers_publish(struct breakers *b, struct breaker_table_entry *e,
+		      const struct breaker_event *ev, const struct breaker_cause *cause);
 
-/* The monotonic clock every breaker runs on, in milliseconds. */
-uint64_t breakers_now_ms(void);
+/* The subscriber that keeps the timer armed for the earliest deadline. */
+struct breaker_subscriber breakers_timer_subscriber(struct breakers *b);
 
 #endif /* SPOA_BREAKERS_H */

@@ -1,6 +1,8 @@
 /*
- * enforce-t.h - what the enforcement layer keeps per server and HAProxy:
- * what HAProxy last reported, and what the agent changed there.
+ * enforce-t.h - what the HAProxy link keeps per server: what each HAProxy
+ * last reported, what the agent changed there, and the counters of the
+ * previous look. Kept beside the breaker table, indexed by its stable entry
+ * index (breaker_table_index()), zeroed when the table creates the entry.
  */
 #ifndef SPOA_ENFORCE_T_H
 #define SPOA_ENFORCE_T_H
@@ -8,12 +10,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "link/faults.h"
+#include "link/faults-t.h"
 
 /* HAProxy instances (one Runtime API socket each) one agent can drive. */
 #define ENFORCE_MAX_HAPROXY 8
 
-/* What HAProxy last reported about one server. */
+/* What HAProxy last reported about one server (or what our commands since
+ * then made of it). */
 struct enforce_seen {
 	bool known;       /* HAProxy has this server */
 	bool drained;     /* admin state has the forced-drain bit */
@@ -29,12 +32,13 @@ struct enforce_memory {
 	uint32_t own_maxconn; /* the server's maxconn before we changed it; 0 = unlimited */
 };
 
-/* Per server and HAProxy. */
+/* One server as one HAProxy knows it. */
 struct enforce_entry {
 	struct enforce_seen seen;
 	struct enforce_memory mem;
-	uint32_t seen_in_poll; /* the poll that last listed this server */
-	struct faults_baseline faults; /* its counters at the previous poll */
+	uint32_t seen_in_look;  /* the look that last listed this server */
+	uint64_t last_command;  /* the link's command count after our last command */
+	struct faults_baseline faults; /* its counters at the previous look */
 };
 
 #endif /* SPOA_ENFORCE_T_H */

@@ -19,6 +19,7 @@
 #define SPOA_ENFORCE_H
 
 #include "core/breaker.h"
+#include "link/enforce-t.h"
 
 enum enforce_mode {
 	ENFORCE_NONE,        /* shadow: compute and report, change nothing */
@@ -41,6 +42,10 @@ struct enforce_plan {
  */
 struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_probes,
 				 const struct enforce_seen *seen, struct enforce_memory *mem);
+
+/* What HAProxy holds once the plan's commands have landed: seen is updated
+ * as the next look would report it. */
+void enforce_plan_assume_applied(const struct enforce_plan *plan, struct enforce_seen *seen);
 
 /*
  * The line answering HAProxy's agent-check for a server whose breaker is in

@@ -1,16 +1,22 @@
 /*
- * enforcer.h - the enforcement layer on the event loop (enforce.c): the
- * Runtime API links to each HAProxy, reconciliation, the agent-check
- * listener. The decisions themselves come from enforce_plan() (enforce.h).
+ * enforcer.h - the HAProxy link on the event loop (enforcer.c): the Runtime
+ * API links to each HAProxy, the periodic look, reconciliation, and the
+ * agent-check listener. The decisions come from enforce_plan()
+ * (enforce_plan.h); the faults SPOE never sees from faults.h.
+ *
+ * The link subscribes to the breakers (daemon/breakers.h): a transition
+ * converges its server at once, from what the last look said (one Runtime
+ * API line in the next loop iteration); the look every poll_interval
+ * corrects anything stale, restores what an HAProxy reload forgot, and
+ * feeds the breakers HAProxy's fault counters.
  */
 #ifndef SPOA_ENFORCER_H
 #define SPOA_ENFORCER_H
 
 #include <ev.h>
 
-#include "link/agent_check.h"
-#include "daemon/breakers.h"
 #include "config/config.h"
+#include "daemon/breakers.h"
 #include "link/enforce_plan.h"
 
 struct enforce_stats {
@@ -32,16 +38,20 @@ struct enforce_stats {
 struct enforcer;
 struct runtime_api_client;
 
-/* Sets up c's enforcement over the breakers (borrowed). Opens the
+/*
+ * Sets up c's enforcement over the breakers (borrowed; the enforcer
+ * subscribes to them and unsubscribes in enforcer_free()). Opens the
  * agent-check listener if that is the mode; Runtime API sockets connect on
- * first use. Every look at HAProxy also feeds the breakers the faults SPOE
- * never sees (faults.h), in every mode. NULL with err set on failure. */
+ * first use. `previous` (may be NULL) is the enforcer this one replaces on
+ * a reload: what it remembers of each HAProxy whose socket both name (what
+ * the agent drained or limited, the counters' baselines) is taken over, so
+ * a reload never strands a drain. NULL with err set on failure (previous
+ * is then untouched).
+ */
 struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
-			      struct breakers *breakers, char *err, size_t err_size);
+			      struct breakers *breakers, struct enforcer *previous, char *err,
+			      size_t err_size);
 void enforcer_free(struct enforcer *e);
-
-/* A breaker changed state: look at HAProxy and converge, now. NULL-safe. */
-void enforcer_breaker_changed(struct enforcer *e);
 
 const struct enforce_stats *enforcer_stats(const struct enforcer *e);
 enum enforce_mode enforcer_mode(const struct enforcer *e);

@@ -5,8 +5,8 @@
  *
  * Pure: no I/O, no clock, no allocation. The caller polls, keeps one
  * struct faults_baseline per (HAProxy, server), and feeds the result to the
- * breaker (breaker.h: breaker_record_aborted_bodies, then
- * breaker_record_failures, then breaker_counters_polled).
+ * breaker (breaker.h: breaker_record_poll, and breaker_confirm_successes
+ * once a look is complete).
  *
  * What one request moves, per server row (measured on HAProxy 2.6.12,
  * 3.0.11 and 3.2.26, one request each; faults.c says what is counted):
@@ -35,58 +35,9 @@
 #ifndef SPOA_FAULTS_H
 #define SPOA_FAULTS_H
 
-#include <stdbool.h>
-#include <stdint.h>
+#include "link/faults-t.h"
 
 struct runtime_api_stat_row;
-
-/* A per-poll delta larger than this, in any counter, is cut to it: far more
- * than one server can fail in a poll interval, far less than a garbage
- * counter could claim, and small enough to never overflow a sum. */
-#define FAULTS_MAX_DELTA 1000000u
-
-/* One server's cumulative counters, as `show stat` reports them. */
-struct faults_counters {
-	uint64_t econ;	   /* requests whose connection finally failed */
-	uint64_t eresp;	   /* response errors, srv_abrt included */
-	uint64_t srv_abrt; /* transfers the server aborted (bodies dying) */
-	uint64_t wretr;	   /* retries (connection and L7) */
-	uint64_t wredis;   /* requests redispatched away from this server */
-	uint64_t cli_abrt; /* transfers the client aborted */
-};
-
-/* The previous poll of one (HAProxy, server). All-zero is "never seen":
- * zero-initialise it (or faults_baseline_reset) and it needs nothing else. */
-struct faults_baseline {
-	struct faults_counters last;
-	bool valid;
-};
-
-/* How a delta was obtained. */
-enum faults_basis {
-	FAULTS_FIRST_SIGHT,	 /* no baseline yet: this poll sets it, counts nothing */
-	FAULTS_DELTA,		 /* cur - last */
-	FAULTS_RESTARTED,	 /* a new HAProxy process: cur, counted from zero */
-	FAULTS_UNEXPLAINED_DROP, /* a counter went down with no restart reported:
-				  * re-baselined, counts nothing */
-};
-
-/* What one poll found for one server. Kinds first, then what to record. */
-struct faults_delta {
-	enum faults_basis basis;
-	uint64_t connect_errors;  /* econ: refused or timed out, after retries */
-	uint64_t response_errors; /* eresp - srv_abrt: timeout, closed, invalid */
-	uint64_t aborted_bodies;  /* srv_abrt: bodies that died after the head */
-	uint64_t redispatches;	  /* wredis: failed here, served elsewhere */
-	uint64_t retries;	  /* wretr: reported, never a failure */
-	uint64_t client_aborts;	  /* cli_abrt: reported, never a failure */
-	/* To breaker_record_failures(): connect_errors + response_errors +
-	 * redispatches. aborted_bodies go to breaker_record_aborted_bodies()
-	 * instead, never both. */
-	uint64_t failures;
-	uint64_t total; /* failures + aborted_bodies: for metrics and logs */
-	bool capped;	/* some counter's delta was cut to FAULTS_MAX_DELTA */
-};
 
 /* Copies the counters faults.c reads from a parsed `show stat` row. */
 void faults_counters_from_stat(struct faults_counters *out, const struct runtime_api_stat_row *row);

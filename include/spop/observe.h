@@ -27,10 +27,9 @@
 struct observe_ctx {
 	struct breaker_table *table;
 	/* A monotonic clock in milliseconds. */
-	uint64_t (*now_ms)(void *clock_ctx);
-	void *clock_ctx;
-	/* Called after each recorded observation (may be NULL): logs a
-	 * transition, re-arms the breaker timer, tells HAProxy. */
+	uint64_t (*now_ms)(void);
+	/* Called after each recorded observation (may be NULL): publishes it
+	 * to the breakers' subscribers (log, metrics, timer, HAProxy). */
 	void (*observed)(void *observed_ctx, struct breaker_table_entry *entry,
 			 const struct breaker_event *ev, enum breaker_outcome outcome, int status);
 	void *observed_ctx;

@@ -19,6 +19,7 @@
 #include "spop/agent.h"
 #include "util/log.h"
 #include "admin/metrics.h"
+#include "util/container_of.h"
 
 struct admin_http {
 	struct ev_loop *loop;
@@ -124,14 +125,14 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	run((struct admin_http *)((char *)w - offsetof(struct admin_http, io)));
+	run(container_of(w, struct admin_http, io));
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	run((struct admin_http *)((char *)w - offsetof(struct admin_http, timer)));
+	run(container_of(w, struct admin_http, timer));
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));

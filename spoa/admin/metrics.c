@@ -142,12 +142,6 @@ static void render_breakers(const struct metrics_source *s, struct strbuf *o)
 		server_sample_end(o, e->breaker.failure_streak);
 	}
 
-	family(o, "breaker_probes_in_flight", "gauge", "Half-open probes admitted and not answered.");
-	FOR_EACH_ENTRY (t, e) {
-		server_sample_begin(o, "breaker_probes_in_flight", e);
-		server_sample_end(o, e->breaker.probes_in_flight);
-	}
-
 	family(o, "breaker_table_entries", "gauge", "Servers tracked.");
 	sample(o, "breaker_table_entries", t ? t->count : 0);
 	family(o, "breaker_table_capacity", "gauge", "Servers that can be tracked (max_breakers).");

@@ -4,10 +4,10 @@
  *
  *   {"enforce":"runtime-api","entries":2,"capacity":10000,"breakers":[
  *     {"backend":"workers","server":"w2","state":"open","failure_streak":3,
- *      "since_ms":1200,"cooldown_left_ms":28800,"probes_in_flight":0,
+ *      "since_ms":1200,"cooldown_left_ms":28800,
  *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}
  */
-#include "admin/metrics.h"
+#include "admin/state_json.h"
 
 void state_json_string(struct strbuf *out, const char *v)
 {
@@ -76,7 +76,6 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	u64_field(o, "threshold", p->threshold, false);
 	u64_field(o, "cooldown_ms", p->cooldown_ms, false);
 	u64_field(o, "half_open_probes", p->half_open_probes, false);
-	u64_field(o, "probe_timeout_ms", p->probe_timeout_ms, false);
 	set_field(o, "capacity_statuses", &p->capacity);
 	set_field(o, "failure_statuses", &p->failure);
 	set_field(o, "ignore_statuses", &p->ignore);
@@ -105,8 +104,7 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	string_field(o, "state", breaker_state_name(b->state), false);
 	u64_field(o, "failure_streak", b->failure_streak, false);
 	u64_field(o, "since_ms", since, false);
-	u64_field(o, "cooldown_left_ms", left, false);
-	u64_field(o, "probes_in_flight", b->probes_in_flight, !b->policy);
+	u64_field(o, "cooldown_left_ms", left, !b->policy);
 	if (b->policy) {
 		key(o, "policy");
 		policy_object(o, b->policy);

@@ -284,10 +284,8 @@ static bool policy_key(struct parser *p, const char *name, const char *value)
 		v->half_open_probes = (uint32_t)n;
 		p->layer->fields |= BREAKER_FIELD_HALF_OPEN_PROBES;
 	} else if (strcmp(name, "probe_timeout") == 0) {
-		if (!config_parse_duration_ms(value, &n) || n == 0)
-			return report(p, p->line, "probe_timeout '%s': expected a duration above 0 such as 30s", value);
-		v->probe_timeout_ms = n;
-		p->layer->fields |= BREAKER_FIELD_PROBE_TIMEOUT;
+		fprintf(p->errors, "%s:%d: warning: probe_timeout is no longer used: HAProxy's maxconn "
+			"limits half-open probes and timeout server ends a hung one\n", p->path, p->line);
 	} else if (strcmp(name, "capacity_statuses") == 0) {
 		return set_status_set(p, &v->capacity, BREAKER_FIELD_CAPACITY_SET, name, value);
 	} else if (strcmp(name, "failure_statuses") == 0) {
@@ -562,19 +560,32 @@ bool config_finish_enforcement(struct config *c, char *err, size_t err_size)
 	return true;
 }
 
-bool config_apply_policies(const struct config *c, struct breaker_table *t, char *err,
+/* Collects the first problem building the policies reports. */
+static void first_problem(void *ctx, int override, const char *message)
+{
+	char *err = ctx;
+	(void)override;
+	if (!err[0])
+		snprintf(err, 512, "%s", message);
+}
+
+bool config_build_policies(const struct config *c, struct breaker_policies *out, char *err,
 			   size_t err_size)
 {
-	breaker_table_set_global_policy(t, &c->global);
-	for (unsigned i = 0; i < c->nb_overrides; i++) {
-		const struct config_override *o = &c->overrides[i];
-		bool ok = o->server[0]
-				  ? breaker_table_set_server_policy(t, o->backend, o->server, &o->layer,
-								    err, err_size)
-				  : breaker_table_set_backend_policy(t, o->backend, &o->layer, err,
-								     err_size);
-		if (!ok)
-			return false;
+	char first[512] = "";
+	struct breaker_policy_override *list = calloc(c->nb_overrides + 1, sizeof(*list));
+	if (!list) {
+		snprintf(err, err_size, "out of memory");
+		return false;
 	}
-	return breaker_table_resolve_policies(t, err, err_size);
+	for (unsigned i = 0; i < c->nb_overrides; i++) {
+		snprintf(list[i].backend, sizeof(list[i].backend), "%s", c->overrides[i].backend);
+		snprintf(list[i].server, sizeof(list[i].server), "%s", c->overrides[i].server);
+		list[i].layer = c->overrides[i].layer;
+	}
+	bool ok = breaker_policies_build(out, &c->global, list, c->nb_overrides, first_problem, first);
+	free(list);
+	if (!ok)
+		snprintf(err, err_size, "%s", first);
+	return ok;
 }

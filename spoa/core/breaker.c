@@ -10,140 +10,6 @@
 #include <string.h>
 
 #include "core/breaker.h"
-#include "util/errmsg.h"
-
-/* ---- policy ---- */
-
-
-/* The failure set nobody configured: every 5xx that is not already
- * backpressure or ignored, so the three sets never overlap by default. */
-static void derive_failure_set(struct breaker_policy *policy)
-{
-	status_set_clear(&policy->failure);
-	status_set_add_range(&policy->failure, 500, 599);
-	status_set_difference(&policy->failure, &policy->failure, &policy->capacity);
-	status_set_difference(&policy->failure, &policy->failure, &policy->ignore);
-}
-
-void breaker_policy_defaults(struct breaker_policy *policy)
-{
-	memset(policy, 0, sizeof(*policy));
-	policy->threshold = BREAKER_DEFAULT_THRESHOLD;
-	policy->cooldown_ms = BREAKER_DEFAULT_COOLDOWN_MS;
-	policy->half_open_probes = BREAKER_DEFAULT_HALF_OPEN_PROBES;
-	policy->probe_timeout_ms = BREAKER_DEFAULT_PROBE_TIMEOUT_MS;
-	/* 503 too, unlike seed 001's {429}: inference engines answer 503 for
-	 * "queue full", and HAProxy's own error-limit already treats 503 as
-	 * an outage - the very behaviour this agent exists to correct. */
-	status_set_add(&policy->capacity, 429);
-	status_set_add(&policy->capacity, 503);
-	derive_failure_set(policy);
-	policy->half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
-	policy->open_late_success = BREAKER_OPEN_LATE_SUCCESS_IGNORE;
-}
-
-/* Reports a non-empty intersection of two named sets, listing its statuses. */
-static bool check_disjoint(const struct status_set *a, const char *a_name,
-			   const struct status_set *b, const char *b_name, char *err,
-			   size_t err_size)
-{
-	struct status_set both;
-	char list[STATUS_SET_FORMAT_MAX];
-
-	status_set_intersect(&both, a, b);
-	if (status_set_is_empty(&both))
-		return true;
-	status_set_format(&both, list, sizeof(list));
-	errmsg_set(err, err_size, "%s and %s sets overlap on %s (a status belongs to one set only)",
-		  a_name, b_name, list);
-	return false;
-}
-
-bool breaker_policy_validate(const struct breaker_policy *policy, char *err, size_t err_size)
-{
-	if (policy->threshold < 1) {
-		errmsg_set(err, err_size, "threshold is 0 (expected at least 1 failure)");
-		return false;
-	}
-	if (policy->cooldown_ms < 1) {
-		errmsg_set(err, err_size, "cool-down is 0 (expected at least 1 ms)");
-		return false;
-	}
-	if (policy->half_open_probes < 1 || policy->half_open_probes > BREAKER_MAX_PROBES) {
-		errmsg_set(err, err_size, "half-open probes is %u (expected 1-%d)",
-			  (unsigned)policy->half_open_probes, BREAKER_MAX_PROBES);
-		return false;
-	}
-	if (policy->probe_timeout_ms < 1) {
-		errmsg_set(err, err_size, "probe timeout is 0 (expected at least 1 ms)");
-		return false;
-	}
-	if (policy->half_open_backpressure != BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE &&
-	    policy->half_open_backpressure != BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE) {
-		errmsg_set(err, err_size, "half-open backpressure policy is neither close nor ignore");
-		return false;
-	}
-	if (policy->open_late_success != BREAKER_OPEN_LATE_SUCCESS_IGNORE &&
-	    policy->open_late_success != BREAKER_OPEN_LATE_SUCCESS_CLOSE) {
-		errmsg_set(err, err_size, "open late success policy is neither ignore nor close");
-		return false;
-	}
-	return check_disjoint(&policy->capacity, "capacity", &policy->failure, "failure", err,
-			      err_size) &&
-	       check_disjoint(&policy->ignore, "ignore", &policy->capacity, "capacity", err,
-			      err_size) &&
-	       check_disjoint(&policy->ignore, "ignore", &policy->failure, "failure", err,
-			      err_size);
-}
-
-static void apply_layer(struct breaker_policy *p, const struct breaker_policy_layer *layer)
-{
-	const struct breaker_policy *v = &layer->values;
-	unsigned f = layer->fields;
-
-	if (f & BREAKER_FIELD_THRESHOLD)
-		p->threshold = v->threshold;
-	if (f & BREAKER_FIELD_COOLDOWN)
-		p->cooldown_ms = v->cooldown_ms;
-	if (f & BREAKER_FIELD_HALF_OPEN_PROBES)
-		p->half_open_probes = v->half_open_probes;
-	if (f & BREAKER_FIELD_PROBE_TIMEOUT)
-		p->probe_timeout_ms = v->probe_timeout_ms;
-	/* Sets replace the inherited set whole (seed 001): a backend that
-	 * lists only 429 means 503 is no longer backpressure there. */
-	if (f & BREAKER_FIELD_CAPACITY_SET)
-		p->capacity = v->capacity;
-	if (f & BREAKER_FIELD_FAILURE_SET)
-		p->failure = v->failure;
-	if (f & BREAKER_FIELD_IGNORE_SET)
-		p->ignore = v->ignore;
-	if (f & BREAKER_FIELD_HALF_OPEN_BACKPRESSURE)
-		p->half_open_backpressure = v->half_open_backpressure;
-	if (f & BREAKER_FIELD_OPEN_LATE_SUCCESS)
-		p->open_late_success = v->open_late_success;
-}
-
-bool breaker_policy_resolve(struct breaker_policy *out,
-			    const struct breaker_policy_layer *const *layers, size_t nb_layers,
-			    char *err, size_t err_size)
-{
-	bool failure_set_configured = false;
-
-	breaker_policy_defaults(out);
-	for (size_t i = 0; i < nb_layers; i++) {
-		if (!layers[i])
-			continue;
-		apply_layer(out, layers[i]);
-		if (layers[i]->fields & BREAKER_FIELD_FAILURE_SET)
-			failure_set_configured = true;
-	}
-	/* An unconfigured failure set follows the capacity and ignore sets
-	 * wherever they were set, so "capacity = 429" alone turns 503 into
-	 * a failure, as an operator moving 503 out would expect. */
-	if (!failure_set_configured)
-		derive_failure_set(out);
-	return breaker_policy_validate(out, err, err_size);
-}
 
 /* ---- classification ---- */
 
@@ -208,14 +74,12 @@ void breaker_set_policy(struct breaker *b, const struct breaker_policy *policy)
 	b->policy = policy;
 }
 
-/* Every state change goes through here: a new state drops the probes of
- * the old one, and CLOSED starts a fresh streak. Nothing erased in the old
- * state can be restored in the new one. */
+/* Every state change goes through here: CLOSED starts a fresh streak, and
+ * nothing erased in the old state can be restored in the new one. */
 static void enter_state(struct breaker *b, enum breaker_state state, uint64_t now_ms)
 {
 	b->state = state;
 	b->state_since_ms = now_ms;
-	b->probes_in_flight = 0;
 	b->erased_streak = 0;
 	if (state == BREAKER_CLOSED)
 		b->failure_streak = 0;
@@ -278,19 +142,6 @@ static void add_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
 	}
 }
 
-/* The oldest probe is the one released when an outcome cannot say which
- * probe it answers: FIFO keeps the remaining deadlines sorted, and at worst
- * a lost probe's slot is held one probe timeout longer. */
-static uint32_t release_oldest_probe(struct breaker *b)
-{
-	if (b->probes_in_flight == 0)
-		return 0;
-	b->probes_in_flight--;
-	memmove(&b->probe_deadline_ms[0], &b->probe_deadline_ms[1],
-		b->probes_in_flight * sizeof(b->probe_deadline_ms[0]));
-	return 1;
-}
-
 /* Snapshot taken before an operation; event_end() turns it into the event. */
 struct before {
 	enum breaker_state state;
@@ -302,14 +153,12 @@ static struct before event_begin(const struct breaker *b)
 	return (struct before){.state = b->state, .dirty = breaker_is_dirty(b)};
 }
 
-static struct breaker_event event_end(const struct breaker *b, struct before before,
-				      uint32_t probes_released)
+static struct breaker_event event_end(const struct breaker *b, struct before before)
 {
 	struct breaker_event ev = {
 		.from = before.state,
 		.to = b->state,
 		.dirty = BREAKER_DIRTY_UNCHANGED,
-		.probes_released = probes_released,
 	};
 	bool dirty = breaker_is_dirty(b);
 	if (dirty != before.dirty)
@@ -345,20 +194,15 @@ struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms)
 		close_provisionally(b, now_ms);
 		break;
 	}
-	return event_end(b, before, 0);
+	return event_end(b, before);
 }
 
 struct breaker_event breaker_record_failure(struct breaker *b, uint64_t now_ms)
 {
-	return breaker_record_failures(b, 1, now_ms);
-}
-
-struct breaker_event breaker_record_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
-{
 	struct before before = event_begin(b);
 
-	add_failures(b, count, now_ms);
-	return event_end(b, before, 0);
+	add_failures(b, 1, now_ms);
+	return event_end(b, before);
 }
 
 /*
@@ -374,7 +218,7 @@ struct breaker_event breaker_record_failures(struct breaker *b, uint64_t count, 
  * aborted bodies declares the successes it covers void - they were heads of
  * bodies that died - so the streak they erased is restored, and the k
  * aborts are then k failures on top of it, tripping at the threshold as
- * usual. A poll that reports none confirms them (breaker_counters_polled).
+ * usual. A complete look confirms them (breaker_confirm_successes).
  * A close by a single head (HALF_OPEN's probe) restores threshold - 1, so a
  * probe whose body dies reopens at once.
  *
@@ -391,26 +235,29 @@ struct breaker_event breaker_record_failures(struct breaker *b, uint64_t count, 
  *   HAProxy's log (termination state SD), not counters.
  * - HALF_OPEN and OPEN ignore aborts. In OPEN they are late, like any
  *   failure. In HALF_OPEN any head would already have closed the breaker
- *   (success, or backpressure under `close`) or only released a slot
+ *   (success, or backpressure under `close`) or recorded nothing
  *   (backpressure under `ignore`): the abort belongs to a request admitted
  *   before the trip, not to a probe.
  */
-struct breaker_event breaker_record_aborted_bodies(struct breaker *b, uint64_t count,
-						   uint64_t now_ms)
+struct breaker_event breaker_record_poll(struct breaker *b, uint64_t aborted_bodies,
+					 uint64_t failures, uint64_t now_ms)
 {
 	struct before before = event_begin(b);
 
-	if (count > 0 && b->state == BREAKER_CLOSED) {
-		/* erased_streak stays until the poll is over: the streak is now
-		 * above it, so restoring it again is a no-op. */
+	/* Aborted bodies first: they void the successes their heads recorded
+	 * over SPOP before this look. */
+	if (aborted_bodies > 0 && b->state == BREAKER_CLOSED) {
+		/* erased_streak stays until the look is confirmed: the streak is
+		 * now above it, so restoring it again is a no-op. */
 		if (b->erased_streak > b->failure_streak)
 			b->failure_streak = b->erased_streak;
-		add_failures(b, count, now_ms);
+		add_failures(b, aborted_bodies, now_ms);
 	}
-	return event_end(b, before, 0);
+	add_failures(b, failures, now_ms);
+	return event_end(b, before);
 }
 
-void breaker_counters_polled(struct breaker *b)
+void breaker_confirm_successes(struct breaker *b)
 {
 	/* No aborted body was reported for the successes recorded since the
 	 * last poll (or they were already voided): they are confirmed. */
@@ -420,7 +267,6 @@ void breaker_counters_polled(struct breaker *b)
 struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now_ms)
 {
 	struct before before = event_begin(b);
-	uint32_t released = 0;
 
 	switch (b->state) {
 	case BREAKER_CLOSED:
@@ -436,16 +282,14 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 			 * what the probe was sent to find out - provided its body
 			 * does not die before the next poll. */
 			close_provisionally(b, now_ms);
-		} else {
-			/* Seed 001: a refused request proves nothing either way,
-			 * so no sample - but the slot must come back, or a
-			 * recovered-but-busy worker would wedge the breaker in
-			 * HALF_OPEN forever. */
-			released = release_oldest_probe(b);
 		}
+		/* Seed 001 (ignore): a refused request proves nothing either
+		 * way, so no sample. The probe's slot is HAProxy's maxconn slot,
+		 * freed when this request ended, so the next request probes
+		 * again: a recovered-but-busy worker cannot wedge the breaker. */
 		break;
 	}
-	return event_end(b, before, released);
+	return event_end(b, before);
 }
 
 struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outcome,
@@ -462,65 +306,28 @@ struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outc
 	case BREAKER_OUTCOME_IGNORED:
 		break;
 	}
-	return event_end(b, event_begin(b), 0);
+	return event_end(b, event_begin(b));
 }
 
 bool breaker_would_allow(const struct breaker *b)
 {
-	switch (b->state) {
-	case BREAKER_CLOSED:
-		return true;
-	case BREAKER_OPEN:
-		return false;
-	case BREAKER_HALF_OPEN:
-		return b->probes_in_flight < b->policy->half_open_probes;
-	}
-	return false;
-}
-
-bool breaker_try_acquire_probe(struct breaker *b, uint64_t now_ms)
-{
-	if (b->state != BREAKER_HALF_OPEN || !breaker_would_allow(b) ||
-	    b->probes_in_flight >= BREAKER_MAX_PROBES)
-		return false;
-	b->probe_deadline_ms[b->probes_in_flight++] =
-		deadline_after(now_ms, b->policy->probe_timeout_ms);
-	return true;
+	return b->state != BREAKER_OPEN;
 }
 
 uint64_t breaker_next_deadline(const struct breaker *b)
 {
-	switch (b->state) {
-	case BREAKER_CLOSED:
-		return BREAKER_NO_DEADLINE;
-	case BREAKER_OPEN:
+	if (b->state == BREAKER_OPEN)
 		return deadline_after(b->state_since_ms, b->policy->cooldown_ms);
-	case BREAKER_HALF_OPEN:
-		return b->probes_in_flight ? b->probe_deadline_ms[0] : BREAKER_NO_DEADLINE;
-	}
 	return BREAKER_NO_DEADLINE;
 }
 
 struct breaker_event breaker_tick(struct breaker *b, uint64_t now_ms)
 {
 	struct before before = event_begin(b);
-	uint32_t released = 0;
 
-	switch (b->state) {
-	case BREAKER_CLOSED:
-		break;
-	case BREAKER_OPEN:
-		if (now_ms >= breaker_next_deadline(b))
-			enter_state(b, BREAKER_HALF_OPEN, now_ms);
-		break;
-	case BREAKER_HALF_OPEN:
-		/* Probes whose outcome never came back (aborted request, lost
-		 * notification): free the slot so another probe can be sent. */
-		while (b->probes_in_flight > 0 && b->probe_deadline_ms[0] <= now_ms)
-			released += release_oldest_probe(b);
-		break;
-	}
-	return event_end(b, before, released);
+	if (b->state == BREAKER_OPEN && now_ms >= breaker_next_deadline(b))
+		enter_state(b, BREAKER_HALF_OPEN, now_ms);
+	return event_end(b, before);
 }
 
 /* ---- names ---- */

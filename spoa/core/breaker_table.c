@@ -1,17 +1,18 @@
 /*
  * breaker_table.c - the breakers of every (backend, server) the agent has
  * seen: a bounded table with O(1) lookup, least-recently-used eviction of
- * idle entries, and the policy each entry follows (global defaults, then
- * per-backend, then per-server overrides).
+ * idle entries, and the policy each entry follows (policy.c resolves them;
+ * the table only points each breaker at its own).
  *
  * All entry memory is allocated once, up front: a lookup in steady state
- * never allocates. Only configuration (the policy setters) allocates.
+ * never allocates.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/breaker.h"
+#include "core/policy.h"
 #include "util/errmsg.h"
 
 #define SLOT_EMPTY UINT32_MAX
@@ -26,6 +27,18 @@ static bool name_ok(const char *name, size_t len)
 static bool name_eq(const char *stored, size_t stored_len, const char *name, size_t len)
 {
 	return stored_len == len && memcmp(stored, name, len) == 0;
+}
+
+static void hook_created(struct breaker_table *t, uint32_t idx)
+{
+	if (t->hooks.created)
+		t->hooks.created(t->hooks.ctx, idx);
+}
+
+static void hook_removed(struct breaker_table *t, uint32_t idx)
+{
+	if (t->hooks.removed)
+		t->hooks.removed(t->hooks.ctx, idx);
 }
 
 /*
@@ -144,6 +157,7 @@ static void entry_remove(struct breaker_table *t, uint32_t idx)
 	e->lru_next = t->free_head;
 	t->free_head = idx;
 	t->count--;
+	hook_removed(t, idx);
 }
 
 /*
@@ -183,9 +197,11 @@ bool breaker_table_init(struct breaker_table *t, uint32_t max_entries, char *err
 		slot_count *= 2;
 
 	t->entries = calloc(max_entries, sizeof(*t->entries));
+	t->names = calloc(max_entries, sizeof(*t->names));
 	t->slots = malloc(slot_count * sizeof(*t->slots));
-	if (!t->entries || !t->slots) {
+	if (!t->entries || !t->names || !t->slots || !breaker_policies_default(&t->policies)) {
 		free(t->entries);
+		free(t->names);
 		free(t->slots);
 		memset(t, 0, sizeof(*t));
 		errmsg_set(err, err_size, "out of memory for a table of %u breakers",
@@ -198,209 +214,65 @@ bool breaker_table_init(struct breaker_table *t, uint32_t max_entries, char *err
 	for (uint32_t i = 0; i < max_entries; i++) {
 		t->entries[i].lru_prev = BREAKER_TABLE_NIL;
 		t->entries[i].lru_next = i + 1 < max_entries ? i + 1 : BREAKER_TABLE_NIL;
+		t->entries[i].backend = t->names[i].backend;
+		t->entries[i].server = t->names[i].server;
 	}
 	t->free_head = 0;
 	t->lru_head = BREAKER_TABLE_NIL;
 	t->lru_tail = BREAKER_TABLE_NIL;
-	breaker_policy_defaults(&t->global_effective);
 	return true;
 }
 
 void breaker_table_free(struct breaker_table *t)
 {
-	for (uint32_t i = 0; i < t->override_count; i++)
-		free(t->overrides[i]);
-	free(t->overrides);
+	breaker_policies_free(&t->policies);
+	free(t->names);
 	free(t->entries);
 	free(t->slots);
 	memset(t, 0, sizeof(*t));
 }
 
-/* ---- policies ---- */
+/* ---- policies and hooks ---- */
 
-static bool override_matches(const struct breaker_table_override *o, const char *backend,
-			     size_t backend_len, const char *server, size_t server_len)
+void breaker_table_set_hooks(struct breaker_table *t, const struct breaker_table_hooks *hooks)
 {
-	return name_eq(o->backend, strlen(o->backend), backend, backend_len) &&
-	       name_eq(o->server, strlen(o->server), server, server_len);
+	t->hooks = *hooks;
 }
 
-/* The override for (backend, server) - server "" for a backend's - or NULL. */
-static struct breaker_table_override *override_find(const struct breaker_table *t,
-						    const char *backend, size_t backend_len,
-						    const char *server, size_t server_len)
+void breaker_table_use_policies(struct breaker_table *t, struct breaker_policies *policies)
 {
-	for (uint32_t i = 0; i < t->override_count; i++)
-		if (override_matches(t->overrides[i], backend, backend_len, server, server_len))
-			return t->overrides[i];
-	return NULL;
-}
+	struct breaker_policies old = t->policies;
 
-/* Stores layer for (backend, server), replacing a previous one. */
-static bool override_set(struct breaker_table *t, const char *backend, const char *server,
-			 const struct breaker_policy_layer *layer, char *err, size_t err_size)
-{
-	size_t backend_len = strlen(backend);
-	size_t server_len = strlen(server);
-	struct breaker_table_override *o =
-		override_find(t, backend, backend_len, server, server_len);
-
-	if (o) {
-		o->layer = *layer;
-		return true;
-	}
-	if (t->override_count == BREAKER_TABLE_MAX_OVERRIDES) {
-		errmsg_set(err, err_size, "more than %d backend and server overrides",
-			  BREAKER_TABLE_MAX_OVERRIDES);
-		return false;
-	}
-	if (t->override_count == t->override_cap) {
-		uint32_t cap = t->override_cap ? 2 * t->override_cap : 8;
-		struct breaker_table_override **grown =
-			realloc(t->overrides, cap * sizeof(*t->overrides));
-		if (!grown) {
-			errmsg_set(err, err_size, "out of memory for policy overrides");
-			return false;
-		}
-		t->overrides = grown;
-		t->override_cap = cap;
-	}
-	o = calloc(1, sizeof(*o));
-	if (!o) {
-		errmsg_set(err, err_size, "out of memory for policy overrides");
-		return false;
-	}
-	memcpy(o->backend, backend, backend_len + 1);
-	memcpy(o->server, server, server_len + 1);
-	o->layer = *layer;
-	/* Usable before the next resolve: what the entry follows today. */
-	o->effective = t->global_effective;
-	t->overrides[t->override_count++] = o;
-	return true;
-}
-
-void breaker_table_set_global_policy(struct breaker_table *t,
-				     const struct breaker_policy_layer *layer)
-{
-	t->global = *layer;
-}
-
-bool breaker_table_set_backend_policy(struct breaker_table *t, const char *backend,
-				      const struct breaker_policy_layer *layer, char *err,
-				      size_t err_size)
-{
-	if (!name_ok(backend, strlen(backend))) {
-		errmsg_set(err, err_size, "backend name \"%.*s\" is empty or longer than %d bytes",
-			  BREAKER_NAME_MAX, backend, BREAKER_NAME_MAX);
-		return false;
-	}
-	return override_set(t, backend, "", layer, err, err_size);
-}
-
-bool breaker_table_set_server_policy(struct breaker_table *t, const char *backend,
-				     const char *server, const struct breaker_policy_layer *layer,
-				     char *err, size_t err_size)
-{
-	if (!name_ok(backend, strlen(backend)) || !name_ok(server, strlen(server))) {
-		errmsg_set(err, err_size,
-			  "server name \"%.*s/%.*s\" has an empty part or one longer than %d bytes",
-			  BREAKER_NAME_MAX, backend, BREAKER_NAME_MAX, server, BREAKER_NAME_MAX);
-		return false;
-	}
-	return override_set(t, backend, server, layer, err, err_size);
-}
-
-const struct breaker_policy *breaker_table_policy_for(const struct breaker_table *t,
-						      const char *backend, size_t backend_len,
-						      const char *server, size_t server_len)
-{
-	const struct breaker_policy *found = &t->global_effective;
-
-	for (uint32_t i = 0; i < t->override_count; i++) {
-		const struct breaker_table_override *o = t->overrides[i];
-		if (!name_eq(o->backend, strlen(o->backend), backend, backend_len))
-			continue;
-		if (o->server[0] == '\0')
-			found = &o->effective; /* the backend's; a server's may follow */
-		else if (name_eq(o->server, strlen(o->server), server, server_len))
-			return &o->effective; /* the most specific wins at once */
-	}
-	return found;
-}
-
-bool breaker_table_resolve_policies(struct breaker_table *t, char *err, size_t err_size)
-{
-	char why[256];
-	struct breaker_policy global;
-	struct breaker_policy *resolved = NULL;
-	const struct breaker_policy_layer *layers[3];
-
-	layers[0] = &t->global;
-	if (!breaker_policy_resolve(&global, layers, 1, why, sizeof(why))) {
-		errmsg_set(err, err_size, "global: %s", why);
-		return false;
-	}
-	if (t->override_count > 0) {
-		resolved = calloc(t->override_count, sizeof(*resolved));
-		if (!resolved) {
-			errmsg_set(err, err_size, "out of memory resolving policies");
-			return false;
-		}
-	}
-	/* Everything is computed aside first: a bad override leaves every
-	 * policy in use untouched. */
-	for (uint32_t i = 0; i < t->override_count; i++) {
-		const struct breaker_table_override *o = t->overrides[i];
-		bool ok;
-
-		if (o->server[0] == '\0') {
-			layers[1] = &o->layer;
-			ok = breaker_policy_resolve(&resolved[i], layers, 2, why, sizeof(why));
-			if (!ok)
-				errmsg_set(err, err_size, "backend %s: %s", o->backend, why);
-		} else {
-			const struct breaker_table_override *be =
-				override_find(t, o->backend, strlen(o->backend), "", 0);
-			layers[1] = be ? &be->layer : NULL;
-			layers[2] = &o->layer;
-			ok = breaker_policy_resolve(&resolved[i], layers, 3, why, sizeof(why));
-			if (!ok)
-				errmsg_set(err, err_size, "server %s/%s: %s", o->backend, o->server,
-					  why);
-		}
-		if (!ok) {
-			free(resolved);
-			return false;
-		}
-	}
-
-	t->global_effective = global;
-	for (uint32_t i = 0; i < t->override_count; i++)
-		t->overrides[i]->effective = resolved[i];
-	free(resolved);
-
+	t->policies = *policies;
+	memset(policies, 0, sizeof(*policies));
 	/* A new override may now apply to breakers created before it. */
 	for (struct breaker_table_entry *e = breaker_table_next(t, NULL); e;
 	     e = breaker_table_next(t, e))
-		breaker_set_policy(&e->breaker, breaker_table_policy_for(t, e->backend,
-									   e->backend_len, e->server,
-									   e->server_len));
-	return true;
-}
-
-void breaker_table_clear_policies(struct breaker_table *t)
-{
-	memset(&t->global, 0, sizeof(t->global));
-	for (uint32_t i = 0; i < t->override_count; i++)
-		memset(&t->overrides[i]->layer, 0, sizeof(t->overrides[i]->layer));
+		breaker_set_policy(&e->breaker, breaker_policies_for(&t->policies, e->backend,
+								     e->backend_len, e->server,
+								     e->server_len));
+	breaker_policies_free(&old);
 }
 
 /* ---- lookup ---- */
 
-struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const char *backend,
-					      size_t backend_len, const char *server,
-					      size_t server_len, uint64_t now_ms,
-					      enum breaker_table_status *status)
+static void lru_push_back(struct breaker_table *t, uint32_t idx)
+{
+	struct breaker_table_entry *e = &t->entries[idx];
+
+	e->lru_next = BREAKER_TABLE_NIL;
+	e->lru_prev = t->lru_tail;
+	if (t->lru_tail != BREAKER_TABLE_NIL)
+		t->entries[t->lru_tail].lru_next = idx;
+	else
+		t->lru_head = idx;
+	t->lru_tail = idx;
+}
+
+static struct breaker_table_entry *get_entry(struct breaker_table *t, const char *backend,
+					     size_t backend_len, const char *server,
+					     size_t server_len, uint64_t now_ms, bool quiet,
+					     enum breaker_table_status *status)
 {
 	if (!name_ok(backend, backend_len) || !name_ok(server, server_len)) {
 		*status = BREAKER_TABLE_BAD_NAME;
@@ -411,8 +283,10 @@ struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const cha
 	uint32_t slot;
 	if (slot_lookup(t, hash, backend, backend_len, server, server_len, &slot)) {
 		uint32_t idx = t->slots[slot];
-		lru_unlink(t, idx);
-		lru_push_front(t, idx);
+		if (!quiet) {
+			lru_unlink(t, idx);
+			lru_push_front(t, idx);
+		}
 		*status = BREAKER_TABLE_FOUND;
 		return &t->entries[idx];
 	}
@@ -433,25 +307,45 @@ struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const cha
 	struct breaker_table_entry *e = &t->entries[idx];
 	t->free_head = e->lru_next;
 
-	memcpy(e->backend, backend, backend_len);
-	e->backend[backend_len] = '\0';
+	struct breaker_table_names *names = &t->names[idx];
+	memcpy(names->backend, backend, backend_len);
+	names->backend[backend_len] = '\0';
 	e->backend_len = (uint8_t)backend_len;
-	memcpy(e->server, server, server_len);
-	e->server[server_len] = '\0';
+	memcpy(names->server, server, server_len);
+	names->server[server_len] = '\0';
 	e->server_len = (uint8_t)server_len;
 	e->hash = hash;
 	e->in_use = true;
-	memset(e->enforce, 0, sizeof(e->enforce));
 	memset(&e->counters, 0, sizeof(e->counters));
-	breaker_init(&e->breaker, breaker_table_policy_for(t, backend, backend_len, server,
-							    server_len),
+	breaker_init(&e->breaker,
+		     breaker_policies_for(&t->policies, backend, backend_len, server, server_len),
 		     now_ms);
 
 	t->slots[slot] = idx;
-	lru_push_front(t, idx);
+	if (quiet)
+		lru_push_back(t, idx);
+	else
+		lru_push_front(t, idx);
 	t->count++;
+	hook_created(t, idx);
 	*status = BREAKER_TABLE_CREATED;
 	return e;
+}
+
+struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const char *backend,
+					      size_t backend_len, const char *server,
+					      size_t server_len, uint64_t now_ms,
+					      enum breaker_table_status *status)
+{
+	return get_entry(t, backend, backend_len, server, server_len, now_ms, false, status);
+}
+
+struct breaker_table_entry *breaker_table_get_quiet(struct breaker_table *t, const char *backend,
+						    size_t backend_len, const char *server,
+						    size_t server_len, uint64_t now_ms,
+						    enum breaker_table_status *status)
+{
+	return get_entry(t, backend, backend_len, server, server_len, now_ms, true, status);
 }
 
 struct breaker_table_entry *breaker_table_find(struct breaker_table *t, const char *backend,
@@ -489,7 +383,7 @@ uint64_t breaker_table_tick(struct breaker_table *t, uint64_t now_ms,
 
 		if (deadline <= now_ms) {
 			struct breaker_event ev = breaker_tick(&e->breaker, now_ms);
-			if (on_event && (breaker_event_is_transition(&ev) || ev.probes_released))
+			if (on_event && breaker_event_is_transition(&ev))
 				on_event(e, &ev, ctx);
 			deadline = breaker_next_deadline(&e->breaker);
 		}
@@ -513,7 +407,7 @@ uint64_t breaker_table_next_deadline(const struct breaker_table *t)
 
 void breaker_table_remove(struct breaker_table *t, struct breaker_table_entry *e)
 {
-	entry_remove(t, (uint32_t)(e - t->entries));
+	entry_remove(t, breaker_table_index(t, e));
 }
 
 const char *breaker_table_status_name(enum breaker_table_status status)

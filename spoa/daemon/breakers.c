@@ -1,23 +1,69 @@
 /*
- * breakers.c - the breaker table on the event loop (see breakers.h).
+ * breakers.c - the breaker table on the event loop, and its event fan-out
+ * (see breakers.h).
  */
-#include <time.h>
+#include <string.h>
 
 #include "daemon/breakers.h"
-#include "util/log.h"
+#include "util/clock.h"
+#include "util/container_of.h"
 
-uint64_t breakers_now_ms(void)
+/* ---- the fan-out ---- */
+
+bool breakers_subscribe(struct breakers *b, const struct breaker_subscriber *s)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	if (b->nb_subscribers == BREAKERS_MAX_SUBSCRIBERS)
+		return false;
+	b->subscribers[b->nb_subscribers++] = *s;
+	return true;
 }
 
-static uint64_t clock_now(void *unused)
+void breakers_unsubscribe(struct breakers *b, void *ctx)
 {
-	(void)unused;
-	return breakers_now_ms();
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < b->nb_subscribers; i++)
+		if (b->subscribers[i].ctx != ctx)
+			b->subscribers[kept++] = b->subscribers[i];
+	b->nb_subscribers = kept;
 }
+
+void breakers_publish(struct breakers *b, struct breaker_table_entry *e,
+		      const struct breaker_event *ev, const struct breaker_cause *cause)
+{
+	for (unsigned i = 0; i < b->nb_subscribers; i++)
+		if (b->subscribers[i].recorded)
+			b->subscribers[i].recorded(b->subscribers[i].ctx, e, ev, cause);
+}
+
+static void on_created(void *ctx, uint32_t index)
+{
+	struct breakers *b = ctx;
+
+	for (unsigned i = 0; i < b->nb_subscribers; i++)
+		if (b->subscribers[i].created)
+			b->subscribers[i].created(b->subscribers[i].ctx, index);
+}
+
+static void on_removed(void *ctx, uint32_t index)
+{
+	struct breakers *b = ctx;
+
+	for (unsigned i = 0; i < b->nb_subscribers; i++)
+		if (b->subscribers[i].removed)
+			b->subscribers[i].removed(b->subscribers[i].ctx, index);
+}
+
+/* breaker-observe recorded a response: publish it. */
+static void on_observed(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
+			enum breaker_outcome outcome, int status)
+{
+	struct breaker_cause cause = {
+		.kind = BREAKER_CAUSE_RESPONSE, .outcome = outcome, .status = status};
+	breakers_publish(ctx, e, ev, &cause);
+}
+
+/* ---- the timer ---- */
 
 /* Arms the timer for `deadline` unless it already fires earlier. */
 static void arm_for(struct breakers *b, uint64_t deadline, bool force)
@@ -28,105 +74,64 @@ static void arm_for(struct breakers *b, uint64_t deadline, bool force)
 	b->armed_ms = deadline;
 	if (deadline == BREAKER_NO_DEADLINE)
 		return;
-	uint64_t now = breakers_now_ms();
+	uint64_t now = clock_now_ms();
 	double delay = deadline > now ? (double)(deadline - now) / 1000.0 : 0.0;
 	ev_timer_set(&b->timer, delay, 0.);
 	ev_timer_start(b->loop, &b->timer);
 }
 
-static void log_transition(struct breakers *b, struct breaker_table_entry *e,
-			   const struct breaker_event *ev, const char *reason)
+static void rearm_after_record(void *ctx, struct breaker_table_entry *e,
+			       const struct breaker_event *ev, const struct breaker_cause *cause)
 {
-	b->transitions++;
-	e->counters.transitions[ev->from][ev->to]++;
-	log_notice("breaker %s/%s: %s -> %s (%s)", e->backend, e->server,
-		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason);
-	/* Only queues work (a look at HAProxy): safe inside a table walk. */
-	if (b->on_transition)
-		b->on_transition(b->on_transition_ctx);
+	(void)ev;
+	(void)cause;
+	arm_for(ctx, breaker_next_deadline(&e->breaker), false);
 }
 
-static void on_observed(void *ctx, struct breaker_table_entry *e,
-			const struct breaker_event *ev, enum breaker_outcome outcome, int status)
+struct breaker_subscriber breakers_timer_subscriber(struct breakers *b)
 {
-	struct breakers *b = ctx;
-
-	if (breaker_event_is_transition(ev)) {
-		char reason[96];
-		snprintf(reason, sizeof(reason), "%s, status %d, failure streak %u",
-			 breaker_outcome_name(outcome), status, e->breaker.failure_streak);
-		log_transition(b, e, ev, reason);
-	}
-	arm_for(b, breaker_next_deadline(&e->breaker), false);
+	return (struct breaker_subscriber){
+		.name = "timer", .recorded = rearm_after_record, .ctx = b};
 }
 
-void breakers_recorded(struct breakers *b, struct breaker_table_entry *e,
-		       const struct breaker_event *ev, const char *reason)
+static void on_tick_event(struct breaker_table_entry *e, const struct breaker_event *ev, void *ctx)
 {
-	if (breaker_event_is_transition(ev))
-		log_transition(b, e, ev, reason);
-	arm_for(b, breaker_next_deadline(&e->breaker), false);
-}
-
-static void on_tick_event(struct breaker_table_entry *e, const struct breaker_event *ev,
-			  void *ctx)
-{
-	struct breakers *b = ctx;
-
-	if (breaker_event_is_transition(ev)) {
-		char reason[96];
-		snprintf(reason, sizeof(reason), "cool-down of %llu ms elapsed",
-			 (unsigned long long)e->breaker.policy->cooldown_ms);
-		log_transition(b, e, ev, reason);
-	}
-	if (ev->probes_released)
-		log_info("breaker %s/%s: %u probe(s) released after probe_timeout without an outcome",
-			 e->backend, e->server, ev->probes_released);
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COOLDOWN};
+	breakers_publish(ctx, e, ev, &cause);
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct breakers *b = (struct breakers *)((char *)w - offsetof(struct breakers, timer));
+	struct breakers *b = container_of(w, struct breakers, timer);
 	(void)loop;
 	(void)revents;
 
 	b->armed_ms = BREAKER_NO_DEADLINE;
-	uint64_t next = breaker_table_tick(&b->table, breakers_now_ms(), on_tick_event, b);
+	uint64_t next = breaker_table_tick(&b->table, clock_now_ms(), on_tick_event, b);
 	arm_for(b, next, true);
 }
 
-bool breakers_init(struct breakers *b, struct ev_loop *loop, const struct config *c, char *err,
-		   size_t err_size)
+/* ---- life ---- */
+
+bool breakers_init(struct breakers *b, struct ev_loop *loop, uint32_t max_entries,
+		   struct breaker_policies *policies, char *err, size_t err_size)
 {
+	memset(b, 0, sizeof(*b));
 	b->loop = loop;
 	b->armed_ms = BREAKER_NO_DEADLINE;
-	b->transitions = 0;
-	b->on_transition = NULL;
 	ev_timer_init(&b->timer, timer_cb, 0., 0.);
-	if (!breaker_table_init(&b->table, c->max_breakers, err, err_size))
+	if (!breaker_table_init(&b->table, max_entries, err, err_size))
 		return false;
-	if (!config_apply_policies(c, &b->table, err, err_size)) {
-		breaker_table_free(&b->table);
-		return false;
-	}
+	breaker_table_use_policies(&b->table, policies);
+	breaker_table_set_hooks(&b->table, &(struct breaker_table_hooks){
+		.created = on_created, .removed = on_removed, .ctx = b});
 	b->observe = (struct observe_ctx){
 		.table = &b->table,
-		.now_ms = clock_now,
+		.now_ms = clock_now_ms,
 		.observed = on_observed,
 		.observed_ctx = b,
 	};
 	return true;
-}
-
-bool breakers_reload(struct breakers *b, const struct config *c, char *err, size_t err_size)
-{
-	breaker_table_clear_policies(&b->table);
-	if (config_apply_policies(c, &b->table, err, err_size))
-		return true;
-	breaker_table_clear_policies(&b->table);
-	char ignored[16];
-	breaker_table_resolve_policies(&b->table, ignored, sizeof(ignored));
-	return false;
 }
 
 void breakers_free(struct breakers *b)

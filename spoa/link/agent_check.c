@@ -17,6 +17,7 @@
 #include "link/agent_check.h"
 #include "util/log.h"
 #include "util/names.h"
+#include "util/container_of.h"
 
 #define REQUEST_MAX 256
 #define REQUEST_TIMEOUT 2.0
@@ -98,7 +99,7 @@ static void check_conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void check_conn_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct check_conn *cc = (struct check_conn *)((char *)w - offsetof(struct check_conn, timer));
+	struct check_conn *cc = container_of(w, struct check_conn, timer);
 	(void)loop;
 	(void)revents;
 	cc->ac->refused++;

@@ -67,6 +67,16 @@ struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_pro
 	return plan;
 }
 
+void enforce_plan_assume_applied(const struct enforce_plan *plan, struct enforce_seen *seen)
+{
+	if (plan->set_drain)
+		seen->drained = true;
+	if (plan->set_ready)
+		seen->drained = false;
+	if (plan->set_maxconn)
+		seen->maxconn = plan->maxconn;
+}
+
 void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_probes,
 				struct enforce_memory *mem, char *buf, size_t size)
 {

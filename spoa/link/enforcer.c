@@ -1,13 +1,19 @@
 /*
- * enforce.c - carry the breakers' decisions to HAProxy.
+ * enforcer.c - carry the breakers' decisions to HAProxy (see enforcer.h).
  *
- * One code path for everything: look at HAProxy (`show info; show servers
- * state; show stat` in one batch), then for every breaker plan what
- * converges (enforce_plan()) and send it. A transition asks for a look at
- * once; a timer asks every poll_interval, which is what restores a
- * drain or a maxconn that an HAProxy reload or restart forgot. Commands and
- * the next look go through the same ordered queue, so a look always sees
- * the commands sent before it, and nothing is sent twice on stale news.
+ * Two paths, one plan (enforce_plan()):
+ *   - a transition converges its server at once, on every HAProxy, from
+ *     what the last look said, and remembers what it sent as what HAProxy
+ *     now holds;
+ *   - every poll_interval a round of looks (`show info; show stat -1 4 -1;
+ *     show servers state`, one batch per HAProxy) refreshes that picture,
+ *     records the fault counters' deltas, re-plans every breaker (what
+ *     restores a drain an HAProxy reload forgot) and, once every HAProxy
+ *     was read, confirms the successes seen before it and drops breakers
+ *     no HAProxy has any more.
+ * Commands and looks share each socket's ordered queue. A look answered
+ * after a command it was queued before describes HAProxy before that
+ * command, so it never overwrites what the command made of the server.
  *
  * In agent-check mode HAProxy asks instead, and the answer is computed from
  * the breaker on the spot; in shadow mode (none) plans are logged, never
@@ -16,23 +22,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "link/agent_check.h"
 #include "link/enforcer.h"
 #include "link/faults.h"
 #include "link/runtime_api.h"
+#include "util/clock.h"
+#include "util/container_of.h"
 #include "util/log.h"
 
 struct haproxy_link {
 	struct enforcer *owner;
-	unsigned index; /* into each entry's enforce[] */
+	unsigned index;
 	struct runtime_api_client *client;
+	struct enforce_entry *entries; /* one per table entry index */
 	struct runtime_api_info info;
 	bool info_known;
-	uint32_t poll_id;   /* completed looks */
-	bool polled_once;
-	bool polling;       /* a look is queued or in flight */
-	bool poll_again;    /* something changed meanwhile: look again after */
-	bool stat_read;     /* the look in flight read `show stat` */
-	bool restarted;     /* the look in flight found a new HAProxy process */
+	uint32_t look_id;      /* completed looks */
+	bool looked_once;
+	bool looking;          /* a look is queued or in flight */
+	bool stat_read;        /* the look in flight read `show stat` */
+	bool restarted;        /* the look in flight found a new HAProxy process */
+	uint64_t commands;     /* commands sent so far */
+	uint64_t look_queued_after; /* `commands` when the look in flight was queued */
 };
 
 struct enforcer {
@@ -42,8 +53,11 @@ struct enforcer {
 	struct breaker_table *table;
 	struct haproxy_link links[ENFORCE_MAX_HAPROXY];
 	unsigned nb_links;
-	ev_timer reconcile_timer;
+	ev_timer look_timer;
 	double poll_interval;
+	unsigned round_pending; /* looks of the current round not answered yet */
+	bool round_ok;          /* every look of the current round succeeded */
+	struct enforce_memory *agent_check_mem; /* agent-check mode: one per entry index */
 	struct agent_check agent_check;
 	bool agent_check_open;
 	struct enforce_stats stats;
@@ -65,8 +79,9 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 		e->stats.commands_ok++;
 	} else if (result == RUNTIME_API_OK) {
 		e->stats.commands_refused++;
-		log_warning("HAProxy %s refused '%s': %.*s", runtime_api_client_address(cc->link->client),
-			    cc->command, (int)strcspn(reply, "\n"), reply);
+		log_warning("HAProxy %s refused '%s': %.*s",
+			    runtime_api_client_address(cc->link->client), cc->command,
+			    (int)strcspn(reply, "\n"), reply);
 	} else {
 		/* The client logs the outage itself; the next look re-plans. */
 		e->stats.commands_failed++;
@@ -99,13 +114,16 @@ static void send_command(struct haproxy_link *link, const char *command, const c
 		log_warning("HAProxy %s: queue full, '%s' dropped (the next look retries)",
 			    runtime_api_client_address(link->client), command);
 		free(cc);
+		return;
 	}
+	link->commands++;
 }
 
-/* Plans and sends what brings HAProxy in line with one breaker. */
+/* Plans and sends what brings one HAProxy in line with one breaker. */
 static void converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry)
 {
-	struct enforce_entry *en = &entry->enforce[link->index];
+	struct enforcer *e = link->owner;
+	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	const struct breaker *b = &entry->breaker;
 	struct enforce_plan plan = enforce_plan(b->state, b->policy->half_open_probes, &en->seen,
 						&en->mem);
@@ -119,19 +137,47 @@ static void converge_entry(struct haproxy_link *link, struct breaker_table_entry
 		return;
 	}
 	snprintf(why, sizeof(why), "breaker %s", breaker_state_name(b->state));
+	uint64_t before = link->commands;
 	/* Ready before maxconn: a half-open server takes its probes at once. */
 	if ((plan.set_drain || plan.set_ready) &&
 	    runtime_api_cmd_set_state(command, sizeof(command), entry->backend, entry->server,
-				plan.set_drain ? "drain" : "ready"))
+				      plan.set_drain ? "drain" : "ready"))
 		send_command(link, command, why);
 	if (plan.set_maxconn && runtime_api_cmd_set_maxconn(command, sizeof(command), entry->backend,
-						      entry->server, plan.maxconn))
+							    entry->server, plan.maxconn))
 		send_command(link, command, why);
+	if (link->commands != before) {
+		/* Sent: until a look queued after them says otherwise, HAProxy
+		 * holds what they asked, so the next transition plans from it. */
+		enforce_plan_assume_applied(&plan, &en->seen);
+		en->last_command = link->commands;
+	}
+}
+
+/* The breakers' subscriber: a transition acts at once. */
+static void on_recorded(void *ctx, struct breaker_table_entry *entry,
+			const struct breaker_event *ev, const struct breaker_cause *cause)
+{
+	struct enforcer *e = ctx;
+	(void)cause;
+
+	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
+		return;
+	for (unsigned i = 0; i < e->nb_links; i++)
+		converge_entry(&e->links[i], entry);
+}
+
+static void on_created(void *ctx, uint32_t index)
+{
+	struct enforcer *e = ctx;
+
+	for (unsigned i = 0; i < e->nb_links; i++)
+		memset(&e->links[i].entries[index], 0, sizeof(e->links[i].entries[index]));
+	if (e->agent_check_mem)
+		memset(&e->agent_check_mem[index], 0, sizeof(e->agent_check_mem[index]));
 }
 
 /* ---- looking at HAProxy ---- */
-
-static void start_poll(struct haproxy_link *link);
 
 static void on_info(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
@@ -141,7 +187,7 @@ static void on_info(void *ctx, enum runtime_api_result result, const char *reply
 
 	link->restarted = false;
 	if (result != RUNTIME_API_OK || !runtime_api_parse_info(reply, len, &info, &report))
-		return; /* the look fails as a whole in on_stat */
+		return; /* the look fails as a whole in on_servers_state */
 	if (link->info_known &&
 	    (info.pid != link->info.pid || info.start_time_sec != link->info.start_time_sec)) {
 		link->restarted = true; /* its counters start from zero */
@@ -157,57 +203,44 @@ static void on_info(void *ctx, enum runtime_api_result result, const char *reply
 static void on_server_state(void *ctx, const struct runtime_api_server_state *row)
 {
 	struct haproxy_link *link = ctx;
-	struct breaker_table_entry *entry =
-		breaker_table_find(link->owner->table, row->be_name.ptr, row->be_name.len,
-				   row->srv_name.ptr, row->srv_name.len);
+	struct enforcer *e = link->owner;
+	struct breaker_table_entry *entry = breaker_table_find(
+		e->table, row->be_name.ptr, row->be_name.len, row->srv_name.ptr, row->srv_name.len);
 	if (!entry)
 		return; /* not an HTTP server: show stat created the others */
-	struct enforce_entry *en = &entry->enforce[link->index];
+	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	en->seen.known = true;
+	en->seen_in_look = link->look_id + 1;
+	/* Our command went out after this look was queued: the look shows
+	 * HAProxy before it, and would undo what we know. */
+	if (en->last_command > link->look_queued_after)
+		return;
 	en->seen.drained = row->admin_state & RUNTIME_API_ADMF_FDRAIN;
 	/* Inherited drain is configuration, like maintenance: hands off. */
-	en->seen.maint = row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT | RUNTIME_API_ADMF_IDRAIN);
-	en->seen_in_poll = link->poll_id + 1;
+	en->seen.maint = row->admin_state &
+			 (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT | RUNTIME_API_ADMF_IDRAIN);
 }
 
 /* Records what the counters say happened since the previous look. */
 static void record_faults(struct haproxy_link *link, struct breaker_table_entry *entry,
-			  const struct runtime_api_stat_row *row)
+			  struct enforce_entry *en, const struct runtime_api_stat_row *row)
 {
 	struct enforcer *e = link->owner;
-	struct breaker *b = &entry->breaker;
 	struct faults_counters counters;
 	struct faults_delta d;
-	char reason[160];
 
 	faults_counters_from_stat(&counters, row);
-	faults_delta(&entry->enforce[link->index].faults, &counters, link->restarted, &d);
+	faults_delta(&en->faults, &counters, link->restarted, &d);
 	e->stats.connect_errors += d.connect_errors;
 	e->stats.response_errors += d.response_errors;
 	e->stats.aborted_bodies += d.aborted_bodies;
 	e->stats.redispatches += d.redispatches;
-	uint64_t now = breakers_now_ms();
-
-	/* Aborted bodies first: they void the successes their heads recorded
-	 * over SPOP before this look (see breaker_record_aborted_bodies()). */
-	if (d.aborted_bodies) {
-		snprintf(reason, sizeof(reason), "%llu bodies aborted after the head (srv_abrt)",
-			 (unsigned long long)d.aborted_bodies);
-		struct breaker_event ev = breaker_record_aborted_bodies(b, d.aborted_bodies, now);
-		breakers_recorded(e->breakers, entry, &ev, reason);
-	}
-	if (d.failures) {
-		snprintf(reason, sizeof(reason),
-			 "HAProxy counters: %llu connect errors (econ), %llu response errors "
-			 "(eresp), %llu redispatched (wredis)",
-			 (unsigned long long)d.connect_errors, (unsigned long long)d.response_errors,
-			 (unsigned long long)d.redispatches);
-		struct breaker_event ev = breaker_record_failures(b, d.failures, now);
-		breakers_recorded(e->breakers, entry, &ev, reason);
-	}
-	/* The look confirms the successes seen before it. With several
-	 * HAProxy instances each look confirms its own share. */
-	breaker_counters_polled(b);
+	if (d.total == 0)
+		return;
+	struct breaker_event ev =
+		breaker_record_poll(&entry->breaker, d.aborted_bodies, d.failures, clock_now_ms());
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COUNTERS, .faults = &d};
+	breakers_publish(e->breakers, entry, &ev, &cause);
 }
 
 /*
@@ -215,55 +248,27 @@ static void record_faults(struct haproxy_link *link, struct breaker_table_entry 
  * that only ever refuses connections sends nothing over SPOP, and its
  * faults come from the counters alone. TCP backends -- the agent's own
  * among them -- carry no HTTP statuses and are never the breakers' to
- * drain.
+ * drain. Looked up without touching recency: eviction follows SPOP
+ * traffic, not the order of `show stat` rows.
  */
 static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 {
 	struct haproxy_link *link = ctx;
+	struct enforcer *e = link->owner;
 	static const char http[] = "http";
 
 	if (row->mode.len && !(row->mode.len == 4 && memcmp(row->mode.ptr, http, 4) == 0))
 		return;
 	enum breaker_table_status status;
 	struct breaker_table_entry *entry =
-		breaker_table_get(link->owner->table, row->pxname.ptr, row->pxname.len,
-				  row->svname.ptr, row->svname.len, breakers_now_ms(), &status);
+		breaker_table_get_quiet(e->table, row->pxname.ptr, row->pxname.len, row->svname.ptr,
+					row->svname.len, clock_now_ms(), &status);
 	if (!entry)
 		return; /* table full of judgements, or a name we do not keep */
-	entry->enforce[link->index].seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
-	record_faults(link, entry, row);
-}
-
-/* The look is complete: converge every breaker, forget servers HAProxy no
- * longer has. */
-static void reconcile(struct haproxy_link *link)
-{
-	struct enforcer *e = link->owner;
-	struct breaker_table_entry *entry, *next;
-
-	link->poll_id++;
-	link->polled_once = true;
-	e->stats.reconciliations++;
-	for (entry = breaker_table_next(e->table, NULL); entry; entry = next) {
-		next = breaker_table_next(e->table, entry);
-		struct enforce_entry *en = &entry->enforce[link->index];
-		if (en->seen_in_poll != link->poll_id)
-			en->seen.known = false;
-		if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
-			converge_entry(link, entry);
-
-		bool known_anywhere = false, all_looked = true;
-		for (unsigned i = 0; i < e->nb_links; i++) {
-			known_anywhere |= entry->enforce[i].seen.known;
-			all_looked &= e->links[i].polled_once;
-		}
-		if (!known_anywhere && all_looked) {
-			log_notice("breaker %s/%s dropped: no HAProxy has this server", entry->backend,
-				   entry->server);
-			e->stats.dropped_breakers++;
-			breaker_table_remove(e->table, entry);
-		}
-	}
+	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
+	if (en->last_command <= link->look_queued_after)
+		en->seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
+	record_faults(link, entry, en, row);
 }
 
 static void on_stat(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
@@ -278,13 +283,63 @@ static void on_stat(void *ctx, enum runtime_api_result result, const char *reply
 			    runtime_api_client_address(link->client), report.error);
 }
 
-/* The last answer of a look: converge, then look again if asked meanwhile. */
-static void on_servers_state(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
+/* One HAProxy's look is complete: converge every breaker on it. */
+static void reconcile(struct haproxy_link *link)
+{
+	struct enforcer *e = link->owner;
+
+	link->look_id++;
+	link->looked_once = true;
+	e->stats.reconciliations++;
+	for (struct breaker_table_entry *entry = breaker_table_next(e->table, NULL); entry;
+	     entry = breaker_table_next(e->table, entry)) {
+		struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
+		if (en->seen_in_look != link->look_id)
+			en->seen.known = false;
+		if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
+			converge_entry(link, entry);
+	}
+}
+
+/*
+ * Every HAProxy of the round was read. The one step that needs them all:
+ * successes recorded before the round are confirmed (no aborted body can
+ * void them any more) and a breaker no HAProxy lists is dropped. After a
+ * round with a failed look neither happens: a success stays provisional
+ * until a complete round, and an unread HAProxy may still have the server.
+ */
+static void end_round(struct enforcer *e)
+{
+	struct breaker_table_entry *entry, *next;
+
+	if (!e->round_ok)
+		return;
+	for (entry = breaker_table_next(e->table, NULL); entry; entry = next) {
+		next = breaker_table_next(e->table, entry);
+		uint32_t index = breaker_table_index(e->table, entry);
+		bool known_anywhere = false;
+		for (unsigned i = 0; i < e->nb_links; i++)
+			known_anywhere |= e->links[i].entries[index].seen.known;
+		if (known_anywhere) {
+			breaker_confirm_successes(&entry->breaker);
+			continue;
+		}
+		log_notice("breaker %s/%s dropped: no HAProxy has this server", entry->backend,
+			   entry->server);
+		e->stats.dropped_breakers++;
+		breaker_table_remove(e->table, entry);
+	}
+}
+
+/* The last answer of a look. */
+static void on_servers_state(void *ctx, enum runtime_api_result result, const char *reply,
+			     size_t len)
 {
 	struct haproxy_link *link = ctx;
+	struct enforcer *e = link->owner;
 	struct runtime_api_parse_report report;
 
-	link->polling = false;
+	link->looking = false;
 	bool states_read = result == RUNTIME_API_OK &&
 			   runtime_api_parse_servers_state(reply, len, on_server_state, link, &report);
 	if (result == RUNTIME_API_OK && !states_read)
@@ -292,47 +347,51 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 			    runtime_api_client_address(link->client), report.error);
 	/* Without the servers' states every breaker would look unknown and be
 	 * dropped: a partial look converges nothing. */
-	if (states_read && link->stat_read)
+	if (states_read && link->stat_read) {
 		reconcile(link);
-	else
-		link->owner->stats.looks_failed++;
-	if (link->poll_again) {
-		link->poll_again = false;
-		start_poll(link);
+	} else {
+		e->stats.looks_failed++;
+		e->round_ok = false;
 	}
+	if (e->round_pending > 0 && --e->round_pending == 0)
+		end_round(e);
 }
 
-static void start_poll(struct haproxy_link *link)
+static bool start_look(struct haproxy_link *link)
 {
-	if (link->polling) {
-		link->poll_again = true;
-		return;
-	}
 	/* One batch: the three answers describe the same moment. */
 	link->stat_read = false;
-	bool queued = runtime_api_submit(link->client, "show info", on_info, link) &&
-		      runtime_api_submit(link->client, "show stat -1 4 -1", on_stat, link) &&
-		      runtime_api_submit(link->client, "show servers state", on_servers_state, link);
-	link->polling = queued;
+	link->look_queued_after = link->commands;
+	bool queued =
+		runtime_api_submit(link->client, "show info", on_info, link) &&
+		runtime_api_submit(link->client, "show stat -1 4 -1", on_stat, link) &&
+		runtime_api_submit(link->client, "show servers state", on_servers_state, link);
+	link->looking = queued;
 	if (!queued)
-		log_warning("HAProxy %s: queue full, look postponed", runtime_api_client_address(link->client));
+		log_warning("HAProxy %s: queue full, look postponed",
+			    runtime_api_client_address(link->client));
+	return queued;
 }
 
-static void reconcile_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void look_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct enforcer *e = (struct enforcer *)((char *)w - offsetof(struct enforcer, reconcile_timer));
+	struct enforcer *e = container_of(w, struct enforcer, look_timer);
 	(void)loop;
 	(void)revents;
-	for (unsigned i = 0; i < e->nb_links; i++)
-		start_poll(&e->links[i]);
-}
 
-void enforcer_breaker_changed(struct enforcer *e)
-{
-	if (!e)
+	/* A slow HAProxy still answering the last round: wait for it rather
+	 * than pile looks up in its queue. */
+	if (e->round_pending > 0)
 		return;
-	for (unsigned i = 0; i < e->nb_links; i++)
-		start_poll(&e->links[i]);
+	e->round_ok = true;
+	for (unsigned i = 0; i < e->nb_links; i++) {
+		if (start_look(&e->links[i]))
+			e->round_pending++;
+		else
+			e->round_ok = false;
+	}
+	if (e->round_pending == 0)
+		end_round(e);
 }
 
 /* ---- agent-check ---- */
@@ -348,16 +407,56 @@ static void agent_check_answer(void *ctx, const char *backend, const char *serve
 		return;
 	}
 	const struct breaker *b = &entry->breaker;
-	enforce_agent_check_answer(b->state, b->policy->half_open_probes, &entry->enforce[0].mem,
-				   buf, size);
+	enforce_agent_check_answer(b->state, b->policy->half_open_probes,
+				   &e->agent_check_mem[breaker_table_index(e->table, entry)], buf,
+				   size);
 }
 
 /* ---- life ---- */
 
+/* The link of `previous` that talks to `address`, or NULL. */
+static struct haproxy_link *find_link(struct enforcer *previous, const char *address)
+{
+	for (unsigned i = 0; previous && i < previous->nb_links; i++)
+		if (strcmp(runtime_api_client_address(previous->links[i].client), address) == 0)
+			return &previous->links[i];
+	return NULL;
+}
+
+/* Takes over what `previous` knows; only once the new enforcer is complete,
+ * so that a failed reload leaves previous untouched. */
+static void take_over(struct enforcer *e, struct enforcer *previous)
+{
+	if (!previous)
+		return;
+	e->stats = previous->stats;
+	for (unsigned i = 0; i < e->nb_links; i++) {
+		struct haproxy_link *old = find_link(previous, runtime_api_client_address(e->links[i].client));
+		if (!old)
+			continue;
+		struct enforce_entry *swap = e->links[i].entries;
+		e->links[i].entries = old->entries;
+		old->entries = swap;
+		/* Commands still queued on the old socket fail with it; counts
+		 * start again on the new one, so the next look is believed. */
+		for (uint32_t j = 0; j < e->table->max_entries; j++)
+			e->links[i].entries[j].last_command = 0;
+		e->links[i].info = old->info;
+		e->links[i].info_known = old->info_known;
+	}
+	if (e->agent_check_mem && previous->agent_check_mem) {
+		struct enforce_memory *swap = e->agent_check_mem;
+		e->agent_check_mem = previous->agent_check_mem;
+		previous->agent_check_mem = swap;
+	}
+}
+
 struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
-			      struct breakers *breakers, char *err, size_t err_size)
+			      struct breakers *breakers, struct enforcer *previous, char *err,
+			      size_t err_size)
 {
 	struct enforcer *e = calloc(1, sizeof(*e));
+	uint32_t nb_entries = breakers->table.max_entries;
 	if (!e) {
 		snprintf(err, err_size, "out of memory");
 		return NULL;
@@ -367,20 +466,30 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	e->breakers = breakers;
 	e->table = &breakers->table;
 	e->poll_interval = (double)c->poll_ms / 1000.0;
+	ev_timer_init(&e->look_timer, look_timer_cb, 0., e->poll_interval);
 
 	for (unsigned i = 0; i < c->nb_runtime_api; i++) {
 		struct haproxy_link *link = &e->links[e->nb_links];
 		char why[256];
+		link->owner = e;
+		link->index = e->nb_links;
+		link->entries = calloc(nb_entries, sizeof(*link->entries));
 		link->client = runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
-		if (!link->client) {
-			snprintf(err, err_size, "runtime_api %s: %s", c->runtime_api[i], why);
+		e->nb_links++;
+		if (!link->client || !link->entries) {
+			snprintf(err, err_size, "runtime_api %s: %s", c->runtime_api[i],
+				 link->client ? "out of memory" : why);
 			enforcer_free(e);
 			return NULL;
 		}
-		link->owner = e;
-		link->index = e->nb_links++;
 	}
 	if (c->enforce == ENFORCE_AGENT_CHECK) {
+		e->agent_check_mem = calloc(nb_entries, sizeof(*e->agent_check_mem));
+		if (!e->agent_check_mem) {
+			snprintf(err, err_size, "out of memory");
+			enforcer_free(e);
+			return NULL;
+		}
 		if (!agent_check_open(&e->agent_check, loop, c->agent_check, agent_check_answer, e, err,
 				      err_size)) {
 			enforcer_free(e);
@@ -388,10 +497,16 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		}
 		e->agent_check_open = true;
 	}
-	if (e->nb_links > 0) {
-		ev_timer_init(&e->reconcile_timer, reconcile_timer_cb, 0., e->poll_interval);
-		ev_timer_start(loop, &e->reconcile_timer);
+	struct breaker_subscriber s = {
+		.name = "HAProxy link", .recorded = on_recorded, .created = on_created, .ctx = e};
+	if (!breakers_subscribe(breakers, &s)) {
+		snprintf(err, err_size, "too many breaker subscribers");
+		enforcer_free(e);
+		return NULL;
 	}
+	take_over(e, previous);
+	if (e->nb_links > 0)
+		ev_timer_start(loop, &e->look_timer);
 	log_notice("enforcement: %s%s", enforce_mode_name(e->mode),
 		   e->mode == ENFORCE_NONE ? " (shadow: decisions are logged, HAProxy is not changed)"
 					   : "");
@@ -402,11 +517,15 @@ void enforcer_free(struct enforcer *e)
 {
 	if (!e)
 		return;
-	ev_timer_stop(e->loop, &e->reconcile_timer);
+	breakers_unsubscribe(e->breakers, e);
+	ev_timer_stop(e->loop, &e->look_timer);
 	if (e->agent_check_open)
 		agent_check_close(&e->agent_check);
-	for (unsigned i = 0; i < e->nb_links; i++)
+	for (unsigned i = 0; i < e->nb_links; i++) {
 		runtime_api_client_free(e->links[i].client);
+		free(e->links[i].entries);
+	}
+	free(e->agent_check_mem);
 	free(e);
 }
 

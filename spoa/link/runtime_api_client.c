@@ -28,8 +28,8 @@
 #include "link/runtime_api.h"
 #include "util/sockaddr.h"
 #include "util/log.h"
+#include "util/container_of.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 enum runtime_api_phase {
 	PHASE_IDLE,

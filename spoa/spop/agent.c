@@ -5,6 +5,7 @@
 
 #include "spop/agent.h"
 #include "util/log.h"
+#include "util/container_of.h"
 
 
 void agent_settings_default(struct agent_settings *s)
@@ -51,7 +52,7 @@ static void close_listeners(struct agent *a)
 
 static void shutdown_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct agent *a = (struct agent *)((char *)w - offsetof(struct agent, shutdown_timer));
+	struct agent *a = container_of(w, struct agent, shutdown_timer);
 	(void)revents;
 
 	log_warning("%u connection(s) still open after %.1fs, closing them", a->nb_conns,

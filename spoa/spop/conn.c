@@ -25,6 +25,7 @@
 #include "spop/agent.h"
 #include "util/log.h"
 #include "spop/spop.h"
+#include "util/container_of.h"
 
 enum conn_state {
 	CONN_HELLO,
@@ -400,7 +401,7 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, timer));
+	struct conn *c = container_of(w, struct conn, timer);
 	(void)loop;
 	(void)revents;
 

@@ -65,7 +65,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 		return;
 	}
 
-	uint64_t now = o->now_ms(o->clock_ctx);
+	uint64_t now = o->now_ms();
 	enum breaker_table_status found;
 	struct breaker_table_entry *entry =
 		breaker_table_get(o->table, (const char *)be->ptr, be->len, (const char *)srv->ptr,
@@ -79,7 +79,6 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	struct breaker *b = &entry->breaker;
 	enum breaker_outcome outcome = breaker_outcome(b->policy, (int)status);
 	struct breaker_event ev = breaker_record(b, outcome, now);
-	entry->counters.outcomes[outcome]++;
 
 	dispatch_set_int(reply, "upstream_status", status);
 	dispatch_set_string(reply, "outcome", breaker_outcome_name(outcome));

@@ -201,7 +201,7 @@ assert set(b) == {\"w1\", \"w2\", \"w3\"}, b
 p = b[\"w2\"][\"policy\"]
 assert p[\"threshold\"] == 3 and p[\"cooldown_ms\"] == 60000, p
 assert p[\"capacity_statuses\"] == \"429,503\", p
-for k in (\"since_ms\", \"cooldown_left_ms\", \"probes_in_flight\", \"failure_streak\"):
+for k in (\"since_ms\", \"cooldown_left_ms\", \"failure_streak\"):
     assert isinstance(b[\"w2\"][k], int), k
 print(\"ok\")'"
 	echo "$output"

@@ -1,7 +1,7 @@
 /*
  * test_breaker_aborts.c - bodies that die after their head (issue 5), and
  * the other counter-fed records: breaker_record_aborted_bodies,
- * breaker_record_failures, breaker_counters_polled.
+ * breaker_record_failures, breaker_confirm_successes.
  *
  * The specification is a table of scripts: a start state, a string of
  * events, the state and streak they must leave. Scenarios then drive whole
@@ -53,8 +53,7 @@ static void open_then_half_open(struct breaker *b, uint64_t *now)
 enum start {
 	START_CLOSED,
 	START_OPEN,
-	START_HALF_OPEN_PROBING, /* every probe slot taken */
-	START_HALF_OPEN_IDLE,	 /* no probe sent yet */
+	START_HALF_OPEN,	 /* cool-down over: probes go to the worker */
 };
 
 #define ANY (-1)
@@ -123,22 +122,21 @@ static const struct row rows[] = {
 	{"late success closes, its body dies", START_OPEN, "SA", ANY, LATE_CLOSE, OPEN, 0, true},
 	{"late success closes, confirmed", START_OPEN, "SPA", ANY, LATE_CLOSE, CLOSED, 1, false},
 	/* HALF_OPEN: no head of a probe can be aborting here. */
-	{"half-open ignores aborts", START_HALF_OPEN_PROBING, "A", ANY, ANY, HALF_OPEN, 0, false},
-	{"half-open idle ignores aborts", START_HALF_OPEN_IDLE, "AP", ANY, ANY, HALF_OPEN, 0, false},
-	{"half-open: failures at once reopen", START_HALF_OPEN_PROBING, "N", ANY, ANY, OPEN, 0,
+	{"half-open ignores aborts", START_HALF_OPEN, "A", ANY, ANY, HALF_OPEN, 0, false},
+	{"half-open ignores a confirmed look's aborts", START_HALF_OPEN, "AP", ANY, ANY, HALF_OPEN, 0, false},
+	{"half-open: failures at once reopen", START_HALF_OPEN, "N", ANY, ANY, OPEN, 0,
 	 true},
 	/* A probe's success closes provisionally: its dying body reopens. */
-	{"probe body dies", START_HALF_OPEN_PROBING, "SA", ANY, ANY, OPEN, 0, true},
-	{"probe body dies, other heads too", START_HALF_OPEN_PROBING, "SSSA", ANY, ANY, OPEN, 0,
+	{"probe body dies", START_HALF_OPEN, "SA", ANY, ANY, OPEN, 0, true},
+	{"probe body dies, other heads too", START_HALF_OPEN, "SSSA", ANY, ANY, OPEN, 0,
 	 true},
-	{"probe confirmed", START_HALF_OPEN_PROBING, "SPA", ANY, ANY, CLOSED, 1, false},
-	{"probe, then a plain failure", START_HALF_OPEN_PROBING, "SF", ANY, ANY, CLOSED, 1, false},
-	{"probe, failure, body dies", START_HALF_OPEN_PROBING, "SFA", ANY, ANY, OPEN, 0, true},
-	{"idle half-open, unadmitted success", START_HALF_OPEN_IDLE, "SA", ANY, ANY, OPEN, 0, true},
+	{"probe confirmed", START_HALF_OPEN, "SPA", ANY, ANY, CLOSED, 1, false},
+	{"probe, then a plain failure", START_HALF_OPEN, "SF", ANY, ANY, CLOSED, 1, false},
+	{"probe, failure, body dies", START_HALF_OPEN, "SFA", ANY, ANY, OPEN, 0, true},
 	/* A probe's 503 closes (policy close), just as provisionally. */
-	{"probe 503 body dies", START_HALF_OPEN_PROBING, "BA", HOBP_CLOSE, ANY, OPEN, 0, true},
-	{"probe 503 confirmed", START_HALF_OPEN_PROBING, "BPA", HOBP_CLOSE, ANY, CLOSED, 1, false},
-	{"probe 503 releases only", START_HALF_OPEN_PROBING, "BA", HOBP_IGNORE, ANY, HALF_OPEN, 0,
+	{"probe 503 body dies", START_HALF_OPEN, "BA", HOBP_CLOSE, ANY, OPEN, 0, true},
+	{"probe 503 confirmed", START_HALF_OPEN, "BPA", HOBP_CLOSE, ANY, CLOSED, 1, false},
+	{"probe 503 records nothing", START_HALF_OPEN, "BA", HOBP_IGNORE, ANY, HALF_OPEN, 0,
 	 false},
 };
 
@@ -153,14 +151,7 @@ static uint64_t setup(struct breaker *b, const struct breaker_policy *p, enum st
 	case START_OPEN:
 		trip(b, now);
 		break;
-	case START_HALF_OPEN_PROBING:
-		open_then_half_open(b, &now);
-		while (breaker_would_allow(b)) {
-			assert_true(b->probes_in_flight < LOOP_BOUND);
-			assert_true(breaker_try_acquire_probe(b, now));
-		}
-		break;
-	case START_HALF_OPEN_IDLE:
+	case START_HALF_OPEN:
 		open_then_half_open(b, &now);
 		break;
 	}
@@ -176,10 +167,10 @@ static uint64_t run(struct breaker *b, const char *script, uint64_t now)
 		case 'F': breaker_record_failure(b, now); break;
 		case 'S': breaker_record_success(b, now); break;
 		case 'B': breaker_record_backpressure(b, now); break;
-		case 'A': breaker_record_aborted_bodies(b, 1, now); break;
-		case 'Z': breaker_record_aborted_bodies(b, 0, now); break;
-		case 'N': breaker_record_failures(b, 2, now); break;
-		case 'P': breaker_counters_polled(b); break;
+		case 'A': breaker_record_poll(b, 1, 0, now); break;
+		case 'Z': breaker_record_poll(b, 0, 0, now); break;
+		case 'N': breaker_record_poll(b, 0, 2, now); break;
+		case 'P': breaker_confirm_successes(b); break;
 		default: fail_msg("bad script letter '%c'", *c);
 		}
 	}
@@ -277,8 +268,8 @@ static void test_every_body_dies_opens(void **state)
 				assert_true(requests <= LOOP_BOUND);
 				for (unsigned i = 0; i < per_poll[k]; i++, requests++)
 					breaker_record_success(&b, now += 10);
-				breaker_record_aborted_bodies(&b, per_poll[k], now += 10);
-				breaker_counters_polled(&b);
+				breaker_record_poll(&b, per_poll[k], 0, now += 10);
+				breaker_confirm_successes(&b);
 			}
 			/* It opens at the poll that brings the threshold. */
 			if (b.state != BREAKER_OPEN || requests < p.threshold ||
@@ -308,12 +299,11 @@ static void test_every_body_dies_reopens_after_each_probe(void **state)
 		now = breaker_next_deadline(&b);
 		breaker_tick(&b, now);
 		assert_int_equal(b.state, BREAKER_HALF_OPEN);
-		assert_true(breaker_try_acquire_probe(&b, now));
 		struct breaker_event ev = breaker_record_success(&b, now + 5);
 		assert_string_equal(breaker_transition_name(&ev), "half_open->closed");
-		ev = breaker_record_aborted_bodies(&b, 1, now + 20);
+		ev = breaker_record_poll(&b, 1, 0, now + 20);
 		assert_string_equal(breaker_transition_name(&ev), "closed->open");
-		breaker_counters_polled(&b);
+		breaker_confirm_successes(&b);
 		/* A new cool-down, from the abort. */
 		assert_int_equal(b.state_since_ms, now + 20);
 		assert_int_equal(breaker_next_deadline(&b), now + 20 + p.cooldown_ms);
@@ -336,8 +326,8 @@ static void test_probe_confirmed_stays_closed(void **state)
 		breaker_init(&b, &p, now);
 		open_then_half_open(&b, &now);
 		breaker_record_success(&b, now + 1);
-		breaker_counters_polled(&b);
-		struct breaker_event ev = breaker_record_aborted_bodies(&b, 1, now + 2);
+		breaker_confirm_successes(&b);
+		struct breaker_event ev = breaker_record_poll(&b, 1, 0, now + 2);
 		if (p.threshold == 1) {
 			/* One failure is a trip at threshold 1, void or not. */
 			assert_int_equal(b.state, BREAKER_OPEN);
@@ -363,14 +353,14 @@ static void test_confirmed_successes_stay_successes(void **state)
 		while (b.failure_streak + 1 < p.threshold)
 			breaker_record_failure(&b, now += 10);
 		breaker_record_success(&b, now += 10);
-		breaker_record_aborted_bodies(&b, 0, now += 10);
-		breaker_record_failures(&b, 0, now);
-		breaker_counters_polled(&b);
+		breaker_record_poll(&b, 0, 0, now += 10);
+		breaker_record_poll(&b, 0, 0, now);
+		breaker_confirm_successes(&b);
 		assert_int_equal(b.failure_streak, 0);
 	}
 	assert_int_equal(b.state, BREAKER_CLOSED);
 	/* An abort in a later poll, with no success since, voids nothing. */
-	breaker_record_aborted_bodies(&b, 1, now += 10);
+	breaker_record_poll(&b, 1, 0, now += 10);
 	assert_int_equal(b.state, BREAKER_CLOSED);
 	assert_int_equal(b.failure_streak, 1);
 }
@@ -387,10 +377,10 @@ static void test_aborts_in_open_ignored(void **state)
 	struct breaker before = b;
 	uint64_t deadline = breaker_next_deadline(&b);
 	for (uint64_t k = 0; k < 5; k++) {
-		struct breaker_event ev = breaker_record_aborted_bodies(&b, k * 1000, T0 + 1 + k);
+		struct breaker_event ev = breaker_record_poll(&b, k * 1000, 0, T0 + 1 + k);
 		assert_false(breaker_event_is_transition(&ev));
 		assert_int_equal(ev.dirty, BREAKER_DIRTY_UNCHANGED);
-		breaker_counters_polled(&b);
+		breaker_confirm_successes(&b);
 	}
 	assert_int_equal(b.state, BREAKER_OPEN);
 	assert_int_equal(b.failure_streak, before.failure_streak);
@@ -404,8 +394,7 @@ static void test_failures_at_once_equal_one_by_one(void **state)
 {
 	static const uint32_t thresholds[] = {1, 2, 3, 7};
 	static const uint64_t counts[] = {0, 1, 2, 3, 6, 7, 8, 100, 1000000};
-	static const enum start starts[] = {START_CLOSED, START_OPEN, START_HALF_OPEN_PROBING,
-					    START_HALF_OPEN_IDLE};
+	static const enum start starts[] = {START_CLOSED, START_OPEN, START_HALF_OPEN};
 
 	for (size_t t = 0; t < NB(thresholds); t++) {
 		for (size_t s = 0; s < NB(starts); s++) {
@@ -432,7 +421,7 @@ static void test_failures_at_once_equal_one_by_one(void **state)
 						breaker_record_failure(&one, now + 5);
 					ev_one.from = from;
 					ev_one.to = one.state;
-					ev_many = breaker_record_failures(&many, counts[c], now + 5);
+					ev_many = breaker_record_poll(&many, 0, counts[c], now + 5);
 					assert_int_equal(ev_many.from, ev_one.from);
 					assert_int_equal(ev_many.to, ev_one.to);
 					assert_int_equal(ev_many.dirty == BREAKER_BECAME_DIRTY,
@@ -440,8 +429,6 @@ static void test_failures_at_once_equal_one_by_one(void **state)
 					assert_int_equal(many.state, one.state);
 					assert_int_equal(many.failure_streak, one.failure_streak);
 					assert_int_equal(many.state_since_ms, one.state_since_ms);
-					assert_int_equal(many.probes_in_flight,
-							 one.probes_in_flight);
 				}
 			}
 		}
@@ -455,9 +442,9 @@ static void test_failures_at_once_equal_one_by_one(void **state)
 	low = high;
 	low.threshold = 2;
 	breaker_init(&b, &high, T0);
-	breaker_record_failures(&b, 6, T0);
+	breaker_record_poll(&b, 0, 6, T0);
 	breaker_set_policy(&b, &low);
-	struct breaker_event ev = breaker_record_failures(&b, 3, T0 + 1);
+	struct breaker_event ev = breaker_record_poll(&b, 0, 3, T0 + 1);
 	assert_string_equal(breaker_transition_name(&ev), "closed->open");
 	assert_int_equal(b.failure_streak, 7);
 }
@@ -471,11 +458,11 @@ static void test_failures_saturate(void **state)
 	breaker_policy_defaults(&p);
 	p.threshold = UINT32_MAX;
 	breaker_init(&b, &p, T0);
-	breaker_record_failures(&b, UINT64_MAX, T0);
+	breaker_record_poll(&b, 0, UINT64_MAX, T0);
 	assert_int_equal(b.state, BREAKER_OPEN);
 	assert_int_equal(b.failure_streak, UINT32_MAX);
 	breaker_init(&b, &p, T0);
-	breaker_record_failures(&b, (uint64_t)UINT32_MAX - 1, T0);
+	breaker_record_poll(&b, 0, (uint64_t)UINT32_MAX - 1, T0);
 	assert_int_equal(b.state, BREAKER_CLOSED);
 	assert_int_equal(b.failure_streak, UINT32_MAX - 1);
 }
@@ -495,10 +482,10 @@ static void test_abort_dirty_events(void **state)
 	struct breaker_event ev = breaker_record_success(&b, now);
 	assert_int_equal(ev.dirty, BREAKER_BECAME_CLEAN);
 	assert_false(breaker_is_dirty(&b)); /* provisional is not dirty */
-	ev = breaker_record_aborted_bodies(&b, 1, now);
+	ev = breaker_record_poll(&b, 1, 0, now);
 	assert_int_equal(ev.dirty, BREAKER_BECAME_DIRTY);
 	assert_int_equal(b.failure_streak, 3);
-	ev = breaker_record_aborted_bodies(&b, 0, now);
+	ev = breaker_record_poll(&b, 0, 0, now);
 	assert_int_equal(ev.dirty, BREAKER_DIRTY_UNCHANGED);
 }
 

@@ -384,16 +384,15 @@ static void test_basis_names(void **state)
 
 /* ==== each measured case, through a breaker ==== */
 
-/* One poll, in the order breaker.h prescribes. */
+/* One complete look, as the link records it. */
 static void poll_into(struct breaker *b, struct faults_baseline *base,
 		      const struct faults_counters *cur, uint64_t now)
 {
 	struct faults_delta d;
 
 	faults_delta(base, cur, false, &d);
-	breaker_record_aborted_bodies(b, d.aborted_bodies, now);
-	breaker_record_failures(b, d.failures, now);
-	breaker_counters_polled(b);
+	breaker_record_poll(b, d.aborted_bodies, d.failures, now);
+	breaker_confirm_successes(b);
 }
 
 /*

@@ -1,0 +1,48 @@
+/*
+ * daemon.h - the running agent: every part wired together, the signals,
+ * the reload, and the teardown, in one place (daemon.c). main.c only reads
+ * the configuration and hands it here.
+ */
+#ifndef SPOA_DAEMON_H
+#define SPOA_DAEMON_H
+
+#include <stdio.h>
+
+#include "admin/admin_http.h"
+#include "config/config.h"
+#include "daemon/breakers.h"
+#include "link/enforcer.h"
+#include "spop/agent.h"
+#include "spop/dispatch.h"
+
+/* Reads the configuration again for a reload: returns -1 with *c usable,
+ * anything else when it was refused (every problem written to errors). */
+typedef int (*daemon_load_fn)(struct config *c, FILE *errors, void *ctx);
+
+struct daemon {
+	struct ev_loop *loop;
+	struct config config; /* what runs (restart-only keys: as started) */
+	const char *config_path; /* NULL: no file, nothing to reload */
+	daemon_load_fn load;
+	void *load_ctx;
+	struct breakers breakers;
+	struct enforcer *enforcer;
+	struct dispatch dispatch;
+	struct agent agent;
+	struct admin_http *admin; /* NULL: none */
+	ev_signal sigterm, sigint, sighup;
+};
+
+/* Runs the agent on *c (moved in: the daemon frees it) until TERM or INT.
+ * Returns the exit status. */
+int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, void *load_ctx);
+
+/* SIGHUP's work (reload.c): read the configuration again and apply it
+ * whole, or keep the running one whole. */
+void daemon_reload(struct daemon *d);
+
+/* The admin pages (admin_pages.c): /metrics, /state, /healthz from the
+ * running parts. ctx is the daemon. */
+bool daemon_render_admin_page(void *ctx, enum admin_page page, struct strbuf *out);
+
+#endif /* SPOA_DAEMON_H */

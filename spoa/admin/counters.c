@@ -1,0 +1,21 @@
+/*
+ * counters.c - the metrics counters subscriber (see counters.h).
+ */
+#include "admin/counters.h"
+
+static void count(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
+		  const struct breaker_cause *cause)
+{
+	(void)ctx;
+	/* Outcomes are SPOP observations only: counter faults have their own
+	 * family (faults_polled_total), kept by the link. */
+	if (cause->kind == BREAKER_CAUSE_RESPONSE)
+		e->counters.outcomes[cause->outcome]++;
+	if (breaker_event_is_transition(ev))
+		e->counters.transitions[ev->from][ev->to]++;
+}
+
+struct breaker_subscriber counters_subscriber(void)
+{
+	return (struct breaker_subscriber){.name = "metrics counters", .recorded = count};
+}

@@ -1,0 +1,149 @@
+/*
+ * daemon.c - the running agent (see daemon.h): start every part, wire the
+ * breakers' subscribers, handle the signals, tear down in one place.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/counters.h"
+#include "daemon/daemon.h"
+#include "daemon/transition_log.h"
+#include "spop/observe.h"
+#include "util/log.h"
+
+static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	log_notice("received signal %d", w->signum);
+	struct daemon *d = w->data;
+	agent_stop(&d->agent);
+}
+
+static void on_reload_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	daemon_reload(w->data);
+}
+
+/* The admin listener. One asked for explicitly must open; the default one
+ * only warns, so that a second agent on the host still runs. */
+static bool open_admin(struct daemon *d)
+{
+	const struct config *c = &d->config;
+	char err[512];
+
+	if (!c->admin[0])
+		return true;
+	d->admin = admin_http_open(d->loop, c->admin, daemon_render_admin_page, d, err, sizeof(err));
+	if (d->admin)
+		return true;
+	if (c->admin_set) {
+		log_error("%s", err);
+		return false;
+	}
+	log_warning("%s: running without the admin listener", err);
+	return true;
+}
+
+/* Who hears of every breaker record, in this order. The HAProxy link
+ * subscribes itself (enforcer_new), last, and again on each reload. */
+static bool subscribe_all(struct daemon *d)
+{
+	const struct breaker_subscriber subscribers[] = {
+		transition_log_subscriber(),             /* one log line per transition */
+		counters_subscriber(),                   /* /metrics: outcomes, transitions */
+		breakers_timer_subscriber(&d->breakers), /* the cool-down timer */
+	};
+	for (size_t i = 0; i < sizeof(subscribers) / sizeof(subscribers[0]); i++)
+		if (!breakers_subscribe(&d->breakers, &subscribers[i]))
+			return false;
+	return true;
+}
+
+/* Starts every part; false (and logged) if one cannot start. Whatever
+ * started is torn down by teardown(). */
+static bool start(struct daemon *d)
+{
+	struct config *c = &d->config;
+	struct breaker_policies policies;
+	char err[512];
+
+	if (!config_build_policies(c, &policies, err, sizeof(err)) ||
+	    !breakers_init(&d->breakers, d->loop, c->max_breakers, &policies, err, sizeof(err))) {
+		breaker_policies_free(&policies);
+		log_error("%s", err);
+		return false;
+	}
+	if (!subscribe_all(d)) {
+		log_error("too many breaker subscribers");
+		return false;
+	}
+	d->enforcer = enforcer_new(d->loop, c, &d->breakers, NULL, err, sizeof(err));
+	if (!d->enforcer) {
+		log_error("%s", err);
+		return false;
+	}
+	dispatch_init(&d->dispatch);
+	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->breakers.observe);
+	agent_init(&d->agent, d->loop, &c->agent, &d->dispatch);
+	for (unsigned i = 0; i < c->nb_listen; i++) {
+		if (!agent_listen(&d->agent, c->listen[i], err, sizeof(err))) {
+			log_error("%s", err);
+			return false;
+		}
+	}
+	return open_admin(d);
+}
+
+/* The one teardown, in the reverse order of start(). */
+static void teardown(struct daemon *d)
+{
+	admin_http_close(d->admin);
+	if (d->agent.loop)
+		agent_destroy(&d->agent);
+	enforcer_free(d->enforcer);
+	if (d->breakers.loop)
+		breakers_free(&d->breakers);
+	config_free(&d->config);
+}
+
+int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, void *load_ctx)
+{
+	static struct daemon d; /* the signal watchers point at it */
+
+	d.config = *c;
+	memset(c, 0, sizeof(*c));
+	d.config_path = config_path;
+	d.load = load;
+	d.load_ctx = load_ctx;
+	log_init(d.config.log_level, d.config.use_syslog, "spoa-breaker");
+
+	/* Writes use MSG_NOSIGNAL; this covers anything else. */
+	signal(SIGPIPE, SIG_IGN);
+	d.loop = ev_default_loop(EVFLAG_AUTO);
+	if (!d.loop) {
+		log_error("cannot initialise the event loop");
+		config_free(&d.config);
+		return 1;
+	}
+	if (!start(&d)) {
+		teardown(&d);
+		return 1;
+	}
+	ev_signal_init(&d.sigterm, on_stop_signal, SIGTERM);
+	ev_signal_init(&d.sigint, on_stop_signal, SIGINT);
+	ev_signal_init(&d.sighup, on_reload_signal, SIGHUP);
+	d.sigterm.data = d.sigint.data = d.sighup.data = &d;
+	ev_signal_start(d.loop, &d.sigterm);
+	ev_signal_start(d.loop, &d.sigint);
+	ev_signal_start(d.loop, &d.sighup);
+
+	log_notice("spoa-breaker %s started", SPOA_VERSION);
+	ev_run(d.loop, 0);
+	teardown(&d);
+	log_notice("spoa-breaker stopped");
+	return 0;
+}

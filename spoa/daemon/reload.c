@@ -1,0 +1,137 @@
+/*
+ * reload.c - SIGHUP: read the configuration again and apply every key a
+ * running agent can change, or none of them.
+ *
+ * Everything new is built aside first (the configuration, its policies,
+ * the HAProxy link when [haproxy] changed); only when every step has
+ * succeeded is it swapped in. A step that fails leaves the running
+ * configuration whole, and says why. Breakers keep their state; only their
+ * policies change. Keys only a restart can change are named in a warning.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon.h"
+#include "util/log.h"
+
+static bool same_haproxy(const struct config *a, const struct config *b)
+{
+	if (a->enforce != b->enforce || a->poll_ms != b->poll_ms ||
+	    strcmp(a->agent_check, b->agent_check) != 0 || a->nb_runtime_api != b->nb_runtime_api)
+		return false;
+	for (unsigned i = 0; i < a->nb_runtime_api; i++)
+		if (strcmp(a->runtime_api[i], b->runtime_api[i]) != 0)
+			return false;
+	return true;
+}
+
+static void warn_restart_only(const struct config *now, const struct config *next)
+{
+	bool listen_same = now->nb_listen == next->nb_listen;
+	for (unsigned i = 0; listen_same && i < now->nb_listen; i++)
+		listen_same = strcmp(now->listen[i], next->listen[i]) == 0;
+	const struct {
+		const char *key;
+		bool changed;
+	} keys[] = {
+		{"listen", !listen_same},
+		{"max_frame_size", now->agent.max_frame_size != next->agent.max_frame_size},
+		{"max_connections", now->agent.max_connections != next->agent.max_connections},
+		{"max_breakers", now->max_breakers != next->max_breakers},
+		{"syslog", now->use_syslog != next->use_syslog},
+		{"admin", strcmp(now->admin, next->admin) != 0},
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (keys[i].changed)
+			log_warning("reload: %s changed; it takes effect at the next restart",
+				    keys[i].key);
+}
+
+/* Restart-only settings keep describing what runs. */
+static void keep_restart_only(struct config *next, const struct config *now)
+{
+	next->agent = now->agent;
+	next->max_breakers = now->max_breakers;
+	next->use_syslog = now->use_syslog;
+	memcpy(next->listen, now->listen, sizeof(next->listen));
+	next->nb_listen = now->nb_listen;
+	memcpy(next->admin, now->admin, sizeof(next->admin));
+	next->admin_set = now->admin_set;
+}
+
+static void refuse(struct config *fresh, struct breaker_policies *policies, const char *why)
+{
+	log_error("reload refused: %s; the running configuration stays in effect", why);
+	breaker_policies_free(policies);
+	config_free(fresh);
+}
+
+void daemon_reload(struct daemon *d)
+{
+	struct config fresh;
+	struct breaker_policies policies = {0};
+	char err[512];
+
+	if (!d->config_path) {
+		log_notice("SIGHUP: running without a configuration file (-f), nothing to reload");
+		return;
+	}
+	log_notice("SIGHUP: reloading %s", d->config_path);
+
+	/* 1. The file and the command line, checked whole. */
+	char *report = NULL;
+	size_t report_len = 0;
+	FILE *errors = open_memstream(&report, &report_len);
+	int status = errors ? d->load(&fresh, errors, d->load_ctx) : 1;
+	if (errors)
+		fclose(errors);
+	for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n"))
+		log_error("reload: %s", line);
+	free(report);
+	if (status >= 0) {
+		log_error("reload refused: the running configuration stays in effect");
+		return;
+	}
+
+	/* 2. Its policies. */
+	if (!config_build_policies(&fresh, &policies, err, sizeof(err))) {
+		refuse(&fresh, &policies, err);
+		return;
+	}
+
+	/* 3. The HAProxy link, when [haproxy] changed. An agent-check
+	 * listener cannot be opened twice on one address, so in that mode a
+	 * change waits for a restart. */
+	struct enforcer *enforcer = NULL;
+	if (!same_haproxy(&d->config, &fresh)) {
+		if (d->config.enforce == ENFORCE_AGENT_CHECK && fresh.enforce == ENFORCE_AGENT_CHECK &&
+		    strcmp(d->config.agent_check, fresh.agent_check) == 0) {
+			log_warning("reload: [haproxy] changes with the agent-check listener on %s "
+				    "take effect at the next restart", fresh.agent_check);
+			fresh.enforce = d->config.enforce;
+			fresh.poll_ms = d->config.poll_ms;
+			memcpy(fresh.runtime_api, d->config.runtime_api, sizeof(fresh.runtime_api));
+			fresh.nb_runtime_api = d->config.nb_runtime_api;
+		} else {
+			enforcer = enforcer_new(d->loop, &fresh, &d->breakers, d->enforcer, err,
+						sizeof(err));
+			if (!enforcer) {
+				refuse(&fresh, &policies, err);
+				return;
+			}
+		}
+	}
+
+	/* Every step succeeded: swap it all in. */
+	breaker_table_use_policies(&d->breakers.table, &policies);
+	if (enforcer) {
+		enforcer_free(d->enforcer);
+		d->enforcer = enforcer;
+	}
+	warn_restart_only(&d->config, &fresh);
+	keep_restart_only(&fresh, &d->config);
+	log_init(fresh.log_level, fresh.use_syslog, "spoa-breaker");
+	config_free(&d->config);
+	d->config = fresh;
+	log_notice("configuration reloaded");
+}

@@ -1,0 +1,13 @@
+/*
+ * clock.c - the monotonic clock in milliseconds (see clock.h).
+ */
+#include <time.h>
+
+#include "util/clock.h"
+
+uint64_t clock_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}

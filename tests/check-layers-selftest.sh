@@ -1,0 +1,80 @@
+#!/bin/bash
+# check-layers-selftest.sh [CC] - proves tests/check-layers.sh can fail:
+# the impure fixture (tests/layers/impure.c: clock_gettime, fprintf, the
+# agent's logger) must be refused with each symbol named, the pure one
+# (tests/layers/pure.c: string functions) accepted, a symbol defined by
+# another object of the set accepted, and usage errors must exit 2.
+# Prints "check-layers self-test: ok" and exits 0, or names what failed and
+# exits 1.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+CC=${1:-${CC:-cc}}
+CHECK=tests/check-layers.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+	echo "check-layers self-test: FAILED: $*"
+	failures=$((failures + 1))
+}
+
+compile() { # SRC OBJ
+	if ! $CC -c -Iinclude -D_GNU_SOURCE -std=c11 -o "$2" "$1" 2>"$tmp/cc.err"; then
+		echo "check-layers self-test: FAILED: $CC cannot compile $1:" >&2
+		cat "$tmp/cc.err" >&2
+		exit 1
+	fi
+}
+
+# check_run ARGS...: runs check-layers.sh, leaving rc and out.
+check_run() {
+	out=$("$CHECK" "$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" >"$tmp/out"
+}
+
+# names SYMBOL OBJ: the output has the violation line for SYMBOL in OBJ.
+names() {
+	grep -qxF "check-layers: $2 calls $1: the pure core does no I/O, reads no clock, logs nothing" "$tmp/out"
+}
+
+compile tests/layers/impure.c "$tmp/impure.o"
+compile tests/layers/pure.c "$tmp/pure.o"
+
+# The impure object alone: refused, every impurity named.
+check_run "$tmp/impure.o"
+[ "$rc" -eq 1 ] || fail "impure.o: exit $rc, expected 1; output: $out"
+for sym in clock_gettime fprintf log_msg layers_fixture_pure; do
+	names "$sym" "$tmp/impure.o" || fail "impure.o: $sym not named; output: $out"
+done
+
+# The pure object alone: accepted.
+check_run "$tmp/pure.o"
+[ "$rc" -eq 0 ] || fail "pure.o: exit $rc, expected 0; output: $out"
+[ "$out" = "check-layers: 1 pure objects, no I/O, no clock, no logging" ] ||
+	fail "pure.o: unexpected output: $out"
+
+# Both: what pure.o defines resolves impure.o's call to it; the rest stays.
+check_run "$tmp/pure.o" "$tmp/impure.o"
+[ "$rc" -eq 1 ] || fail "pure.o + impure.o: exit $rc, expected 1; output: $out"
+names clock_gettime "$tmp/impure.o" || fail "pure.o + impure.o: clock_gettime not named; output: $out"
+names fprintf "$tmp/impure.o" || fail "pure.o + impure.o: fprintf not named; output: $out"
+if grep -qF -e layers_fixture_pure -e "check-layers: $tmp/pure.o calls" "$tmp/out"; then
+	fail "pure.o + impure.o: a symbol defined in the set was reported; output: $out"
+fi
+
+# Usage errors.
+check_run
+[ "$rc" -eq 2 ] || fail "no argument: exit $rc, expected 2"
+check_run "$tmp/missing.o"
+[ "$rc" -eq 2 ] || fail "missing object: exit $rc, expected 2"
+check_run tests/layers/pure.c
+[ "$rc" -eq 2 ] || fail "not an object: exit $rc, expected 2"
+
+if [ "$failures" -gt 0 ]; then
+	exit 1
+fi
+echo "check-layers self-test: ok"
+exit 0
