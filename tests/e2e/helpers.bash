@@ -258,3 +258,57 @@ probe_w2_until_closed() {
 	done
 	return 1
 }
+
+# Stops the scene's agent and starts it again with the same options (the
+# file it reads may have changed meanwhile): its start-up look at HAProxy
+# then finds HAProxy running. Its log starts anew; the previous one is kept
+# as agent-previous.log (stop_all checks both).
+restart_agent() {
+	stop agent
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-previous.log"
+	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	wait_port "$AGENT_PORT"
+	wait_until 10 agent_is_up
+}
+
+# One sample of the agent's /metrics on 127.0.0.1:$ADMIN_PORT, named with its
+# labels as printed (metric 'spoa_breaker_haproxy_looks_total{result="ok"}');
+# empty when the agent does not print it.
+metric() { # SAMPLE
+	curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="$1" '$1==m {print $2}'
+}
+
+# metric_at_least SAMPLE N: for wait_until.
+metric_at_least() {
+	local v
+	v=$(metric "$1")
+	[ -n "$v" ] && [ "${v%.*}" -ge "$2" ]
+}
+
+# metric_is SAMPLE VALUE: for wait_until.
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+
+# One field of a breaker in the agent's /state (FIELD may be a dotted path,
+# policy.threshold); prints nothing and fails when there is no such breaker.
+breaker_field() { # BACKEND/SERVER FIELD
+	curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/state" | python3 -c '
+import json, sys
+backend, server = sys.argv[1].split("/", 1)
+try:
+    breakers = json.load(sys.stdin)["breakers"]
+except (ValueError, KeyError):
+    sys.exit(1)  # no answer yet, or not the /state document
+for b in breakers:
+    if b["backend"] == backend and b["server"] == server:
+        v = b
+        for k in sys.argv[2].split("."):
+            v = v[k]
+        print(str(v).lower() if isinstance(v, bool) else v)
+        sys.exit(0)
+sys.exit(1)
+' "$1" "$2"
+}
+
+# The agent has a breaker for BACKEND/SERVER: for wait_until.
+breaker_known() { breaker_field "$1" state >/dev/null; }
