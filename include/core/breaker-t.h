@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
+
 /* ---- status sets ---- */
 
 /* A set covers the HTTP statuses a worker can answer: 100..599. */
@@ -156,7 +158,7 @@ struct breaker_counters {
 /* ---- policies of one configuration (policy.c) ---- */
 
 /* Longest backend or server name kept; longer ones are refused. */
-#define BREAKER_NAME_MAX 127
+#define BREAKER_NAME_MAX NAME_MAX_LEN
 
 /* What a configuration sets for one backend (server "") or one server. */
 struct breaker_policy_override {
@@ -192,7 +194,7 @@ enum breaker_table_status {
 	BREAKER_TABLE_FOUND,    /* lookup: an existing entry */
 	BREAKER_TABLE_CREATED,  /* lookup: a new entry, CLOSED and clean */
 	BREAKER_TABLE_FULL,     /* lookup: no room and nothing evictable */
-	BREAKER_TABLE_BAD_NAME, /* empty, longer than BREAKER_NAME_MAX, or holds a NUL */
+	BREAKER_TABLE_BAD_NAME, /* not a name HAProxy accepts (name_is_valid()) */
 };
 
 /* One tracked server: the breaker and its counters, nothing of HAProxy

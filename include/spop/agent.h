@@ -83,18 +83,8 @@ void agent_stop(struct agent *a);
 /* Frees what is left (listeners, connections) without any goodbye. */
 void agent_destroy(struct agent *a);
 
-/* --- used by listener.c and conn.c only --- */
-void conn_accept(struct agent *a, int fd, const char *peer);
-void listener_close(struct agent *a, struct listener *l);
-void conn_goodbye(struct conn *c);
-void conn_free(struct conn *c);
-struct conn *conn_next(struct conn *c);
+/* --- for conn.c and listener.c (spop/conn.h, spop/listener.h) --- */
 void agent_count_disconnect(struct agent *a, enum spop_status status);
 void agent_conn_closed(struct agent *a);
-
-/* Opens a non-blocking listening socket on spec (see agent_listen()).
- * Returns the fd, or -1 with a message in err. */
-int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_len);
-
 
 #endif /* SPOA_AGENT_H */

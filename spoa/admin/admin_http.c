@@ -20,6 +20,7 @@
 #include "util/log.h"
 #include "admin/metrics.h"
 #include "util/container_of.h"
+#include "util/listen_socket.h"
 
 struct admin_http {
 	struct ev_loop *loop;

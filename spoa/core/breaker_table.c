@@ -14,14 +14,17 @@
 #include "core/breaker.h"
 #include "core/policy.h"
 #include "util/errmsg.h"
+#include "util/names.h"
 
 #define SLOT_EMPTY UINT32_MAX
 
 
-/* A name we can store and later hand to the Runtime API as a C string. */
+/* The one gate for names (util/names.c): a server whose name HAProxy
+ * would not accept never gets a breaker, so no name the table holds can
+ * inject a Runtime API command. */
 static bool name_ok(const char *name, size_t len)
 {
-	return len >= 1 && len <= BREAKER_NAME_MAX && !memchr(name, '\0', len);
+	return name_is_valid(name, len);
 }
 
 static bool name_eq(const char *stored, size_t stored_len, const char *name, size_t len)

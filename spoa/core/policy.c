@@ -9,6 +9,7 @@
 #include "core/policy.h"
 #include "core/breaker.h"
 #include "util/errmsg.h"
+#include "util/names.h"
 
 /* The failure set nobody configured: every 5xx that is not already
  * backpressure or ignored, so the three sets never overlap by default. */
@@ -153,8 +154,7 @@ static int find_override(const struct breaker_policy_override *o, size_t n, cons
 
 static bool name_fits(const char *name)
 {
-	size_t len = strnlen(name, BREAKER_NAME_MAX + 1);
-	return len >= 1 && len <= BREAKER_NAME_MAX;
+	return name_is_valid(name, strnlen(name, BREAKER_NAME_MAX + 1));
 }
 
 /* A later override of the same level adds its fields on top of the
@@ -222,8 +222,8 @@ bool breaker_policies_build(struct breaker_policies *out,
 	for (size_t i = 0; i < nb_overrides; i++) {
 		const struct breaker_policy_override *o = &overrides[i];
 		if (!name_fits(o->backend) || (o->server[0] && !name_fits(o->server))) {
-			snprintf(msg, sizeof(msg), "override %zu: a name is empty or longer than %d bytes",
-				 i, BREAKER_NAME_MAX);
+			snprintf(msg, sizeof(msg), "override %zu: '%s/%s' is not a valid HAProxy name",
+				 i, o->backend, o->server);
 			report(on_error, ctx, (int)i, msg);
 			ok = false;
 			continue;

@@ -18,6 +18,7 @@
 #include "util/log.h"
 #include "util/names.h"
 #include "util/container_of.h"
+#include "util/listen_socket.h"
 
 #define REQUEST_MAX 256
 #define REQUEST_TIMEOUT 2.0

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "spop/agent.h"
+#include "spop/conn.h"
+#include "spop/listener.h"
 #include "util/log.h"
 #include "util/container_of.h"
 

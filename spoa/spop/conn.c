@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "spop/agent.h"
+#include "spop/conn.h"
+#include "spop/listener.h"
 #include "util/log.h"
 #include "spop/spop.h"
 #include "util/container_of.h"

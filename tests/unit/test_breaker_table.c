@@ -122,6 +122,11 @@ static void test_bad_names(void **state)
 	assert_int_equal(st, BREAKER_TABLE_BAD_NAME);
 	assert_null(breaker_table_get(&t, "work\0ers", 8, "w1", 2, T0, &st));
 	assert_int_equal(st, BREAKER_TABLE_BAD_NAME);
+	/* What would inject a Runtime API command never gets a breaker. */
+	assert_null(get(&t, "workers", "w1; shutdown sessions", &st));
+	assert_int_equal(st, BREAKER_TABLE_BAD_NAME);
+	assert_null(get(&t, "workers\nshow", "w1", &st));
+	assert_int_equal(st, BREAKER_TABLE_BAD_NAME);
 	assert_null(find(&t, "", "w1"));
 	assert_int_equal(t.count, 0);
 
@@ -486,8 +491,10 @@ static void test_override_names_checked(void **state)
 	struct breaker_policies p;
 
 	add_level(&l, "", "", threshold_layer(2));
+	add_level(&l, "b", "w1;shutdown", threshold_layer(2));
 	assert_false(breaker_policies_build(&p, NULL, l.overrides, l.n, keep_first, &fe));
-	assert_non_null(strstr(fe.text, "empty"));
+	assert_non_null(strstr(fe.text, "not a valid HAProxy name"));
+	assert_int_equal(fe.calls, 2);
 	assert_null(p.levels);
 }
 

@@ -1,0 +1,22 @@
+/*
+ * conn.h - one SPOP connection (conn.c): its buffers, its frames, its
+ * timers. The agent (agent.c) owns the list of connections; the listeners
+ * (listener.c) hand each accepted socket to conn_accept().
+ */
+#ifndef SPOA_CONN_H
+#define SPOA_CONN_H
+
+#include "spop/agent.h"
+
+/* Takes over fd (non-blocking, accepted by a listener) as a connection of
+ * a; closes it at once when a has max_connections already. `peer` is for
+ * logs only. */
+void conn_accept(struct agent *a, int fd, const char *peer);
+/* Graceful stop: AGENT-DISCONNECT status 0, then close once written. */
+void conn_goodbye(struct conn *c);
+/* Closes and frees at once, without a goodbye. */
+void conn_free(struct conn *c);
+/* The next connection of the agent's list, or NULL. */
+struct conn *conn_next(struct conn *c);
+
+#endif /* SPOA_CONN_H */
