@@ -21,6 +21,7 @@
 #include "admin/metrics.h"
 #include "util/container_of.h"
 #include "util/listen_socket.h"
+#include "util/errmsg.h"
 
 struct admin_http {
 	struct ev_loop *loop;
@@ -153,18 +154,18 @@ struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin
 	char why[256];
 	int fd = listen_socket_open(spec, &is_unix, why, sizeof(why));
 	if (fd < 0) {
-		snprintf(err, err_size, "admin listener: %s", why);
+		errmsg_set(err, err_size, "admin listener: %s", why);
 		return NULL;
 	}
 	if (is_unix) {
 		close(fd);
-		snprintf(err, err_size, "admin address '%s': expected HOST:PORT or [IPV6]:PORT", spec);
+		errmsg_set(err, err_size, "admin address '%s': expected HOST:PORT or [IPV6]:PORT", spec);
 		return NULL;
 	}
 	struct admin_http *h = calloc(1, sizeof(*h));
 	if (!h) {
 		close(fd);
-		snprintf(err, err_size, "admin address '%s': out of memory", spec);
+		errmsg_set(err, err_size, "admin address '%s': out of memory", spec);
 		return NULL;
 	}
 	h->loop = loop;
@@ -182,14 +183,14 @@ struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin
 	if (!h->mhd) {
 		close(fd);
 		free(h);
-		snprintf(err, err_size, "admin address '%s': libmicrohttpd could not start", spec);
+		errmsg_set(err, err_size, "admin address '%s': libmicrohttpd could not start", spec);
 		return NULL;
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info || info->epoll_fd < 0) {
 		MHD_stop_daemon(h->mhd); /* closes fd */
 		free(h);
-		snprintf(err, err_size, "admin address '%s': libmicrohttpd has no epoll fd", spec);
+		errmsg_set(err, err_size, "admin address '%s': libmicrohttpd has no epoll fd", spec);
 		return NULL;
 	}
 	ev_io_init(&h->io, io_cb, info->epoll_fd, EV_READ);

@@ -29,6 +29,7 @@
 #include "util/clock.h"
 #include "util/container_of.h"
 #include "util/log.h"
+#include "util/errmsg.h"
 
 struct haproxy_link {
 	struct enforcer *owner;
@@ -458,7 +459,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	struct enforcer *e = calloc(1, sizeof(*e));
 	uint32_t nb_entries = breakers->table.max_entries;
 	if (!e) {
-		snprintf(err, err_size, "out of memory");
+		errmsg_set(err, err_size, "out of memory");
 		return NULL;
 	}
 	e->loop = loop;
@@ -477,7 +478,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		link->client = runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
 		e->nb_links++;
 		if (!link->client || !link->entries) {
-			snprintf(err, err_size, "runtime_api %s: %s", c->runtime_api[i],
+			errmsg_set(err, err_size, "runtime_api %s: %s", c->runtime_api[i],
 				 link->client ? "out of memory" : why);
 			enforcer_free(e);
 			return NULL;
@@ -486,7 +487,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	if (c->enforce == ENFORCE_AGENT_CHECK) {
 		e->agent_check_mem = calloc(nb_entries, sizeof(*e->agent_check_mem));
 		if (!e->agent_check_mem) {
-			snprintf(err, err_size, "out of memory");
+			errmsg_set(err, err_size, "out of memory");
 			enforcer_free(e);
 			return NULL;
 		}
@@ -500,7 +501,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	struct breaker_subscriber s = {
 		.name = "HAProxy link", .recorded = on_recorded, .created = on_created, .ctx = e};
 	if (!breakers_subscribe(breakers, &s)) {
-		snprintf(err, err_size, "too many breaker subscribers");
+		errmsg_set(err, err_size, "too many breaker subscribers");
 		enforcer_free(e);
 		return NULL;
 	}

@@ -29,6 +29,7 @@
 #include "util/sockaddr.h"
 #include "util/log.h"
 #include "util/container_of.h"
+#include "util/errmsg.h"
 
 
 enum runtime_api_phase {
@@ -113,7 +114,7 @@ struct runtime_api_client *runtime_api_client_new(struct ev_loop *loop, const ch
 		runtime_api_settings_default(&s);
 	if (s.max_queue == 0 || s.max_batch == 0 || !(s.timeout > 0) || !(s.backoff_min > 0) ||
 	    s.backoff_max < s.backoff_min || s.max_reply == 0) {
-		snprintf(err, err_size,
+		errmsg_set(err, err_size,
 			 "Runtime API settings: max_queue, max_batch, timeout, backoff_min and "
 			 "max_reply must be positive, and backoff_max at least backoff_min");
 		return NULL;
@@ -132,7 +133,7 @@ struct runtime_api_client *runtime_api_client_new(struct ev_loop *loop, const ch
 			free(c->parts);
 		}
 		free(c);
-		snprintf(err, err_size, "Runtime API client: out of memory");
+		errmsg_set(err, err_size, "Runtime API client: out of memory");
 		return NULL;
 	}
 	c->loop = loop;

@@ -19,6 +19,7 @@
 #include "util/log.h"
 #include "util/listen_socket.h"
 #include "util/sockaddr.h"
+#include "util/errmsg.h"
 
 struct listener {
 	ev_io io; /* first: the callback recovers the listener from its watcher */
@@ -86,7 +87,7 @@ static void listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len)
 {
 	if (a->nb_listeners == AGENT_MAX_LISTENERS) {
-		snprintf(err, err_len, "too many listen addresses (at most %d)", AGENT_MAX_LISTENERS);
+		errmsg_set(err, err_len, "too many listen addresses (at most %d)", AGENT_MAX_LISTENERS);
 		return false;
 	}
 	bool is_unix;
@@ -96,7 +97,7 @@ bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len)
 
 	struct listener *l = calloc(1, sizeof(*l));
 	if (!l) {
-		snprintf(err, err_len, "listen address '%s': out of memory", spec);
+		errmsg_set(err, err_len, "listen address '%s': out of memory", spec);
 		close(fd);
 		return false;
 	}

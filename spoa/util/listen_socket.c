@@ -14,6 +14,7 @@
 
 #include "util/listen_socket.h"
 #include "util/sockaddr.h"
+#include "util/errmsg.h"
 
 /* A stale socket file from a previous run is removed; a live one (another
  * agent answers on it) is left alone and the bind then fails. */
@@ -43,7 +44,7 @@ int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_le
 
 	int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(err, err_len, "listen address '%s': socket: %s", spec, strerror(errno));
+		errmsg_set(err, err_len, "listen address '%s': socket: %s", spec, strerror(errno));
 		return -1;
 	}
 	int one = 1;
@@ -52,7 +53,7 @@ int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_le
 	if (addr.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&addr, addr_len) != 0 || listen(fd, 1024) != 0) {
-		snprintf(err, err_len, "listen address '%s': %s", spec, strerror(errno));
+		errmsg_set(err, err_len, "listen address '%s': %s", spec, strerror(errno));
 		close(fd);
 		return -1;
 	}

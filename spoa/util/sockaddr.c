@@ -10,6 +10,7 @@
 #include <sys/un.h>
 
 #include "util/sockaddr.h"
+#include "util/errmsg.h"
 
 static bool parse_port(const char *s, uint16_t *port)
 {
@@ -25,7 +26,7 @@ static bool parse_port(const char *s, uint16_t *port)
 static bool addr_error(char *err, size_t err_len, const char *label, const char *spec,
 		       const char *what)
 {
-	snprintf(err, err_len, "%s '%s': %s", label, spec, what);
+	errmsg_set(err, err_len, "%s '%s': %s", label, spec, what);
 	return false;
 }
 
