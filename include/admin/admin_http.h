@@ -45,7 +45,4 @@ struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin
 /* Closes the listener and every client. NULL is a no-op. */
 void admin_http_close(struct admin_http *h);
 
-/* The path a page is served at ("/metrics", ...). */
-const char *admin_page_path(enum admin_page page);
-
 #endif /* SPOA_ADMIN_HTTP_H */

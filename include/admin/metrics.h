@@ -33,6 +33,7 @@ struct metrics_source {
 	const struct agent_stats *agent;
 	unsigned connections_open;
 	uint64_t observations_refused;
+	uint64_t unknown_messages; /* SPOE messages no handler claimed */
 	enum enforce_mode enforce_mode;
 	const struct enforce_stats *enforce;
 	struct metrics_runtime_api runtime_api[ENFORCE_MAX_HAPROXY];

@@ -43,14 +43,6 @@ static const struct {
 	{"/healthz", ADMIN_PAGE_HEALTHZ, "text/plain; charset=utf-8"},
 };
 
-const char *admin_page_path(enum admin_page page)
-{
-	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
-		if (pages[i].page == page)
-			return pages[i].path;
-	return "?";
-}
-
 static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, char *body,
 			       size_t len, const char *content_type)
 {

@@ -221,6 +221,12 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	       "breaker-observe messages answered with an error (bad arguments, table full).");
 	sample(o, "spop_observations_refused_total", s->observations_refused);
 
+	/* A spoe-message the agent has no handler for: a misspelt name in
+	 * the SPOE file shows here instead of silently doing nothing. */
+	family(o, "spop_unknown_messages_total", "counter",
+	       "SPOE messages no handler knows (answered with no variables).");
+	sample(o, "spop_unknown_messages_total", s->unknown_messages);
+
 	render_histogram(o, "notify_duration_seconds",
 			 "Time to decode, judge and answer one NOTIFY frame.", &a->notify_time);
 }

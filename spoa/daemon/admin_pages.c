@@ -17,6 +17,7 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct strbuf *ou
 		.agent = &d->agent.stats,
 		.connections_open = d->agent.nb_conns,
 		.observations_refused = d->breakers.observe.refused,
+		.unknown_messages = d->dispatch.unknown_messages,
 		.enforce_mode = enforcer_mode(d->enforcer),
 		.enforce = enforcer_stats(d->enforcer),
 		.version = SPOA_VERSION,
