@@ -35,7 +35,7 @@ bool breakers_init(struct breakers *b, struct ev_loop *loop, const struct config
 void breakers_free(struct breakers *b);
 
 /* Replaces every policy with c's, keeping every breaker's state. c must
- * have been checked (config_load() and a scratch resolve): on the rare
+ * have been checked (config_from_args() resolves every policy): on the rare
  * failure left (memory), false with err set and the policies are reset to
  * the defaults rather than left half-applied. */
 bool breakers_reload(struct breakers *b, const struct config *c, char *err, size_t err_size);
