@@ -41,17 +41,10 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 }
 
 /* Settings that only a restart changes: say so instead of pretending. */
-static void warn_restart_only(const struct config *now, const struct config *next)
+static void warn_restart_only(void *ctx, const char *key)
 {
-	bool listen_same = now->nb_listen == next->nb_listen;
-	for (unsigned i = 0; listen_same && i < now->nb_listen; i++)
-		listen_same = strcmp(now->listen[i], next->listen[i]) == 0;
-	if (!listen_same || now->agent.max_frame_size != next->agent.max_frame_size ||
-	    now->agent.max_connections != next->agent.max_connections ||
-	    now->max_breakers != next->max_breakers || now->use_syslog != next->use_syslog ||
-	    strcmp(now->admin, next->admin) != 0)
-		log_warning("reload: listen, max_frame_size, max_connections, max_breakers, syslog "
-			    "and admin changes take effect at the next restart");
+	(void)ctx;
+	log_warning("reload: %s changed; it takes effect at the next restart", key);
 }
 
 /*
@@ -91,7 +84,7 @@ static void on_reload_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	free(report);
 
 	char err[512];
-	warn_restart_only(&d->config, &fresh);
+	config_restart_only_changes(&d->config, &fresh, warn_restart_only, NULL);
 	if (!breakers_reload(&d->breakers, &fresh, err, sizeof(err)))
 		log_error("reload: %s; the default policy is in effect", err);
 	log_init(fresh.log_level, d->config.use_syslog, "spoa-breaker");

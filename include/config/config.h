@@ -99,6 +99,19 @@ void config_free(struct config *c);
 int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *errors);
 
 /*
+ * For a reload: calls fn (when not NULL) with the name of each key that
+ * only a restart applies ("listen", "max_connections", ...) whose value
+ * differs between the running configuration and the next one, in table
+ * order. Returns how many differ.
+ */
+unsigned config_restart_only_changes(const struct config *running, const struct config *next,
+				     void (*fn)(void *ctx, const char *key), void *ctx);
+
+/* True if any [haproxy] key differs (enforce as settled, runtime_api,
+ * agent_check, poll_interval): the enforcement links must be rebuilt. */
+bool config_haproxy_changed(const struct config *a, const struct config *b);
+
+/*
  * Checks every policy the way the breaker table will resolve it: the
  * global one, each backend's over it, each server's over its backend's.
  * Writes each problem to errors at the line of the section that creates it

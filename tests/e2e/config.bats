@@ -127,3 +127,26 @@ teardown() {
 	assert_output "open failure 2 closed->open"
 	kill -0 "$(cat "$RUN_DIR/agent.pid")"
 }
+
+@test "SIGHUP names each changed setting that only a restart applies" {
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[agent]
+	max_connections = 100
+	[breaker]
+	threshold = 10
+	INI
+	local ini=$RUN_DIR/agent.ini # start_scene moves RUN_DIR
+	AGENT_ARGS="-f $ini"
+	start_scene
+	printf '[agent]\nmax_connections = 200\nmax_breakers = 50\n[breaker]\nthreshold = 2\n' >"$ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 5 grep -q "configuration reloaded" "$RUN_DIR/agent.log"
+	run grep -o "reload: .*changed; it takes effect at the next restart" "$RUN_DIR/agent.log"
+	assert_output "reload: max_connections changed; it takes effect at the next restart
+reload: max_breakers changed; it takes effect at the next restart"
+	# The policy did change: two failures open.
+	run verdict_of /status/500
+	assert_output "closed failure 1 "
+	run verdict_of /status/500
+	assert_output "open failure 2 closed->open"
+}

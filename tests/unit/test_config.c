@@ -185,6 +185,22 @@ static void test_every_key_is_an_option(void **state)
 	assert_non_null(strstr(flat, "error, warning, notice, info or debug;"));
 }
 
+/* The reload decision as the brief states it: which keys need a restart. */
+static void test_restart_only_keys(void **state)
+{
+	const char *restart_only[] = {"listen",  "max_frame_size", "max_connections",
+				      "max_breakers", "syslog", "admin"};
+	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		bool expect_restart = false;
+		for (size_t j = 0; j < sizeof(restart_only) / sizeof(restart_only[0]); j++)
+			expect_restart |= strcmp(k->name, restart_only[j]) == 0;
+		if (expect_restart == !!(k->flags & CONFIG_KEY_RELOADABLE))
+			fail_msg("%s: %s", k->name,
+				 expect_restart ? "should need a restart" : "should reload");
+	}
+}
+
 /* ---- every key, from the file and from the command line ---- */
 
 /* (key, value as written) -> (value as read back). */
@@ -389,6 +405,8 @@ static void test_callable_again(void **state)
 	assert_string_equal(value_of(&b, "cooldown"), "3s");
 	assert_true(b.use_syslog);
 	assert_int_equal(b.nb_overrides, 1);
+	assert_int_equal(config_restart_only_changes(&a, &b, NULL, NULL), 0);
+	assert_false(config_haproxy_changed(&a, &b));
 	config_free(&a);
 	config_free(&b);
 	config_free(&b); /* harmless twice */
@@ -415,10 +433,54 @@ static void test_policy_problems_at_their_sections(void **state)
 	assert_errors_have("spoa-breaker: [breaker]: capacity and failure sets overlap on 503");
 }
 
+/* ---- reload ---- */
+
+static void collect(void *ctx, const char *key)
+{
+	char *names = ctx;
+	strcat(names, key);
+	strcat(names, " ");
+}
+
+static void test_reload_decision(void **state)
+{
+	struct config running, next;
+	char names[256] = "";
+	const char *before = file("[agent]\nlisten = 127.0.0.1:1\nmax_connections = 10\n"
+				  "log_level = info\n[breaker]\nthreshold = 3\n");
+	const char *after = file("[agent]\nlisten = 127.0.0.1:2\nmax_connections = 20\n"
+				 "log_level = debug\n[breaker]\nthreshold = 4\n");
+
+	assert_int_equal(RUN(&running, "-f", before), -1);
+	assert_int_equal(RUN(&next, "-f", after), -1);
+	assert_int_equal(config_restart_only_changes(&running, &next, collect, names), 2);
+	assert_string_equal(names, "listen max_connections ");
+	assert_false(config_haproxy_changed(&running, &next));
+	config_free(&next);
+
+	/* The admin listener turned off; a longer poll. */
+	assert_int_equal(RUN(&next, "-f", before, "--admin", "none", "--poll-interval", "1s"), -1);
+	names[0] = '\0';
+	assert_int_equal(config_restart_only_changes(&running, &next, collect, names), 1);
+	assert_string_equal(names, "admin ");
+	assert_true(config_haproxy_changed(&running, &next));
+	config_free(&next);
+
+	/* Enforcement compares as settled: a socket given makes runtime-api. */
+	assert_int_equal(RUN(&next, "-f", before, "--enforce", "none"), -1);
+	assert_false(config_haproxy_changed(&running, &next));
+	config_free(&next);
+	assert_int_equal(RUN(&next, "-f", before, "--runtime-api", "unix:/a.sock"), -1);
+	assert_true(config_haproxy_changed(&running, &next));
+	config_free(&next);
+	config_free(&running);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_key_is_an_option),
+		cmocka_unit_test(test_restart_only_keys),
 		cmocka_unit_test(test_good_values),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_check_validates_addresses),
@@ -427,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_bad_command_lines),
 		cmocka_unit_test(test_callable_again),
 		cmocka_unit_test(test_policy_problems_at_their_sections),
+		cmocka_unit_test(test_reload_decision),
 	};
 	int failed = cmocka_run_group_tests(tests, setup, teardown);
 	free(r.out);
