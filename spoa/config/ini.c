@@ -29,7 +29,13 @@ struct parser {
 	enum config_section section; /* or SECTION_INVALID */
 	bool in_any_section;
 	struct breaker_policy_layer *layer; /* the section's policy layer, if any */
+	/* The line each key was set at in the current section, for duplicates:
+	 * origins->line for the singleton sections, one row of override_lines
+	 * for an override (a section given twice shares its row). */
+	int *seen;
 	struct config_origins *origins;
+	int (*override_lines)[CONFIG_NB_KEYS]; /* parallel to config->overrides */
+	unsigned cap_override_lines;
 };
 
 /* Writes "PATH:LINE: message" and counts it. Returns false, so that a
@@ -76,12 +82,23 @@ static int find_or_add_override(struct parser *p, const char *backend, const cha
 		c->overrides = grown;
 		c->cap_overrides = cap;
 	}
+	if (c->nb_overrides == p->cap_override_lines) {
+		unsigned cap = c->cap_overrides;
+		int(*grown)[CONFIG_NB_KEYS] = realloc(p->override_lines, cap * sizeof(*grown));
+		if (!grown) {
+			report(p, p->line, "out of memory");
+			return -1;
+		}
+		p->override_lines = grown;
+		p->cap_override_lines = cap;
+	}
 	unsigned i = c->nb_overrides++;
 	struct config_override *o = &c->overrides[i];
 	memset(o, 0, sizeof(*o));
 	snprintf(o->backend, sizeof(o->backend), "%s", backend);
 	snprintf(o->server, sizeof(o->server), "%s", server);
 	o->line = p->line;
+	memset(p->override_lines[i], 0, sizeof(p->override_lines[i]));
 	return (int)i;
 }
 
@@ -103,6 +120,7 @@ static void enter_override(struct parser *p, enum config_section section, const 
 		return;
 	p->section = section;
 	p->layer = &p->config->overrides[i].layer;
+	p->seen = p->override_lines[i];
 }
 
 /* Called when the section changes: decide what its keys apply to. */
@@ -111,6 +129,7 @@ static void enter_section(struct parser *p, const char *section)
 	snprintf(p->section_text, sizeof(p->section_text), "%s", section);
 	p->in_any_section = true;
 	p->layer = NULL;
+	p->seen = p->origins->line;
 	p->section = SECTION_INVALID;
 
 	if (strcmp(section, "agent") == 0) {
@@ -189,10 +208,12 @@ static void on_key_line(struct parser *p, const char *name, const char *value)
 		}
 		return;
 	}
-	int *origin = &p->origins->line[config_key_index(k)];
-	if (p->section & (CONFIG_SECTION_AGENT | CONFIG_SECTION_HAPROXY | CONFIG_SECTION_BREAKER) &&
-	    *origin == 0)
-		*origin = p->line;
+	int *seen = &p->seen[config_key_index(k)];
+	if (!(k->flags & CONFIG_KEY_REPEATABLE) && *seen > 0)
+		report(p, p->line, "%s already set at line %d", k->name, *seen);
+	else if (*seen == 0)
+		*seen = p->line;
+	/* Even a duplicate is checked: each problem of the line gets told. */
 	char err[512];
 	if (!config_key_set(k, p->config, p->layer, value, err, sizeof(err)))
 		report(p, p->line, "%s '%s': %s", k->name, value, err);
@@ -280,6 +301,7 @@ int config_ini_load(struct config *c, const char *path, struct config_origins *o
 		.errors = errors,
 		.section = SECTION_INVALID,
 		.origins = origins,
+		.seen = origins->line,
 	};
 
 	p.in = fopen(path, "r");
@@ -291,6 +313,7 @@ int config_ini_load(struct config *c, const char *path, struct config_origins *o
 	ini_allow_multiline = false;
 	int rc = ini_parse_stream(read_line, &p, on_key, &p);
 	fclose(p.in);
+	free(p.override_lines);
 	if (rc == -2) {
 		fprintf(errors, "%s: out of memory while parsing\n", path);
 		return p.nb_errors + 1;

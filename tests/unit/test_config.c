@@ -412,6 +412,41 @@ static void test_callable_again(void **state)
 	config_free(&b); /* harmless twice */
 }
 
+/* ---- findings of a new user ---- */
+
+static void test_duplicate_keys(void **state)
+{
+	char line[600];
+	const char *path = file("[breaker]\n"          /* 1 */
+				"threshold = 3\n"      /* 2 */
+				"threshold = 5\n"      /* 3 */
+				"[agent]\n"            /* 4 */
+				"listen = 127.0.0.1:1\n" /* 5 */
+				"listen = 127.0.0.1:2\n" /* 6: repeatable */
+				"max_breakers = 10\n"  /* 7 */
+				"[backend be]\n"       /* 8 */
+				"cooldown = 1s\n"      /* 9 */
+				"[agent]\n"            /* 10: the section again */
+				"max_breakers = 20\n"  /* 11 */
+				"[backend be]\n"       /* 12 */
+				"cooldown = 2s\n"      /* 13 */
+				"[backend other]\n"    /* 14: another section, */
+				"cooldown = 2s\n");    /* 15: no duplicate */
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line), "%s:3: threshold already set at line 2\n", path);
+	assert_errors_have(line);
+	snprintf(line, sizeof(line), "%s:11: max_breakers already set at line 7\n", path);
+	assert_errors_have(line);
+	snprintf(line, sizeof(line), "%s:13: cooldown already set at line 9\n", path);
+	assert_errors_have(line);
+	assert_null(strstr(r.errors, "listen already"));
+	assert_null(strstr(r.errors, ":15:"));
+
+	/* The same key in [breaker] and on the command line is an override. */
+	path = file("[breaker]\nthreshold = 3\n");
+	assert_int_equal(STATUS("--check", "-f", path, "--threshold", "4"), 0);
+}
+
 /* ---- policies ---- */
 
 static void test_policy_problems_at_their_sections(void **state)
@@ -488,6 +523,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_bad_command_lines),
 		cmocka_unit_test(test_callable_again),
+		cmocka_unit_test(test_duplicate_keys),
 		cmocka_unit_test(test_policy_problems_at_their_sections),
 		cmocka_unit_test(test_reload_decision),
 	};
