@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config/sources.h"
 
@@ -292,6 +293,25 @@ static char *read_line(char *buf, int size, void *stream)
 	return buf;
 }
 
+/* Opens path for reading; NULL after reporting why not. fopen() takes a
+ * directory on Linux and reads nothing from it, which would make an empty
+ * configuration out of a mistyped path: refuse it by name. */
+static FILE *open_file(const char *path, FILE *errors)
+{
+	FILE *in = fopen(path, "r");
+	if (!in) {
+		fprintf(errors, "%s: cannot open: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fileno(in), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(errors, "%s: is a directory, not a configuration file\n", path);
+		fclose(in);
+		return NULL;
+	}
+	return in;
+}
+
 int config_ini_load(struct config *c, const char *path, struct config_origins *origins,
 		    FILE *errors)
 {
@@ -304,14 +324,16 @@ int config_ini_load(struct config *c, const char *path, struct config_origins *o
 		.seen = origins->line,
 	};
 
-	p.in = fopen(path, "r");
-	if (!p.in) {
-		fprintf(errors, "%s: cannot open: %s\n", path, strerror(errno));
+	p.in = open_file(path, errors);
+	if (!p.in)
 		return 1;
-	}
 	/* An indented line is a key of its own, never a continuation. */
 	ini_allow_multiline = false;
 	int rc = ini_parse_stream(read_line, &p, on_key, &p);
+	if (ferror(p.in)) {
+		fprintf(errors, "%s: cannot read: %s\n", path, strerror(errno));
+		p.nb_errors++;
+	}
 	fclose(p.in);
 	free(p.override_lines);
 	if (rc == -2) {

@@ -56,6 +56,13 @@ teardown() {
 	assert_output --partial "$RUN_DIR/nope.ini: cannot open: No such file or directory"
 }
 
+@test "a directory given as the configuration file is refused by name" {
+	run "$SPOA_BIN" --check -f "$RUN_DIR"
+	assert_failure 1
+	assert_output --partial "$RUN_DIR: is a directory, not a configuration file"
+	refute_output --partial "configuration valid"
+}
+
 @test "per-server overrides win over per-backend over global, through HAProxy" {
 	cat >"$RUN_DIR/agent.ini" <<-'INI'
 	[breaker]

@@ -414,6 +414,16 @@ static void test_callable_again(void **state)
 
 /* ---- findings of a new user ---- */
 
+/* fopen() takes a directory and reads nothing from it. */
+static void test_directory_is_refused(void **state)
+{
+	assert_int_equal(STATUS("--check", "-f", dir), 1);
+	char line[600];
+	snprintf(line, sizeof(line), "%s: is a directory", dir);
+	assert_errors_have(line);
+	assert_string_equal(r.out, "");
+}
+
 static void test_duplicate_keys(void **state)
 {
 	char line[600];
@@ -523,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_bad_command_lines),
 		cmocka_unit_test(test_callable_again),
+		cmocka_unit_test(test_directory_is_refused),
 		cmocka_unit_test(test_duplicate_keys),
 		cmocka_unit_test(test_policy_problems_at_their_sections),
 		cmocka_unit_test(test_reload_decision),
