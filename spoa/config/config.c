@@ -28,33 +28,103 @@ void config_free(struct config *c)
 
 /* ---- enforcement: runtime_api, agent_check and enforce together ---- */
 
+/* Starts a message at where a key was set: "PATH:LINE: " or "spoa-breaker: ". */
+static void report_at(FILE *errors, const struct config *c, int origin)
+{
+	if (origin > 0)
+		fprintf(errors, "%s:%d: ", c->path, origin);
+	else
+		fprintf(errors, CONFIG_PROGRAM ": ");
+}
+
+/* A key as the user wrote it ("enforce = runtime-api", "--enforce
+ * runtime-api", "runtime_api"). For the other side of a conflict
+ * (culprit_origin: where the side reported was set; 0 for that side
+ * itself) also where it was: "runtime_api at line 3" in the same file,
+ * "runtime_api at FILE:3" seen from the command line. */
+static void spell(char *buf, size_t size, const struct config_key *k, const char *value,
+		  int origin, int culprit_origin, const struct config *c)
+{
+	size_t n;
+	if (origin == CONFIG_FROM_ARGS)
+		n = (size_t)snprintf(buf, size, "--%s%s%s", k->option, value ? " " : "",
+				     value ? value : "");
+	else
+		n = (size_t)snprintf(buf, size, "%s%s%s", k->name, value ? " = " : "",
+				     value ? value : "");
+	if (origin > 0 && culprit_origin > 0 && n < size)
+		snprintf(buf + n, size - n, " at line %d", origin);
+	else if (origin > 0 && culprit_origin != 0 && n < size)
+		snprintf(buf + n, size - n, " at %s:%d", c->path, origin);
+}
+
+/* Of two places, the one read last: the command line comes after the file. */
+static bool read_after(int a, int b)
+{
+	if (a == CONFIG_FROM_ARGS || b == CONFIG_FROM_ARGS)
+		return a == CONFIG_FROM_ARGS && b != CONFIG_FROM_ARGS;
+	return a > b;
+}
+
 /*
  * Settles the enforcement mode (see struct config) and checks that the
  * channels agree: runtime-api needs a socket; agent-check needs a listener;
  * runtime-api and an agent-check listener together are refused, because
  * an agent-check "ready" undoes a Runtime API drain within one
  * agent-inter. In agent-check mode a runtime_api socket is only read.
- * Returns the number of problems.
+ * A problem is reported where the key that makes it was set, naming the
+ * other one. Returns the number of problems.
  */
-static int check_enforcement(struct config *c, FILE *errors)
+static int check_enforcement(struct config *c, const struct config_origins *origins,
+			     FILE *errors)
 {
-	const char *problem = NULL;
+	const struct config_key *enforce = config_key_find("enforce");
+	const struct config_key *runtime_api = config_key_find("runtime_api");
+	const struct config_key *agent_check = config_key_find("agent_check");
+	int at_enforce = origins->line[config_key_index(enforce)];
+	int at_runtime_api = origins->line[config_key_index(runtime_api)];
+	int at_agent_check = origins->line[config_key_index(agent_check)];
+	char what[256], other[256];
 
 	if (!c->enforce_set)
 		c->enforce = c->nb_runtime_api ? ENFORCE_RUNTIME_API
 			     : c->agent_check[0] ? ENFORCE_AGENT_CHECK
 						 : ENFORCE_NONE;
-	if (c->enforce == ENFORCE_RUNTIME_API && c->nb_runtime_api == 0)
-		problem = "enforce = runtime-api needs a runtime_api socket";
-	else if (c->enforce == ENFORCE_RUNTIME_API && c->agent_check[0])
-		problem = "runtime-api enforcement and an agent_check listener cannot be combined: "
-			  "an agent-check \"ready\" undoes a Runtime API drain";
-	else if (c->enforce == ENFORCE_AGENT_CHECK && !c->agent_check[0])
-		problem = "enforce = agent-check needs an agent_check listen address";
-	if (!problem)
-		return 0;
-	fprintf(errors, CONFIG_PROGRAM ": [haproxy]: %s\n", problem);
-	return 1;
+	if (c->enforce == ENFORCE_RUNTIME_API && c->nb_runtime_api == 0) {
+		spell(what, sizeof(what), enforce, "runtime-api", at_enforce, 0, c);
+		report_at(errors, c, at_enforce);
+		fprintf(errors, "%s needs a runtime_api socket\n", what);
+		return 1;
+	}
+	if (c->enforce == ENFORCE_AGENT_CHECK && !c->agent_check[0]) {
+		spell(what, sizeof(what), enforce, "agent-check", at_enforce, 0, c);
+		report_at(errors, c, at_enforce);
+		fprintf(errors, "%s needs an agent_check listen address\n", what);
+		return 1;
+	}
+	if (c->enforce == ENFORCE_RUNTIME_API && c->agent_check[0]) {
+		/* Runtime-api comes from enforce when given, else from the socket. */
+		const struct config_key *mode_key = c->enforce_set ? enforce : runtime_api;
+		const char *mode_value = c->enforce_set ? "runtime-api" : NULL;
+		int at_mode = c->enforce_set ? at_enforce : at_runtime_api;
+		const struct config_key *culprit = agent_check, *cause = mode_key;
+		const char *culprit_value = NULL, *cause_value = mode_value;
+		int at_culprit = at_agent_check, at_cause = at_mode;
+		if (read_after(at_mode, at_agent_check)) {
+			culprit = mode_key, culprit_value = mode_value, at_culprit = at_mode;
+			cause = agent_check, cause_value = NULL, at_cause = at_agent_check;
+		}
+		spell(what, sizeof(what), culprit, culprit_value, at_culprit, 0, c);
+		spell(other, sizeof(other), cause, cause_value, at_cause, at_culprit, c);
+		report_at(errors, c, at_culprit);
+		fprintf(errors,
+			"%s cannot be combined with %s: runtime-api enforcement and an "
+			"agent_check listener conflict, as an agent-check \"ready\" undoes a "
+			"Runtime API drain\n",
+			what, other);
+		return 1;
+	}
+	return 0;
 }
 
 /* ---- the order of the sources ---- */
@@ -94,7 +164,7 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 			 AGENT_DEFAULT_LISTEN);
 
 	/* Even after other problems: what did parse may still conflict. */
-	problems += check_enforcement(c, errors);
+	problems += check_enforcement(c, &origins, errors);
 	problems += config_check_policies(c, errors);
 	if (problems > 0) {
 		if (c->path)

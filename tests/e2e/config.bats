@@ -63,6 +63,21 @@ teardown() {
 	refute_output --partial "configuration valid"
 }
 
+@test "the runtime-api and agent-check conflict is reported at the line that makes it" {
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[haproxy]
+	runtime_api = unix:/run/haproxy/admin.sock
+	agent_check = 127.0.0.1:12346
+	poll_interval = 1s
+
+	[breaker]
+	threshold = 3
+	INI
+	run "$SPOA_BIN" --check -f "$RUN_DIR/agent.ini"
+	assert_failure 1
+	assert_line --partial "$RUN_DIR/agent.ini:3: agent_check cannot be combined with runtime_api at line 2: "
+}
+
 @test "per-server overrides win over per-backend over global, through HAProxy" {
 	cat >"$RUN_DIR/agent.ini" <<-'INI'
 	[breaker]

@@ -457,6 +457,48 @@ static void test_duplicate_keys(void **state)
 	assert_int_equal(STATUS("--check", "-f", path, "--threshold", "4"), 0);
 }
 
+/* A conflict is reported where the key that makes it was set, naming the
+ * other one. */
+static void test_conflict_reported_at_its_key(void **state)
+{
+	char line[800];
+	const char *path = file("[haproxy]\n"
+				"runtime_api = unix:/run/haproxy/admin.sock\n"
+				"poll_interval = 1s\n"
+				"agent_check = 127.0.0.1:12346\n"
+				"\n"
+				"[breaker]\n"
+				"threshold = 3\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:4: agent_check cannot be combined with runtime_api at line 2: ", path);
+	assert_errors_have(line);
+	assert_errors_have("an agent-check \"ready\" undoes a Runtime API drain");
+
+	path = file("[haproxy]\nagent_check = 127.0.0.1:12346\nenforce = runtime-api\n"
+		    "runtime_api = unix:/a.sock\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:3: enforce = runtime-api cannot be combined with agent_check at line 2: ",
+		 path);
+	assert_errors_have(line);
+
+	/* From the command line, against the file. */
+	path = file("[haproxy]\nruntime_api = unix:/a.sock\n");
+	assert_int_equal(STATUS("--check", "-f", path, "--agent-check", "127.0.0.1:1"), 1);
+	snprintf(line, sizeof(line),
+		 "spoa-breaker: --agent-check cannot be combined with runtime_api at %s:2: ", path);
+	assert_errors_have(line);
+
+	path = file("[haproxy]\n\nenforce = agent-check\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:3: enforce = agent-check needs an agent_check listen address\n", path);
+	assert_errors_have(line);
+	assert_int_equal(STATUS("--check", "--enforce", "runtime-api"), 1);
+	assert_errors_have("spoa-breaker: --enforce runtime-api needs a runtime_api socket\n");
+}
+
 /* ---- policies ---- */
 
 static void test_policy_problems_at_their_sections(void **state)
@@ -535,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_callable_again),
 		cmocka_unit_test(test_directory_is_refused),
 		cmocka_unit_test(test_duplicate_keys),
+		cmocka_unit_test(test_conflict_reported_at_its_key),
 		cmocka_unit_test(test_policy_problems_at_their_sections),
 		cmocka_unit_test(test_reload_decision),
 	};
