@@ -36,6 +36,7 @@ enum config_type {
 	CONFIG_ENUM,       /* one of `words`; an enum field */
 	CONFIG_ADDRESS,    /* HOST:PORT, [IPV6]:PORT, unix:PATH; char[CONFIG_LISTEN_MAX_LEN] */
 	CONFIG_BOOL,       /* true/false, yes/no, on/off, 1/0; bool. A flag on the command line */
+	CONFIG_OBSOLETE,   /* accepted with a warning (`help` says why), stored nowhere */
 };
 
 /* Where a key's value goes. */
@@ -80,7 +81,7 @@ struct config_key {
 	const char *option;   /* the long option, or NULL: in the file only */
 	char short_option;    /* or 0 */
 	const char *arg;      /* the value in --help: "N", "ADDR"; NULL for a flag */
-	const char *help;     /* one line */
+	const char *help;     /* one line; CONFIG_OBSOLETE: why it is no longer used */
 	const char *default_text; /* --help's default when the formatted one would mislead */
 };
 
@@ -117,7 +118,8 @@ struct config_origins {
  * k->field in layer->fields). A repeatable key appends. Returns false
  * with what was expected in err ("expected 1..1000000"), nothing
  * written; the caller names the key and the value its own way (file or
- * command line).
+ * command line). CONFIG_OBSOLETE keys are the caller's to warn about:
+ * setting one writes nothing and succeeds.
  */
 bool config_key_set(const struct config_key *k, struct config *c,
 		    struct breaker_policy_layer *layer, const char *value, char *err,

@@ -209,6 +209,13 @@ static void on_key_line(struct parser *p, const char *name, const char *value)
 		}
 		return;
 	}
+	if (k->type == CONFIG_OBSOLETE) {
+		/* A warning, not an error: files written for an older agent
+		 * keep loading, and the operator learns why the key went. */
+		fprintf(p->errors, "%s:%d: warning: %s is no longer used: %s\n", p->path, p->line,
+			k->name, k->help);
+		return;
+	}
 	int *seen = &p->seen[config_key_index(k)];
 	if (!(k->flags & CONFIG_KEY_REPEATABLE) && *seen > 0)
 		report(p, p->line, "%s already set at line %d", k->name, *seen);

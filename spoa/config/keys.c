@@ -165,11 +165,11 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.help = "concurrent probes while half-open",
 	},
 	{
-		/* In the file only: it is on its way out. */
+		/* The breaker no longer times probes out; old files still load. */
 		.name = "probe_timeout", .sections = CONFIG_SECTIONS_POLICY,
-		.type = CONFIG_DURATION, IN_POLICY(probe_timeout_ms, BREAKER_FIELD_PROBE_TIMEOUT),
-		.min = 1, .max = UINT64_MAX, .flags = CONFIG_KEY_RELOADABLE,
-		.help = "a probe with no outcome is released after this",
+		.type = CONFIG_OBSOLETE, .flags = CONFIG_KEY_RELOADABLE,
+		.help = "HAProxy's maxconn limits half-open probes and timeout server ends a "
+			"hung one",
 	},
 	{
 		.name = "capacity_statuses", .sections = CONFIG_SECTIONS_POLICY,

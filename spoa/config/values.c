@@ -287,6 +287,8 @@ bool config_key_set(const struct config_key *k, struct config *c,
 	case CONFIG_BOOL:
 		ok = set_bool(field, value, err, err_size);
 		break;
+	case CONFIG_OBSOLETE:
+		return true;
 	}
 	if (!ok)
 		return false;
@@ -348,6 +350,8 @@ size_t config_key_format(const struct config_key *k, const struct config *c,
 		memcpy(&v, field, sizeof(v));
 		return (size_t)snprintf(buf, size, "%s", v ? "true" : "false");
 	}
+	case CONFIG_OBSOLETE:
+		break;
 	}
 	return (size_t)snprintf(buf, size, "%s", "");
 }

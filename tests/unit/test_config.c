@@ -151,8 +151,12 @@ static void test_every_key_is_an_option(void **state)
 
 	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
 		const struct config_key *k = &config_keys[i];
-		if (strcmp(k->name, "probe_timeout") == 0)
-			continue; /* on its way out: in the file only */
+		if (k->type == CONFIG_OBSOLETE) {
+			assert_null(k->option);
+			if (strstr(r.out, k->name))
+				fail_msg("--help still mentions %s", k->name);
+			continue;
+		}
 		char option[64];
 		snprintf(option, sizeof(option), "%s", k->name);
 		for (char *p = option; *p; p++)
@@ -499,6 +503,27 @@ static void test_conflict_reported_at_its_key(void **state)
 	assert_errors_have("spoa-breaker: --enforce runtime-api needs a runtime_api socket\n");
 }
 
+/* probe_timeout is gone from the breaker; old files load with a warning. */
+static void test_probe_timeout_warns(void **state)
+{
+	struct config c;
+	char line[800];
+	const char *path = file("[breaker]\nprobe_timeout = 30s\n[server be/s1]\nprobe_timeout = x\n");
+	assert_int_equal(RUN(&c, "--check", "-f", path), 0);
+	snprintf(line, sizeof(line),
+		 "%s:2: warning: probe_timeout is no longer used: HAProxy's maxconn limits "
+		 "half-open probes and timeout server ends a hung one\n",
+		 path);
+	assert_errors_have(line);
+	snprintf(line, sizeof(line), "%s:4: warning: probe_timeout", path);
+	assert_errors_have(line);
+	assert_non_null(strstr(r.out, "configuration valid"));
+	assert_int_equal(c.global.fields, 0);
+	config_free(&c);
+
+	assert_int_equal(STATUS("--probe-timeout", "30s"), 2);
+}
+
 /* ---- policies ---- */
 
 static void test_policy_problems_at_their_sections(void **state)
@@ -578,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_directory_is_refused),
 		cmocka_unit_test(test_duplicate_keys),
 		cmocka_unit_test(test_conflict_reported_at_its_key),
+		cmocka_unit_test(test_probe_timeout_warns),
 		cmocka_unit_test(test_policy_problems_at_their_sections),
 		cmocka_unit_test(test_reload_decision),
 	};
