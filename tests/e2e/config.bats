@@ -172,3 +172,19 @@ reload: max_breakers changed; it takes effect at the next restart"
 	run verdict_of /status/500
 	assert_output "open failure 2 closed->open"
 }
+
+@test "the keys haproxy.cfg's comments name are keys the agent has" {
+	run "$SPOA_BIN" --help
+	assert_success
+	local help=$output key names
+	# Agent keys are snake_case words; HAProxy's own settings use dashes.
+	names=$(grep '^[[:space:]]*#' "$REPO/haproxy/haproxy.cfg" |
+		grep -oE '(^|[[:space:](])[a-z]+(_[a-z]+)+' | tr -d ' (' | sort -u)
+	[ -n "$names" ]
+	for key in $names; do
+		if [[ $help != *"--${key//_/-}"* ]]; then
+			echo "haproxy.cfg names '$key', which is no key of the agent" >&2
+			return 1
+		fi
+	done
+}
