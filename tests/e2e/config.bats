@@ -188,3 +188,33 @@ reload: max_breakers changed; it takes effect at the next restart"
 		fi
 	done
 }
+
+@test "--check validates every address, from the file and the command line" {
+	run "$SPOA_BIN" --check --listen nonsense
+	assert_failure 2
+	assert_output "spoa-breaker: --listen 'nonsense': expected HOST:PORT, [IPV6]:PORT or unix:PATH"
+	local key
+	for key in runtime-api agent-check admin; do
+		run "$SPOA_BIN" --check "--$key" nonsense
+		assert_failure 2
+		assert_output --partial "spoa-breaker: --$key 'nonsense': expected HOST:PORT"
+	done
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[agent]
+	listen = nonsense
+	admin = localhost
+	[haproxy]
+	runtime_api = unix:
+	agent_check = 127.0.0.1:0
+	enforce = none
+	INI
+	run "$SPOA_BIN" --check -f "$RUN_DIR/agent.ini"
+	assert_failure 1
+	assert_line --partial "agent.ini:2: listen 'nonsense': expected"
+	assert_line --partial "agent.ini:3: admin 'localhost': expected"
+	assert_line --partial "agent.ini:5: runtime_api 'unix:': expected"
+	assert_line --partial "agent.ini:6: agent_check '127.0.0.1:0': expected"
+	# HAProxy's own spellings of every IPv4 address are addresses.
+	run "$SPOA_BIN" --check --listen '*:12345' --listen :12346
+	assert_success
+}
