@@ -1,23 +1,27 @@
 /*
- * config.h - the agent's configuration file (INI) and its defaults.
+ * config.h - the agent's configuration: what it holds, where it comes from
+ * (defaults, then the INI file given by -f, then the command line), and
+ * what a reload may change.
  *
  *   [agent]                  listen (repeatable), max_frame_size,
  *                            max_connections, max_breakers, log_level, syslog,
  *                            admin (HOST:PORT of /metrics, /state, /healthz;
  *                            none to disable)
- *   [breaker]                the global breaker policy
- *   [backend NAME]           overrides for one backend
- *   [server BACKEND/SERVER]  overrides for one server
  *   [haproxy]                enforce (runtime-api|agent-check|none),
  *                            runtime_api (repeatable: one per HAProxy),
  *                            agent_check, poll_interval
+ *   [breaker]                the global breaker policy
+ *   [backend NAME]           overrides for one backend
+ *   [server BACKEND/SERVER]  overrides for one server
  *
- * Policy keys: threshold, cooldown, half_open_probes,
- * capacity_statuses, failure_statuses, ignore_statuses,
- * half_open_backpressure (close|ignore), open_late_success (ignore|close).
- * A status set given at a level replaces the inherited one (never merged).
- * Durations take a unit (ms, s, m); a bare number is milliseconds, as in
- * HAProxy.
+ * Policy keys: threshold, cooldown, half_open_probes, capacity_statuses,
+ * failure_statuses, ignore_statuses, half_open_backpressure (close|ignore),
+ * open_late_success (ignore|close). A status set given at a level replaces
+ * the inherited one (never merged). Durations take a unit (ms, s, m); a
+ * bare number is milliseconds, as in HAProxy.
+ *
+ * Every key, its type, limits, option and whether SIGHUP applies it is one
+ * row of the key table (keys.h, spoa/config/keys.c).
  */
 #ifndef SPOA_CONFIG_H
 #define SPOA_CONFIG_H
@@ -43,6 +47,7 @@ struct config_override {
 };
 
 struct config {
+	const char *path; /* the -f file (borrowed from argv), or NULL */
 	char listen[AGENT_MAX_LISTENERS][CONFIG_LISTEN_MAX_LEN];
 	unsigned nb_listen; /* 0: the default address */
 	struct agent_settings agent;
@@ -50,6 +55,7 @@ struct config {
 	bool use_syslog;
 	uint32_t max_breakers;
 	struct breaker_policy_layer global;
+	int global_line; /* of the file's [breaker] header, for messages; 0: none */
 	/* How decisions reach HAProxy. enforce_set: given explicitly; when
 	 * not, runtime-api if a socket is given, agent-check if a listener
 	 * is, shadow (none) otherwise. */
@@ -70,39 +76,56 @@ struct config {
 
 /* The embedded defaults: what the agent runs with when given no file. */
 void config_defaults(struct config *c);
+/* Releases what c owns (the overrides); c is then empty. Harmless twice. */
 void config_free(struct config *c);
 
 /*
- * Reads the INI file at path into c (on top of what c holds). Every problem
- * is written to `errors` as "PATH:LINE: what is wrong" -- all of them, not
- * just the first -- and counted. Returns the number of problems; 0 means c
- * is usable. Policies are checked as they would be resolved (global, then
- * backend, then server), so overlapping sets are reported at the section
- * that creates the overlap.
+ * The whole configuration from a command line: the defaults, then the file
+ * given by -f, then the options, which override the file (a repeatable
+ * option replaces the file's list). Then the whole is checked: addresses,
+ * the enforcement channels, every policy as it will resolve.
+ *
+ * Returns -1 when the agent should run with *c. Otherwise the exit status:
+ * 0 after --help, --version or a valid --check (their text goes to `out`),
+ * 1 for a configuration that is refused, 2 for a bad command line. Every
+ * problem goes to `errors`: "FILE:LINE: what is wrong" for the file,
+ * "spoa-breaker: --option 'value': expected ..." for the command line;
+ * warnings ("FILE:LINE: warning: ...") too, even when it returns -1.
+ *
+ * Callable again on the same argv (SIGHUP): getopt starts over. c is
+ * overwritten without being freed first; release it with config_free()
+ * after any return. c->path points into argv.
  */
-int config_load(struct config *c, const char *path, FILE *errors);
+int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *errors);
 
 /*
- * Settles the enforcement mode (see struct config) and checks that the
- * channels agree: runtime-api needs a socket; agent-check needs a listener;
- * runtime-api and an agent-check listener together are refused, because
- * an agent-check "ready" undoes a Runtime API drain within one
- * agent-inter. In agent-check mode a runtime_api socket is only read.
- * False with err set.
+ * For a reload: calls fn (when not NULL) with the name of each key that
+ * only a restart applies ("listen", "max_connections", ...) whose value
+ * differs between the running configuration and the next one, in table
+ * order. Returns how many differ.
  */
-bool config_finish_enforcement(struct config *c, char *err, size_t err_size);
+unsigned config_restart_only_changes(const struct config *running, const struct config *next,
+				     void (*fn)(void *ctx, const char *key), void *ctx);
 
-/* Sets the admin listener from value: HOST:PORT, [IPV6]:PORT, or "none" or
- * "" to disable it. False with err set on anything else. */
-bool config_set_admin(struct config *c, const char *value, char *err, size_t err_size);
+/* True if any [haproxy] key differs (enforce as settled, runtime_api,
+ * agent_check, poll_interval): the enforcement links must be rebuilt. */
+bool config_haproxy_changed(const struct config *a, const struct config *b);
 
-/* Parses a duration ("250ms", "30s", "2m", "1500"): false on anything else. */
-bool config_parse_duration_ms(const char *text, uint64_t *out_ms);
+/*
+ * Checks every policy the way the breaker table will resolve it: the
+ * global one, each backend's over it, each server's over its backend's.
+ * Writes each problem to errors at the line of the section that creates it
+ * ("FILE:LINE: [backend be]: capacity and failure sets overlap on 503"),
+ * or after "spoa-breaker: " when it has no line in the file. Returns the
+ * number of problems.
+ */
+int config_check_policies(const struct config *c, FILE *errors);
 
 /*
  * Resolves c's policies (global, every backend and server override) into
- * *out, through breaker_policies_build(). False with the first problem in
- * err, which config_load() has already ruled out for a file it accepted.
+ * *out, through breaker_policies_build(), the one resolver. False with the
+ * first problem in err, which config_check_policies() has already ruled
+ * out for c.
  */
 bool config_build_policies(const struct config *c, struct breaker_policies *out, char *err,
 			   size_t err_size);

@@ -64,7 +64,6 @@ void enforce_plan_assume_applied(const struct enforce_plan *plan, struct enforce
 void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_probes,
 				struct enforce_memory *mem, char *buf, size_t size);
 
-bool enforce_mode_parse(const char *text, enum enforce_mode *out);
 const char *enforce_mode_name(enum enforce_mode mode);
 
 #endif /* SPOA_ENFORCE_H */

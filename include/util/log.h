@@ -17,8 +17,6 @@ enum log_level {
 /* Sends lines at or above `level` to syslog (ident, facility daemon) when
  * use_syslog, to stderr otherwise. May be called again (on reload). */
 void log_init(enum log_level level, bool use_syslog, const char *ident);
-/* "error", "warning", "notice", "info" or "debug"; false on anything else. */
-bool log_level_parse(const char *name, enum log_level *out);
 const char *log_level_name(enum log_level level);
 bool log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -14,37 +14,11 @@
 #include "daemon/daemon.h"
 #include "util/log.h"
 
-static bool same_haproxy(const struct config *a, const struct config *b)
+/* The key table (config/keys.c) decides what needs a restart. */
+static void warn_restart_only(void *ctx, const char *key)
 {
-	if (a->enforce != b->enforce || a->poll_ms != b->poll_ms ||
-	    strcmp(a->agent_check, b->agent_check) != 0 || a->nb_runtime_api != b->nb_runtime_api)
-		return false;
-	for (unsigned i = 0; i < a->nb_runtime_api; i++)
-		if (strcmp(a->runtime_api[i], b->runtime_api[i]) != 0)
-			return false;
-	return true;
-}
-
-static void warn_restart_only(const struct config *now, const struct config *next)
-{
-	bool listen_same = now->nb_listen == next->nb_listen;
-	for (unsigned i = 0; listen_same && i < now->nb_listen; i++)
-		listen_same = strcmp(now->listen[i], next->listen[i]) == 0;
-	const struct {
-		const char *key;
-		bool changed;
-	} keys[] = {
-		{"listen", !listen_same},
-		{"max_frame_size", now->agent.max_frame_size != next->agent.max_frame_size},
-		{"max_connections", now->agent.max_connections != next->agent.max_connections},
-		{"max_breakers", now->max_breakers != next->max_breakers},
-		{"syslog", now->use_syslog != next->use_syslog},
-		{"admin", strcmp(now->admin, next->admin) != 0},
-	};
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (keys[i].changed)
-			log_warning("reload: %s changed; it takes effect at the next restart",
-				    keys[i].key);
+	(void)ctx;
+	log_warning("reload: %s changed; it takes effect at the next restart", key);
 }
 
 /* Restart-only settings keep describing what runs. */
@@ -85,8 +59,13 @@ void daemon_reload(struct daemon *d)
 	int status = errors ? d->load(&fresh, errors, d->load_ctx) : 1;
 	if (errors)
 		fclose(errors);
-	for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n"))
-		log_error("reload: %s", line);
+	/* Refused: each line is a problem. Accepted: each is a warning. */
+	for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		if (status >= 0)
+			log_error("reload: %s", line);
+		else
+			log_warning("reload: %s", line);
+	}
 	free(report);
 	if (status >= 0) {
 		log_error("reload refused: the running configuration stays in effect");
@@ -103,7 +82,7 @@ void daemon_reload(struct daemon *d)
 	 * listener cannot be opened twice on one address, so in that mode a
 	 * change waits for a restart. */
 	struct enforcer *enforcer = NULL;
-	if (!same_haproxy(&d->config, &fresh)) {
+	if (config_haproxy_changed(&d->config, &fresh)) {
 		if (d->config.enforce == ENFORCE_AGENT_CHECK && fresh.enforce == ENFORCE_AGENT_CHECK &&
 		    strcmp(d->config.agent_check, fresh.agent_check) == 0) {
 			log_warning("reload: [haproxy] changes with the agent-check listener on %s "
@@ -128,7 +107,7 @@ void daemon_reload(struct daemon *d)
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;
 	}
-	warn_restart_only(&d->config, &fresh);
+	config_restart_only_changes(&d->config, &fresh, warn_restart_only, NULL);
 	keep_restart_only(&fresh, &d->config);
 	log_init(fresh.log_level, fresh.use_syslog, "spoa-breaker");
 	config_free(&d->config);

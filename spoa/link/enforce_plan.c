@@ -105,19 +105,6 @@ void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_pro
 	}
 }
 
-bool enforce_mode_parse(const char *text, enum enforce_mode *out)
-{
-	if (strcmp(text, "none") == 0 || strcmp(text, "shadow") == 0)
-		*out = ENFORCE_NONE;
-	else if (strcmp(text, "runtime-api") == 0)
-		*out = ENFORCE_RUNTIME_API;
-	else if (strcmp(text, "agent-check") == 0)
-		*out = ENFORCE_AGENT_CHECK;
-	else
-		return false;
-	return true;
-}
-
 const char *enforce_mode_name(enum enforce_mode mode)
 {
 	switch (mode) {

@@ -25,17 +25,6 @@ void log_init(enum log_level level, bool use_syslog, const char *ident)
 		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
-bool log_level_parse(const char *name, enum log_level *out)
-{
-	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
-		if (strcmp(name, level_names[i]) == 0) {
-			*out = (enum log_level)i;
-			return true;
-		}
-	}
-	return false;
-}
-
 const char *log_level_name(enum log_level level)
 {
 	return level <= LOG_LEVEL_DEBUG ? level_names[level] : "?";

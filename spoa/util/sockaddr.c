@@ -26,7 +26,10 @@ static bool parse_port(const char *s, uint16_t *port)
 static bool addr_error(char *err, size_t err_len, const char *label, const char *spec,
 		       const char *what)
 {
-	errmsg_set(err, err_len, "%s '%s': %s", label, spec, what);
+	if (label)
+		errmsg_set(err, err_len, "%s '%s': %s", label, spec, what);
+	else
+		errmsg_set(err, err_len, "%s", what);
 	return false;
 }
 
@@ -67,6 +70,11 @@ bool sockaddr_parse(const char *spec, const char *label, struct sockaddr_storage
 			return addr_error(err, err_len, label, spec, "address too long");
 		memcpy(host, spec, (size_t)(colon - spec));
 		host[colon - spec] = '\0';
+		/* HAProxy's own spellings for every IPv4 address ("bind *:80",
+		 * "bind :80"): a bind line copied from haproxy.cfg means here
+		 * what it means there. */
+		if (strcmp(host, "*") == 0 || host[0] == '\0')
+			strcpy(host, "0.0.0.0");
 	}
 
 	uint16_t port;

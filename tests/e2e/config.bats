@@ -38,11 +38,11 @@ teardown() {
 	run "$SPOA_BIN" --check -f "$RUN_DIR/bad.ini"
 	assert_failure 1
 	local f="$RUN_DIR/bad.ini"
-	assert_line --partial "$f:2: listen address '127.0.0.1:99999': port must be a number"
+	assert_line "$f:2: listen '127.0.0.1:99999': expected HOST:PORT, [IPV6]:PORT or unix:PATH (port must be a number from 1 to 65535)"
 	assert_line "$f:3: [agent]: unknown key 'colour'"
-	assert_line --partial "$f:5: threshold '0': expected"
-	assert_line --partial "$f:6: capacity_statuses: item 1 \"99\": 99 is not an HTTP status"
-	assert_line --partial "$f:7: failure_statuses: item 1 \"600\""
+	assert_line "$f:5: threshold '0': expected 1..1000000"
+	assert_line --partial "$f:6: capacity_statuses '99,503': item 1 \"99\": 99 is not an HTTP status"
+	assert_line --partial "$f:7: failure_statuses '600': item 1 \"600\""
 	assert_line "$f:8: expected 'key = value', got 'this line is wrong'"
 	assert_line --partial "$f:9: [backend be;drop]: backend name 'be;drop' is not a valid HAProxy name"
 	assert_line --partial "$f:11: [backend b1]: capacity and failure sets overlap on 503"
@@ -54,6 +54,28 @@ teardown() {
 	run "$SPOA_BIN" --check -f "$RUN_DIR/nope.ini"
 	assert_failure 1
 	assert_output --partial "$RUN_DIR/nope.ini: cannot open: No such file or directory"
+}
+
+@test "a directory given as the configuration file is refused by name" {
+	run "$SPOA_BIN" --check -f "$RUN_DIR"
+	assert_failure 1
+	assert_output --partial "$RUN_DIR: is a directory, not a configuration file"
+	refute_output --partial "configuration valid"
+}
+
+@test "the runtime-api and agent-check conflict is reported at the line that makes it" {
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[haproxy]
+	runtime_api = unix:/run/haproxy/admin.sock
+	agent_check = 127.0.0.1:12346
+	poll_interval = 1s
+
+	[breaker]
+	threshold = 3
+	INI
+	run "$SPOA_BIN" --check -f "$RUN_DIR/agent.ini"
+	assert_failure 1
+	assert_line --partial "$RUN_DIR/agent.ini:3: agent_check cannot be combined with runtime_api at line 2: "
 }
 
 @test "per-server overrides win over per-backend over global, through HAProxy" {
@@ -126,4 +148,73 @@ teardown() {
 	run verdict_of /status/500
 	assert_output "open failure 2 closed->open"
 	kill -0 "$(cat "$RUN_DIR/agent.pid")"
+}
+
+@test "SIGHUP names each changed setting that only a restart applies" {
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[agent]
+	max_connections = 100
+	[breaker]
+	threshold = 10
+	INI
+	local ini=$RUN_DIR/agent.ini # start_scene moves RUN_DIR
+	AGENT_ARGS="-f $ini"
+	start_scene
+	printf '[agent]\nmax_connections = 200\nmax_breakers = 50\n[breaker]\nthreshold = 2\n' >"$ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 5 grep -q "configuration reloaded" "$RUN_DIR/agent.log"
+	run grep -o "reload: .*changed; it takes effect at the next restart" "$RUN_DIR/agent.log"
+	assert_output "reload: max_connections changed; it takes effect at the next restart
+reload: max_breakers changed; it takes effect at the next restart"
+	# The policy did change: two failures open.
+	run verdict_of /status/500
+	assert_output "closed failure 1 "
+	run verdict_of /status/500
+	assert_output "open failure 2 closed->open"
+}
+
+@test "the keys haproxy.cfg's comments name are keys the agent has" {
+	run "$SPOA_BIN" --help
+	assert_success
+	local help=$output key names
+	# Agent keys are snake_case words; HAProxy's own settings use dashes.
+	names=$(grep '^[[:space:]]*#' "$REPO/haproxy/haproxy.cfg" |
+		grep -oE '(^|[[:space:](])[a-z]+(_[a-z]+)+' | tr -d ' (' | sort -u)
+	[ -n "$names" ]
+	for key in $names; do
+		if [[ $help != *"--${key//_/-}"* ]]; then
+			echo "haproxy.cfg names '$key', which is no key of the agent" >&2
+			return 1
+		fi
+	done
+}
+
+@test "--check validates every address, from the file and the command line" {
+	run "$SPOA_BIN" --check --listen nonsense
+	assert_failure 2
+	assert_output "spoa-breaker: --listen 'nonsense': expected HOST:PORT, [IPV6]:PORT or unix:PATH"
+	local key
+	for key in runtime-api agent-check admin; do
+		run "$SPOA_BIN" --check "--$key" nonsense
+		assert_failure 2
+		assert_output --partial "spoa-breaker: --$key 'nonsense': expected HOST:PORT"
+	done
+	cat >"$RUN_DIR/agent.ini" <<-'INI'
+	[agent]
+	listen = nonsense
+	admin = localhost
+	[haproxy]
+	runtime_api = unix:
+	agent_check = 127.0.0.1:0
+	enforce = none
+	INI
+	run "$SPOA_BIN" --check -f "$RUN_DIR/agent.ini"
+	assert_failure 1
+	assert_line --partial "agent.ini:2: listen 'nonsense': expected"
+	assert_line --partial "agent.ini:3: admin 'localhost': expected"
+	assert_line --partial "agent.ini:5: runtime_api 'unix:': expected"
+	assert_line --partial "agent.ini:6: agent_check '127.0.0.1:0': expected"
+	# HAProxy's own spellings of every IPv4 address are addresses.
+	run "$SPOA_BIN" --check --listen '*:12345' --listen :12346
+	assert_success
 }

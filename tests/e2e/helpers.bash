@@ -11,9 +11,17 @@ SPOP_CLIENT=$REPO/tests/lib/spop_client.py
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
-# A port nobody listens on right now (the kernel picks it).
+# A port nobody listens on right now (the kernel picks it), and none this
+# test was given before: two calls in a row may otherwise get the same one.
 free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+	local given="${BATS_TEST_TMPDIR:-${BATS_FILE_TMPDIR:-/tmp}}/.ports-given" port
+	touch "$given"
+	for _ in $(seq 20); do
+		port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		grep -qx "$port" "$given" || break
+	done
+	echo "$port" >>"$given"
+	echo "$port"
 }
 
 # Waits until a TCP port accepts connections (at most ~5 s).
@@ -24,6 +32,11 @@ wait_port() {
 		sleep 0.05
 	done
 	echo "nothing listens on 127.0.0.1:$1" >&2
+	# Say why, when the process that should listen left a log.
+	if [ -n "${RUN_DIR:-}" ] && [ -f "$RUN_DIR/agent.log" ]; then
+		echo "--- agent.log:" >&2
+		tail -n 20 "$RUN_DIR/agent.log" >&2
+	fi
 	return 1
 }
 

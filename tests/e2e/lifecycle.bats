@@ -29,9 +29,10 @@ teardown() {
 	run "$SPOA_BIN" --log-level loud
 	assert_failure 2
 	assert_output --partial "--log-level 'loud'"
+	# Checked with the command line, not when the listener opens.
 	run "$SPOA_BIN" --listen 127.0.0.1:notaport
-	assert_failure 1
-	assert_output --partial "listen address '127.0.0.1:notaport': port must be a number"
+	assert_failure 2
+	assert_output --partial "spoa-breaker: --listen '127.0.0.1:notaport': expected HOST:PORT, [IPV6]:PORT or unix:PATH (port must be a number"
 	run "$SPOA_BIN" stray
 	assert_failure 2
 	assert_output --partial "unexpected argument 'stray'"

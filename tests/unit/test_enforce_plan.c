@@ -141,15 +141,43 @@ static void test_agent_check_answers(void **state)
 static void test_mode_names(void **state)
 {
 	(void)state;
-	enum enforce_mode m;
-	assert_true(enforce_mode_parse("runtime-api", &m));
-	assert_int_equal(m, ENFORCE_RUNTIME_API);
-	assert_string_equal(enforce_mode_name(m), "runtime-api");
-	assert_true(enforce_mode_parse("agent-check", &m));
-	assert_int_equal(m, ENFORCE_AGENT_CHECK);
-	assert_true(enforce_mode_parse("none", &m));
-	assert_int_equal(m, ENFORCE_NONE);
-	assert_false(enforce_mode_parse("both", &m));
+	assert_string_equal(enforce_mode_name(ENFORCE_RUNTIME_API), "runtime-api");
+	assert_string_equal(enforce_mode_name(ENFORCE_AGENT_CHECK), "agent-check");
+	assert_string_equal(enforce_mode_name(ENFORCE_NONE), "none");
+}
+
+/* A transition plans from what the last look saw, and what it sent is what
+ * the next transition plans from: open, then half-open before any look,
+ * must lift the drain it just set (planning from the stale look would send
+ * no `ready`) and limit maxconn once. */
+static void test_plans_chain_without_a_look(void **state)
+{
+	(void)state;
+	struct enforce_seen seen = {.known = true, .maxconn = 0};
+	struct enforce_memory mem = {0};
+
+	struct enforce_plan p = enforce_plan(BREAKER_OPEN, 2, &seen, &mem);
+	assert_true(p.set_drain);
+	enforce_plan_assume_applied(&p, &seen);
+	assert_true(seen.drained);
+
+	p = enforce_plan(BREAKER_HALF_OPEN, 2, &seen, &mem);
+	assert_true(p.set_ready);
+	assert_true(p.set_maxconn);
+	assert_int_equal(p.maxconn, 2);
+	enforce_plan_assume_applied(&p, &seen);
+	assert_false(seen.drained);
+	assert_int_equal(seen.maxconn, 2);
+
+	p = enforce_plan(BREAKER_HALF_OPEN, 2, &seen, &mem);
+	assert_false(p.set_ready || p.set_drain || p.set_maxconn); /* nothing twice */
+
+	p = enforce_plan(BREAKER_CLOSED, 2, &seen, &mem);
+	assert_false(p.set_ready);
+	assert_true(p.set_maxconn);
+	assert_int_equal(p.maxconn, 0); /* its own, unlimited */
+	enforce_plan_assume_applied(&p, &seen);
+	assert_int_equal(seen.maxconn, 0);
 }
 
 int main(void)
@@ -158,6 +186,7 @@ int main(void)
 		cmocka_unit_test(test_plan_table),
 		cmocka_unit_test(test_cycle_converges),
 		cmocka_unit_test(test_agent_check_answers),
+		cmocka_unit_test(test_plans_chain_without_a_look),
 		cmocka_unit_test(test_mode_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

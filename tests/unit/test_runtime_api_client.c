@@ -852,6 +852,8 @@ static const struct {
 	{"127.0.0.1:9999", NULL},
 	{"localhost:9999", NULL},
 	{"[::1]:9999", NULL},
+	{"*:9999", NULL}, /* HAProxy's spellings for 0.0.0.0 */
+	{":9999", NULL},
 	{"unix:", "empty unix socket path"},
 	{"/run/haproxy/admin.sock", "expected HOST:PORT, [IPV6]:PORT or unix:PATH"},
 	{"127.0.0.1", "expected HOST:PORT"},
@@ -859,7 +861,7 @@ static const struct {
 	{"127.0.0.1:65536", "port must be"},
 	{"127.0.0.1:80x", "port must be"},
 	{"127.0.0.1:", "port must be"},
-	{":80", "not a numeric IPv4/IPv6 address"},
+	{"*x:80", "not a numeric IPv4/IPv6 address"},
 	{"[::1]", "expected [IPV6]:PORT"},
 	{"[::1]80", "expected [IPV6]:PORT"},
 	{"haproxy.example:80", "not a numeric IPv4/IPv6 address"},

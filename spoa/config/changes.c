@@ -1,0 +1,55 @@
+/*
+ * changes.c - what a reload may change, decided by the key table: a key
+ * without CONFIG_KEY_RELOADABLE takes effect at the next restart, and the
+ * [haproxy] keys tell whether the links to HAProxy must be rebuilt.
+ *
+ * Values are compared as the file would spell them (config_key_format is
+ * canonical), so every type compares the same way.
+ */
+#include <string.h>
+
+#include "config/keys.h"
+
+/* Enough for the longest value of a key kept in struct config (policy
+ * keys all reload): a full list of addresses and their separators. A
+ * truncated text could hide a difference, hence the checks. */
+#define VALUE_MAX 4096
+_Static_assert(AGENT_MAX_LISTENERS * (CONFIG_LISTEN_MAX_LEN + 2) < VALUE_MAX,
+	       "listen addresses fit a formatted value");
+_Static_assert(CONFIG_MAX_RUNTIME_APIS * (CONFIG_LISTEN_MAX_LEN + 2) < VALUE_MAX,
+	       "runtime_api sockets fit a formatted value");
+
+static bool key_differs(const struct config_key *k, const struct config *a,
+			const struct config *b)
+{
+	char va[VALUE_MAX], vb[VALUE_MAX];
+	config_key_format(k, a, &a->global.values, va, sizeof(va));
+	config_key_format(k, b, &b->global.values, vb, sizeof(vb));
+	return strcmp(va, vb) != 0;
+}
+
+unsigned config_restart_only_changes(const struct config *running, const struct config *next,
+				     void (*fn)(void *ctx, const char *key), void *ctx)
+{
+	unsigned changed = 0;
+	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		if ((k->flags & CONFIG_KEY_RELOADABLE) || k->place != CONFIG_IN_CONFIG ||
+		    !key_differs(k, running, next))
+			continue;
+		changed++;
+		if (fn)
+			fn(ctx, k->name);
+	}
+	return changed;
+}
+
+bool config_haproxy_changed(const struct config *a, const struct config *b)
+{
+	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		if ((k->sections & CONFIG_SECTION_HAPROXY) && key_differs(k, a, b))
+			return true;
+	}
+	return false;
+}

@@ -1,0 +1,238 @@
+/*
+ * keys.c - every configuration key, once (see keys.h).
+ *
+ * To add a key: add its field to struct config (or struct breaker_policy),
+ * add a row here, and bump CONFIG_NB_KEYS. The file, the command line,
+ * --help, --check and SIGHUP pick it up from the row.
+ */
+#include <string.h>
+
+#include "admin/admin_http.h"
+#include "config/keys.h"
+
+/* A field of struct config / of a policy (with the layer bit it sets). */
+#define IN_CONFIG(member)                                                                  \
+	.place = CONFIG_IN_CONFIG, .offset = offsetof(struct config, member),              \
+	.size = sizeof(((struct config *)0)->member)
+#define IN_POLICY(member, bit)                                                             \
+	.place = CONFIG_IN_POLICY, .offset = offsetof(struct breaker_policy, member),      \
+	.size = sizeof(((struct breaker_policy *)0)->member), .field = (bit)
+/* A repeatable address: an array of strings and its count (with
+ * CONFIG_KEY_REPEATABLE in .flags). */
+#define ADDRESS_LIST(member, count)                                                        \
+	.place = CONFIG_IN_CONFIG, .offset = offsetof(struct config, member),              \
+	.size = sizeof(((struct config *)0)->member[0]),                                   \
+	.count_offset = offsetof(struct config, count),                                    \
+	.max_count = sizeof(((struct config *)0)->member) /                                \
+		     sizeof(((struct config *)0)->member[0])
+#define GIVEN(member) .given_offset = offsetof(struct config, member)
+
+/* Enums are written as 4-byte numbers (values.c): make sure they are. */
+_Static_assert(sizeof(enum log_level) == 4 && sizeof(enum enforce_mode) == 4 &&
+		       sizeof(enum breaker_half_open_backpressure) == 4 &&
+		       sizeof(enum breaker_open_late_success) == 4,
+	       "enum fields are 4 bytes");
+
+static const struct config_word log_levels[] = {
+	{"error", LOG_LEVEL_ERROR, false},   {"warning", LOG_LEVEL_WARNING, false},
+	{"notice", LOG_LEVEL_NOTICE, false}, {"info", LOG_LEVEL_INFO, false},
+	{"debug", LOG_LEVEL_DEBUG, false},   {NULL, 0, false},
+};
+
+static const struct config_word enforce_modes[] = {
+	{"runtime-api", ENFORCE_RUNTIME_API, false},
+	{"agent-check", ENFORCE_AGENT_CHECK, false},
+	{"none", ENFORCE_NONE, false},
+	{"shadow", ENFORCE_NONE, true}, /* what "none" is called in the logs */
+	{NULL, 0, false},
+};
+
+static const struct config_word half_open_backpressure_words[] = {
+	{"close", BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE, false},
+	{"ignore", BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE, false},
+	{NULL, 0, false},
+};
+
+static const struct config_word open_late_success_words[] = {
+	{"ignore", BREAKER_OPEN_LATE_SUCCESS_IGNORE, false},
+	{"close", BREAKER_OPEN_LATE_SUCCESS_CLOSE, false},
+	{NULL, 0, false},
+};
+
+const struct config_key config_keys[CONFIG_NB_KEYS] = {
+	/* ---- [agent]: the process; only a restart changes most of it ---- */
+	{
+		.name = "listen", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ADDRESS,
+		ADDRESS_LIST(listen, nb_listen), .address = CONFIG_ADDRESS_UNIX,
+		.flags = CONFIG_KEY_REPEATABLE,
+		.option = "listen", .short_option = 'l', .arg = "ADDR",
+		.help = "where HAProxy's SPOE connects: HOST:PORT, [IPV6]:PORT or unix:PATH; "
+			"repeatable",
+		.default_text = AGENT_DEFAULT_LISTEN,
+	},
+	{
+		.name = "max_frame_size", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_UINT,
+		IN_CONFIG(agent.max_frame_size), .min = SPOP_MIN_FRAME_SIZE, .max = 1048576,
+		.option = "max-frame-size", .arg = "N",
+		.help = "largest SPOP frame accepted and offered; HAProxy's own is "
+			"tune.bufsize - 4",
+	},
+	{
+		.name = "max_connections", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_UINT,
+		IN_CONFIG(agent.max_connections), .min = 1, .max = 1000000,
+		.option = "max-connections", .arg = "N",
+		.help = "SPOP connections served at once; more are closed on accept",
+	},
+	{
+		.name = "max_breakers", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_UINT,
+		IN_CONFIG(max_breakers), .min = 1, .max = BREAKER_TABLE_MAX_ENTRIES,
+		.option = "max-breakers", .arg = "N",
+		.help = "servers tracked at once; idle healthy ones are evicted first",
+	},
+	{
+		.name = "log_level", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ENUM,
+		IN_CONFIG(log_level), .words = log_levels, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "log-level", .short_option = 'L', .arg = "LEVEL",
+		.help = "notice logs transitions, info connections too",
+	},
+	{
+		.name = "syslog", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_BOOL,
+		IN_CONFIG(use_syslog), .option = "syslog",
+		.help = "log to syslog (facility daemon) instead of stderr",
+	},
+	{
+		.name = "admin", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ADDRESS,
+		IN_CONFIG(admin), .address = CONFIG_ADDRESS_NONE,
+		.flags = CONFIG_KEY_MARKS_GIVEN, GIVEN(admin_set),
+		.option = "admin", .arg = "ADDR",
+		.help = "serve /metrics, /state and /healthz here; one given must open, "
+			"the default only warns",
+	},
+
+	/* ---- [haproxy]: how decisions reach HAProxy; all of it reloads ---- */
+	{
+		.name = "enforce", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_ENUM,
+		IN_CONFIG(enforce), .words = enforce_modes,
+		.flags = CONFIG_KEY_RELOADABLE | CONFIG_KEY_MARKS_GIVEN, GIVEN(enforce_set),
+		.option = "enforce", .arg = "MODE",
+		.help = "none is shadow mode: decisions are logged, HAProxy is not changed",
+		.default_text = "runtime-api with a runtime_api socket, agent-check with an "
+				"agent_check listener, none otherwise",
+	},
+	{
+		.name = "runtime_api", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_ADDRESS,
+		ADDRESS_LIST(runtime_api, nb_runtime_api), .address = CONFIG_ADDRESS_UNIX,
+		.flags = CONFIG_KEY_REPEATABLE | CONFIG_KEY_RELOADABLE,
+		.option = "runtime-api", .arg = "ADDR",
+		.help = "HAProxy's stats socket (level admin); repeatable, one per HAProxy",
+	},
+	{
+		.name = "agent_check", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_ADDRESS,
+		IN_CONFIG(agent_check), .address = CONFIG_ADDRESS_UNIX,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "agent-check", .arg = "ADDR",
+		.help = "answer HAProxy's agent-check here",
+	},
+	{
+		.name = "poll_interval", .sections = CONFIG_SECTION_HAPROXY,
+		.type = CONFIG_DURATION, IN_CONFIG(poll_ms), .min = 100, .max = UINT64_MAX,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "poll-interval", .arg = "DURATION",
+		.help = "how often the agent looks at HAProxy: faults SPOE never sees, "
+			"reconciliation",
+	},
+
+	/* ---- [breaker], [backend NAME], [server BACKEND/SERVER]: policies ---- */
+	{
+		.name = "threshold", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_UINT,
+		IN_POLICY(threshold, BREAKER_FIELD_THRESHOLD), .min = 1, .max = 1000000,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "threshold", .arg = "N",
+		.help = "consecutive failures that open a breaker",
+	},
+	{
+		.name = "cooldown", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_DURATION,
+		IN_POLICY(cooldown_ms, BREAKER_FIELD_COOLDOWN), .min = 1, .max = UINT64_MAX,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "cooldown", .arg = "DURATION",
+		.help = "how long a breaker stays open before a probe is let through",
+	},
+	{
+		.name = "half_open_probes", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_UINT, IN_POLICY(half_open_probes, BREAKER_FIELD_HALF_OPEN_PROBES),
+		.min = 1, .max = BREAKER_MAX_PROBES, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "half-open-probes", .arg = "N",
+		.help = "concurrent probes while half-open",
+	},
+	{
+		/* The breaker no longer times probes out; old files still load. */
+		.name = "probe_timeout", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_OBSOLETE, .flags = CONFIG_KEY_RELOADABLE,
+		.help = "HAProxy's maxconn limits half-open probes and timeout server ends a "
+			"hung one",
+	},
+	{
+		.name = "capacity_statuses", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_STATUS_SET, IN_POLICY(capacity, BREAKER_FIELD_CAPACITY_SET),
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "capacity-statuses", .arg = "LIST",
+		.help = "\"alive and busy\": never a failure; lists and ranges, e.g. "
+			"500-502,504",
+	},
+	{
+		.name = "failure_statuses", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_STATUS_SET, IN_POLICY(failure, BREAKER_FIELD_FAILURE_SET),
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "failure-statuses", .arg = "LIST",
+		.help = "statuses that count as failures",
+		.default_text = "500-599 minus the capacity and ignore statuses",
+	},
+	{
+		.name = "ignore_statuses", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_STATUS_SET, IN_POLICY(ignore, BREAKER_FIELD_IGNORE_SET),
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "ignore-statuses", .arg = "LIST",
+		.help = "statuses that record nothing at all",
+	},
+	{
+		.name = "half_open_backpressure", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_ENUM,
+		IN_POLICY(half_open_backpressure, BREAKER_FIELD_HALF_OPEN_BACKPRESSURE),
+		.words = half_open_backpressure_words, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "half-open-backpressure", .arg = "WORD",
+		.help = "what a busy answer does to a half-open breaker: close it, or free "
+			"the probe slot and record nothing",
+	},
+	{
+		.name = "open_late_success", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_ENUM, IN_POLICY(open_late_success, BREAKER_FIELD_OPEN_LATE_SUCCESS),
+		.words = open_late_success_words, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "open-late-success", .arg = "WORD",
+		.help = "what a success admitted before the trip does to an open breaker",
+	},
+};
+
+const struct config_key *config_key_find(const char *name)
+{
+	for (size_t i = 0; i < CONFIG_NB_KEYS; i++)
+		if (strcmp(config_keys[i].name, name) == 0)
+			return &config_keys[i];
+	return NULL;
+}
+
+const char *config_section_name(enum config_section section)
+{
+	switch (section) {
+	case CONFIG_SECTION_AGENT:
+		return "agent";
+	case CONFIG_SECTION_HAPROXY:
+		return "haproxy";
+	case CONFIG_SECTION_BREAKER:
+		return "breaker";
+	case CONFIG_SECTION_BACKEND:
+		return "backend NAME";
+	case CONFIG_SECTION_SERVER:
+		return "server BACKEND/SERVER";
+	}
+	return "?";
+}
