@@ -161,31 +161,8 @@ static bool name_fits(const char *name)
  * earlier one's: what a repeated section means in a file. */
 static void merge_layer(struct breaker_policy_layer *into, const struct breaker_policy_layer *from)
 {
-	const struct breaker_policy_layer *parts[2] = {into, from};
-	struct breaker_policy_layer merged = {0};
-
-	for (size_t i = 0; i < 2; i++) {
-		const struct breaker_policy *v = &parts[i]->values;
-		unsigned f = parts[i]->fields;
-		if (f & BREAKER_FIELD_THRESHOLD)
-			merged.values.threshold = v->threshold;
-		if (f & BREAKER_FIELD_COOLDOWN)
-			merged.values.cooldown_ms = v->cooldown_ms;
-		if (f & BREAKER_FIELD_HALF_OPEN_PROBES)
-			merged.values.half_open_probes = v->half_open_probes;
-		if (f & BREAKER_FIELD_CAPACITY_SET)
-			merged.values.capacity = v->capacity;
-		if (f & BREAKER_FIELD_FAILURE_SET)
-			merged.values.failure = v->failure;
-		if (f & BREAKER_FIELD_IGNORE_SET)
-			merged.values.ignore = v->ignore;
-		if (f & BREAKER_FIELD_HALF_OPEN_BACKPRESSURE)
-			merged.values.half_open_backpressure = v->half_open_backpressure;
-		if (f & BREAKER_FIELD_OPEN_LATE_SUCCESS)
-			merged.values.open_late_success = v->open_late_success;
-		merged.fields |= f;
-	}
-	*into = merged;
+	apply_layer(&into->values, from);
+	into->fields |= from->fields;
 }
 
 static void report(breaker_policy_error_fn on_error, void *ctx, int override, const char *msg)
