@@ -72,6 +72,10 @@ struct config {
 	struct config_override *overrides; /* owned: config_free() */
 	unsigned nb_overrides;
 	unsigned cap_overrides;
+	/* Every effective policy, resolved once by config_from_args() from
+	 * global and overrides (owned; the daemon moves it into the breaker
+	 * table, which then owns it). */
+	struct breaker_policies policies;
 };
 
 /* The embedded defaults: what the agent runs with when given no file. */
@@ -112,22 +116,14 @@ unsigned config_restart_only_changes(const struct config *running, const struct 
 bool config_haproxy_changed(const struct config *a, const struct config *b);
 
 /*
- * Checks every policy the way the breaker table will resolve it: the
- * global one, each backend's over it, each server's over its backend's.
- * Writes each problem to errors at the line of the section that creates it
- * ("FILE:LINE: [backend be]: capacity and failure sets overlap on 503"),
- * or after "spoa-breaker: " when it has no line in the file. Returns the
- * number of problems.
+ * Resolves every policy into c->policies through breaker_policies_build(),
+ * the core's one resolver: the global one, each backend's over it, each
+ * server's over its backend's. Writes each problem to errors at the line
+ * of the section that creates it ("FILE:LINE: [backend be]: capacity and
+ * failure sets overlap on 503"), or after "spoa-breaker: " when it has no
+ * line in the file. Returns the number of problems (c->policies is then
+ * empty).
  */
-int config_check_policies(const struct config *c, FILE *errors);
-
-/*
- * Resolves c's policies (global, every backend and server override) into
- * *out, through breaker_policies_build(), the one resolver. False with the
- * first problem in err, which config_check_policies() has already ruled
- * out for c.
- */
-bool config_build_policies(const struct config *c, struct breaker_policies *out, char *err,
-			   size_t err_size);
+int config_resolve_policies(struct config *c, FILE *errors);
 
 #endif /* SPOA_CONFIG_H */

@@ -23,6 +23,7 @@ void config_free(struct config *c)
 {
 	free(c->overrides);
 	c->overrides = NULL;
+	breaker_policies_free(&c->policies);
 	c->nb_overrides = c->cap_overrides = 0;
 }
 
@@ -165,7 +166,7 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 
 	/* Even after other problems: what did parse may still conflict. */
 	problems += check_enforcement(c, &origins, errors);
-	problems += config_check_policies(c, errors);
+	problems += config_resolve_policies(c, errors);
 	if (problems > 0) {
 		if (c->path)
 			fprintf(errors, CONFIG_PROGRAM ": %s: configuration refused\n", c->path);

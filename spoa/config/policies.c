@@ -1,13 +1,12 @@
 /*
- * policies.c - the configuration's policies against the breaker core:
- * checked and built by breaker_policies_build() (core/policy.c), the one
- * place layers are resolved, with each problem reported at its section.
+ * policies.c - the configuration's policies, resolved once by
+ * breaker_policies_build() (core/policy.c), the one place layers are
+ * resolved, with each problem reported at its section.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/sources.h"
-#include "util/errmsg.h"
 
 /* The overrides as the core takes them; NULL when out of memory. */
 static struct breaker_policy_override *core_overrides(const struct config *c)
@@ -57,47 +56,20 @@ static void report_level(void *ctx, int override, const char *message)
 	r->problems++;
 }
 
-int config_check_policies(const struct config *c, FILE *errors)
+int config_resolve_policies(struct config *c, FILE *errors)
 {
 	struct reporter r = {.c = c, .errors = errors};
-	struct breaker_policies built;
 	struct breaker_policy_override *list = core_overrides(c);
 
+	breaker_policies_free(&c->policies);
 	if (!list) {
-		fprintf(errors, CONFIG_PROGRAM ": out of memory checking policies\n");
+		fprintf(errors, CONFIG_PROGRAM ": out of memory resolving policies\n");
 		return 1;
 	}
-	if (breaker_policies_build(&built, &c->global, list, c->nb_overrides, report_level, &r))
-		breaker_policies_free(&built);
-	else if (r.problems == 0)
+	if (!breaker_policies_build(&c->policies, &c->global, list, c->nb_overrides, report_level,
+				    &r) &&
+	    r.problems == 0)
 		r.problems = 1;
 	free(list);
 	return r.problems;
-}
-
-/* Keeps the first problem for config_build_policies(). */
-static void first_problem(void *ctx, int override, const char *message)
-{
-	char *err = ctx;
-	(void)override;
-	if (!err[0])
-		snprintf(err, 512, "%s", message);
-}
-
-bool config_build_policies(const struct config *c, struct breaker_policies *out, char *err,
-			   size_t err_size)
-{
-	char first[512] = "";
-	struct breaker_policy_override *list = core_overrides(c);
-
-	if (!list) {
-		errmsg_set(err, err_size, "out of memory building policies");
-		return false;
-	}
-	bool ok = breaker_policies_build(out, &c->global, list, c->nb_overrides, first_problem,
-					 first);
-	free(list);
-	if (!ok)
-		errmsg_set(err, err_size, "%s", first[0] ? first : "policies do not resolve");
-	return ok;
 }

@@ -68,12 +68,11 @@ static bool subscribe_all(struct daemon *d)
 static bool start(struct daemon *d)
 {
 	struct config *c = &d->config;
-	struct breaker_policies policies;
 	char err[512];
 
-	if (!config_build_policies(c, &policies, err, sizeof(err)) ||
-	    !breakers_init(&d->breakers, d->loop, c->max_breakers, &policies, err, sizeof(err))) {
-		breaker_policies_free(&policies);
+	/* The policies resolved with the configuration move into the table. */
+	if (!breakers_init(&d->breakers, d->loop, c->max_breakers, &c->policies, err,
+			   sizeof(err))) {
 		log_error("%s", err);
 		return false;
 	}

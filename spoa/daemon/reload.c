@@ -2,8 +2,8 @@
  * reload.c - SIGHUP: read the configuration again and apply every key a
  * running agent can change, or none of them.
  *
- * Everything new is built aside first (the configuration, its policies,
- * the HAProxy link when [haproxy] changed); only when every step has
+ * Everything new is built aside first (the configuration with its
+ * resolved policies, the HAProxy link when [haproxy] changed); only when every step has
  * succeeded is it swapped in. A step that fails leaves the running
  * configuration whole, and says why. Breakers keep their state; only their
  * policies change. Keys only a restart can change are named in a warning.
@@ -33,17 +33,15 @@ static void keep_restart_only(struct config *next, const struct config *now)
 	next->admin_set = now->admin_set;
 }
 
-static void refuse(struct config *fresh, struct breaker_policies *policies, const char *why)
+static void refuse(struct config *fresh, const char *why)
 {
 	log_error("reload refused: %s; the running configuration stays in effect", why);
-	breaker_policies_free(policies);
 	config_free(fresh);
 }
 
 void daemon_reload(struct daemon *d)
 {
 	struct config fresh;
-	struct breaker_policies policies = {0};
 	char err[512];
 
 	if (!d->config_path) {
@@ -52,7 +50,7 @@ void daemon_reload(struct daemon *d)
 	}
 	log_notice("SIGHUP: reloading %s", d->config_path);
 
-	/* 1. The file and the command line, checked whole. */
+	/* 1. The file and the command line, checked whole, policies resolved. */
 	char *report = NULL;
 	size_t report_len = 0;
 	FILE *errors = open_memstream(&report, &report_len);
@@ -72,13 +70,7 @@ void daemon_reload(struct daemon *d)
 		return;
 	}
 
-	/* 2. Its policies. */
-	if (!config_build_policies(&fresh, &policies, err, sizeof(err))) {
-		refuse(&fresh, &policies, err);
-		return;
-	}
-
-	/* 3. The HAProxy link, when [haproxy] changed. An agent-check
+	/* 2. The HAProxy link, when [haproxy] changed. An agent-check
 	 * listener cannot be opened twice on one address, so in that mode a
 	 * change waits for a restart. */
 	struct enforcer *enforcer = NULL;
@@ -95,14 +87,14 @@ void daemon_reload(struct daemon *d)
 			enforcer = enforcer_new(d->loop, &fresh, &d->breakers, d->enforcer, err,
 						sizeof(err));
 			if (!enforcer) {
-				refuse(&fresh, &policies, err);
+				refuse(&fresh, err);
 				return;
 			}
 		}
 	}
 
 	/* Every step succeeded: swap it all in. */
-	breaker_table_use_policies(&d->breakers.table, &policies);
+	breaker_table_use_policies(&d->breakers.table, &fresh.policies);
 	if (enforcer) {
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;
