@@ -24,9 +24,9 @@ CPPFLAGS   += -Iinclude -DSPOA_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
 ALL_CFLAGS := -std=c11 $(WARNINGS) $(CFLAGS)
 
 # libev ships no pkg-config file on Debian; the others do.
-PKGS       := inih libmicrohttpd
+PKGS       := inih libmicrohttpd msgpack
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lm
+DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lm -pthread
 TEST_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Every source but main.c goes into a static library the tests link against.
@@ -38,6 +38,7 @@ PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/link/runtime_api_cmd.c spoa/link/runtime_api_parse.c spoa/link/faults.c \
               spoa/link/enforce_plan.c \
               spoa/admin/metrics.c spoa/admin/state_json.c spoa/admin/counters.c \
+              spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
               spoa/util/histogram.c
 PURE_OBJS  := $(PURE_SRCS:spoa/%.c=$(BUILD)/obj/%.o)

@@ -37,7 +37,7 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 # After HAProxy, so that its admin socket is there from the agent's first look.
-build/spoa-breaker --cooldown 2s --runtime-api "unix:$BREAKER_ADMIN_SOCKET" 2>"$RUN/agent.log" & PIDS+=($!)
+build/spoa-breaker --cooldown 2s --runtime-api "unix:$BREAKER_ADMIN_SOCKET" --state-file "$RUN/state.msgpack" 2>"$RUN/agent.log" & PIDS+=($!)
 sleep 1 # the first health check of the agent
 
 echo "HAProxy on 127.0.0.1:8080 -> w1 (200), w2 (503, busy), w3 (500, broken); agent on 127.0.0.1:12345"

@@ -65,6 +65,7 @@ allowed_patterns=(
 	'__(fix|fixuns|float|floatun)[sdtx]f[sdt]i|__float(un)?[sdt]i[sdtx]f'    # float <-> integer conversions
 	'__(asan|ubsan|sanitizer_cov)_[A-Za-z0-9_]+'                              # sanitizer instrumentation
 	'_GLOBAL_OFFSET_TABLE_'                                                  # PIC on some targets
+	'msgpack_(unpack_next|unpacked_[a-z_]+|zone_[a-z_]+|sbuffer_[a-z_]+|object_[a-z_]+|pack_[a-z_]+)' # msgpack-c: encoding and decoding in memory
 )
 
 is_allowed() {

@@ -15,6 +15,7 @@
 #include "link/enforce_plan.h"
 #include "link/enforcer.h"
 #include "link/runtime_api.h"
+#include "state/state_store.h"
 #include "util/strbuf.h"
 
 #define METRICS_PREFIX "spoa_breaker_"
@@ -38,6 +39,7 @@ struct metrics_source {
 	const struct enforce_stats *enforce;
 	struct metrics_runtime_api runtime_api[ENFORCE_MAX_HAPROXY];
 	unsigned nb_runtime_api;
+	const struct state_store_stats *state; /* NULL: no state store */
 	const char *version;
 	uint64_t now_ms; /* on the breakers' clock (clock_now_ms()) */
 };

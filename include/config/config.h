@@ -35,6 +35,9 @@
 #include "util/names.h"
 
 #define CONFIG_LISTEN_MAX_LEN 128
+#define CONFIG_PATH_MAX_LEN 256
+#define CONFIG_DEFAULT_STATE_FILE "/var/lib/spoa-breaker/state.msgpack"
+#define CONFIG_DEFAULT_STATE_INTERVAL_MS 1000
 #define CONFIG_DEFAULT_MAX_BREAKERS 10000
 #define CONFIG_MAX_RUNTIME_APIS 8
 #define CONFIG_DEFAULT_POLL_MS 500
@@ -69,6 +72,12 @@ struct config {
 	 * (then failing to open it is fatal; the default only warns). */
 	char admin[CONFIG_LISTEN_MAX_LEN];
 	bool admin_set;
+	/* The state snapshot (state/state_store.c); empty: none. state_file_set:
+	 * given explicitly (then an unwritable directory is fatal; the
+	 * default only warns). */
+	char state_file[CONFIG_PATH_MAX_LEN];
+	bool state_file_set;
+	uint64_t state_interval_ms; /* at most one write per interval */
 	struct config_override *overrides; /* owned: config_free() */
 	unsigned nb_overrides;
 	unsigned cap_overrides;

@@ -127,6 +127,7 @@ struct breaker {
 	 * streak comes back (breaker_record_aborted_bodies). 0 elsewhere. */
 	uint32_t erased_streak;
 	uint64_t state_since_ms;  /* when the current state began (OPEN: the trip) */
+	uint32_t trips;           /* times it opened, for the record (saturates) */
 };
 
 /* Whether an operation turned the breaker dirty or clean. A breaker is

@@ -77,6 +77,13 @@ void breaker_init(struct breaker *b, const struct breaker_policy *policy, uint64
  * streak already past a lowered threshold trips on the next failure. */
 void breaker_set_policy(struct breaker *b, const struct breaker_policy *policy);
 
+/* Puts a breaker back as a snapshot had it, on this process's clock
+ * (since_ms may lie in the past: an OPEN breaker whose cool-down has run
+ * out then moves at the next breaker_tick()). False, breaker untouched,
+ * for a state that does not exist. */
+bool breaker_restore(struct breaker *b, enum breaker_state state, uint32_t failure_streak,
+		     uint64_t since_ms, uint32_t trips);
+
 /*
  * The transitions of DESIGN 4.2. Each returns what it did; nothing else
  * reports it. None of them allocates or fails.

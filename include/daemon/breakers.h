@@ -75,6 +75,10 @@ void breakers_unsubscribe(struct breakers *b, void *ctx);
 void breakers_publish(struct breakers *b, struct breaker_table_entry *e,
 		      const struct breaker_event *ev, const struct breaker_cause *cause);
 
+/* Arms the timer for the earliest deadline of all breakers: after
+ * breakers were changed without a record (restored from a snapshot). */
+void breakers_rearm(struct breakers *b);
+
 /* The subscriber that keeps the timer armed for the earliest deadline. */
 struct breaker_subscriber breakers_timer_subscriber(struct breakers *b);
 

@@ -14,6 +14,7 @@
 #include "link/enforcer.h"
 #include "spop/agent.h"
 #include "spop/dispatch.h"
+#include "state/state_store.h"
 
 /* Reads the configuration again for a reload: returns -1 with *c usable,
  * anything else when it was refused (every problem written to errors). */
@@ -27,6 +28,8 @@ struct daemon {
 	void *load_ctx;
 	struct breakers breakers;
 	struct enforcer *enforcer;
+	struct state_store *state;
+	bool ran; /* the loop ran: what it knows is worth a last snapshot */
 	struct dispatch dispatch;
 	struct agent agent;
 	struct admin_http *admin; /* NULL: none */

@@ -53,6 +53,22 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 			      size_t err_size);
 void enforcer_free(struct enforcer *e);
 
+/* What the agent changed on one server (entry index), for the snapshot:
+ * fn is called once per HAProxy where it drained or limited the server,
+ * with that HAProxy's Runtime API address, and once with address NULL for
+ * what its agent-check answers did. */
+typedef void (*enforcer_memory_fn)(void *ctx, const char *address,
+				   const struct enforce_memory *mem);
+void enforcer_memories(const struct enforcer *e, uint32_t index, enforcer_memory_fn fn,
+		       void *ctx);
+
+/* Puts back what a snapshot remembers of one server on the HAProxy at
+ * `address` (NULL: the agent-check answers). False when no link talks to
+ * that address any more (the memory is then dropped: the ownership record
+ * in HAProxy, where there is one, still says what is the agent's). */
+bool enforcer_remember(struct enforcer *e, uint32_t index, const char *address,
+		       const struct enforce_memory *mem);
+
 const struct enforce_stats *enforcer_stats(const struct enforcer *e);
 enum enforce_mode enforcer_mode(const struct enforcer *e);
 /* The Runtime API clients, one per HAProxy (i < enforcer_runtime_api_count()),

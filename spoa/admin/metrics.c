@@ -301,6 +301,32 @@ static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 	sample(o, "breakers_dropped_total", e->dropped_breakers);
 }
 
+/* The state snapshot: whether it is being written, where the breakers
+ * came from. Seconds since the last write are a gauge an alert can watch. */
+static void render_state(const struct metrics_source *s, struct strbuf *o)
+{
+	static const struct state_store_stats none;
+	static const enum state_source sources[] = {STATE_SOURCE_OFF, STATE_SOURCE_FRESH,
+						     STATE_SOURCE_SNAPSHOT, STATE_SOURCE_REFUSED};
+	const struct state_store_stats *st = s->state ? s->state : &none;
+
+	family(o, "state_writes_total", "counter", "State snapshots written, by result.");
+	sample1(o, "state_writes_total", "result", "ok", st->writes);
+	sample1(o, "state_writes_total", "result", "failed", st->write_failures);
+	family(o, "state_last_write_age_seconds", "gauge",
+	       "Seconds since the last snapshot was written (absent before the first).");
+	if (st->last_write_mono_ms && s->now_ms >= st->last_write_mono_ms)
+		sample(o, "state_last_write_age_seconds",
+		       (s->now_ms - st->last_write_mono_ms) / 1000);
+	family(o, "state_breakers_restored", "gauge", "Breakers restored from the snapshot at start.");
+	sample(o, "state_breakers_restored", st->restored);
+	family(o, "state_source", "gauge",
+	       "Where this process's breakers came from: 1 for the source.");
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		sample1(o, "state_source", "source", state_source_name(sources[i]),
+			sources[i] == st->source);
+}
+
 bool metrics_render(const struct metrics_source *s, struct strbuf *o)
 {
 	family(o, "build_info", "gauge", "Always 1; the agent's version as a label.");
@@ -308,5 +334,6 @@ bool metrics_render(const struct metrics_source *s, struct strbuf *o)
 	render_breakers(s, o);
 	render_spop(s, o);
 	render_enforcement(s, o);
+	render_state(s, o);
 	return !o->failed;
 }

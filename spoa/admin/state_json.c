@@ -104,7 +104,8 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	string_field(o, "state", breaker_state_name(b->state), false);
 	u64_field(o, "failure_streak", b->failure_streak, false);
 	u64_field(o, "since_ms", since, false);
-	u64_field(o, "cooldown_left_ms", left, !b->policy);
+	u64_field(o, "cooldown_left_ms", left, false);
+	u64_field(o, "trips", b->trips, !b->policy);
 	if (b->policy) {
 		key(o, "policy");
 		policy_object(o, b->policy);
@@ -120,6 +121,14 @@ bool state_json_render(const struct metrics_source *s, struct strbuf *o)
 	string_field(o, "enforce", enforce_mode_name(s->enforce_mode), false);
 	u64_field(o, "entries", t ? t->count : 0, false);
 	u64_field(o, "capacity", t ? t->max_entries : 0, false);
+	/* Where the breakers came from: a restart restores them. */
+	key(o, "state");
+	strbuf_putc(o, '{');
+	string_field(o, "file", s->state && s->state->path[0] ? s->state->path : "none", false);
+	string_field(o, "source", state_source_name(s->state ? s->state->source : STATE_SOURCE_OFF),
+		     false);
+	u64_field(o, "restored", s->state ? s->state->restored : 0, true);
+	strbuf_puts(o, "},");
 	key(o, "breakers");
 	strbuf_putc(o, '[');
 	bool first = true;

@@ -108,6 +108,20 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.help = "serve /metrics, /state and /healthz here; one given must open, "
 			"the default only warns",
 	},
+	{
+		.name = "state_file", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_PATH,
+		IN_CONFIG(state_file), .flags = CONFIG_KEY_MARKS_GIVEN, GIVEN(state_file_set),
+		.option = "state-file", .arg = "PATH",
+		.help = "where the breakers' state survives a restart (msgpack), or none; one "
+			"given must be writable, the default only warns",
+	},
+	{
+		.name = "state_interval", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_DURATION,
+		IN_CONFIG(state_interval_ms), .min = 100, .max = 3600000,
+		.flags = CONFIG_KEY_RELOADABLE, .option = "state-interval", .arg = "DURATION",
+		.help = "at most one state write per interval; a burst of changes is written "
+			"when it ends",
+	},
 
 	/* ---- [haproxy]: how decisions reach HAProxy; all of it reloads ---- */
 	{

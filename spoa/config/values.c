@@ -257,6 +257,24 @@ static bool set_bool(unsigned char *field, const char *value, char *err, size_t 
 	return true;
 }
 
+/* A file the agent writes: absolute, so that a daemon started from
+ * anywhere (systemd, a container) writes where the operator meant. */
+static bool set_path(const struct config_key *k, unsigned char *field, const char *value,
+		     char *err, size_t err_size)
+{
+	if (value[0] == '\0' || strcmp(value, "none") == 0) {
+		field[0] = '\0';
+		return true;
+	}
+	if (value[0] != '/' || strlen(value) >= k->size) {
+		errmsg_set(err, err_size, "expected an absolute path of at most %zu characters, or none",
+			   k->size - 1);
+		return false;
+	}
+	memcpy(field, value, strlen(value) + 1);
+	return true;
+}
+
 bool config_key_set(const struct config_key *k, struct config *c,
 		    struct breaker_policy_layer *layer, const char *value, char *err,
 		    size_t err_size)
@@ -286,6 +304,9 @@ bool config_key_set(const struct config_key *k, struct config *c,
 		break;
 	case CONFIG_BOOL:
 		ok = set_bool(field, value, err, err_size);
+		break;
+	case CONFIG_PATH:
+		ok = set_path(k, field, value, err, err_size);
 		break;
 	case CONFIG_OBSOLETE:
 		return true;
@@ -350,6 +371,8 @@ size_t config_key_format(const struct config_key *k, const struct config *c,
 		memcpy(&v, field, sizeof(v));
 		return (size_t)snprintf(buf, size, "%s", v ? "true" : "false");
 	}
+	case CONFIG_PATH:
+		return (size_t)snprintf(buf, size, "%s", field[0] ? (const char *)field : "none");
 	case CONFIG_OBSOLETE:
 		break;
 	}

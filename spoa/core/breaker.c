@@ -74,6 +74,20 @@ void breaker_set_policy(struct breaker *b, const struct breaker_policy *policy)
 	b->policy = policy;
 }
 
+bool breaker_restore(struct breaker *b, enum breaker_state state, uint32_t failure_streak,
+		     uint64_t since_ms, uint32_t trips)
+{
+	if ((unsigned)state > BREAKER_HALF_OPEN)
+		return false;
+	b->state = state;
+	b->failure_streak = failure_streak;
+	b->state_since_ms = since_ms;
+	b->trips = trips;
+	/* Nothing provisional survives a restart: no look can void it. */
+	b->erased_streak = 0;
+	return true;
+}
+
 /* Every state change goes through here: CLOSED starts a fresh streak, and
  * nothing erased in the old state can be restored in the new one. */
 static void enter_state(struct breaker *b, enum breaker_state state, uint64_t now_ms)
@@ -81,6 +95,8 @@ static void enter_state(struct breaker *b, enum breaker_state state, uint64_t no
 	b->state = state;
 	b->state_since_ms = now_ms;
 	b->erased_streak = 0;
+	if (state == BREAKER_OPEN && b->trips < UINT32_MAX)
+		b->trips++;
 	if (state == BREAKER_CLOSED)
 		b->failure_streak = 0;
 }

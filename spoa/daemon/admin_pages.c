@@ -20,6 +20,7 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct strbuf *ou
 		.unknown_messages = d->dispatch.unknown_messages,
 		.enforce_mode = enforcer_mode(d->enforcer),
 		.enforce = enforcer_stats(d->enforcer),
+		.state = d->state ? state_store_stats(d->state) : NULL,
 		.version = SPOA_VERSION,
 		.now_ms = clock_now_ms(),
 	};

@@ -111,6 +111,11 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	arm_for(b, next, true);
 }
 
+void breakers_rearm(struct breakers *b)
+{
+	arm_for(b, breaker_table_next_deadline(&b->table), true);
+}
+
 /* ---- life ---- */
 
 bool breakers_init(struct breakers *b, struct ev_loop *loop, uint32_t max_entries,

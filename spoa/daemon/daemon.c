@@ -85,6 +85,13 @@ static bool start(struct daemon *d)
 		log_error("%s", err);
 		return false;
 	}
+	/* Before any traffic: the breakers of the last run come back first. */
+	d->state = state_store_new(d->loop, c, &d->breakers, &d->enforcer, err, sizeof(err));
+	if (!d->state) {
+		log_error("%s", err);
+		return false;
+	}
+	state_store_load(d->state);
 	dispatch_init(&d->dispatch);
 	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->breakers.observe);
 	agent_init(&d->agent, d->loop, &c->agent, &d->dispatch);
@@ -103,6 +110,7 @@ static void teardown(struct daemon *d)
 	admin_http_close(d->admin);
 	if (d->agent.loop)
 		agent_destroy(&d->agent);
+	state_store_close(d->state, d->ran); /* reads the link's memory: before it goes */
 	enforcer_free(d->enforcer);
 	if (d->breakers.loop)
 		breakers_free(&d->breakers);
@@ -141,6 +149,7 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	ev_signal_start(d.loop, &d.sighup);
 
 	log_notice("spoa-breaker %s started", SPOA_VERSION);
+	d.ran = true;
 	ev_run(d.loop, 0);
 	teardown(&d);
 	log_notice("spoa-breaker stopped");

@@ -31,6 +31,8 @@ static void keep_restart_only(struct config *next, const struct config *now)
 	next->nb_listen = now->nb_listen;
 	memcpy(next->admin, now->admin, sizeof(next->admin));
 	next->admin_set = now->admin_set;
+	memcpy(next->state_file, now->state_file, sizeof(next->state_file));
+	next->state_file_set = now->state_file_set;
 }
 
 static void refuse(struct config *fresh, const char *why)
@@ -95,6 +97,7 @@ void daemon_reload(struct daemon *d)
 
 	/* Every step succeeded: swap it all in. */
 	breaker_table_use_policies(&d->breakers.table, &fresh.policies);
+	state_store_set_interval(d->state, fresh.state_interval_ms);
 	if (enforcer) {
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;

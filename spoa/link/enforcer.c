@@ -530,6 +530,37 @@ void enforcer_free(struct enforcer *e)
 	free(e);
 }
 
+static bool holds_something(const struct enforce_memory *m)
+{
+	return m->drained_by_us || m->maxconn_by_us;
+}
+
+void enforcer_memories(const struct enforcer *e, uint32_t index, enforcer_memory_fn fn, void *ctx)
+{
+	for (unsigned i = 0; i < e->nb_links; i++)
+		if (holds_something(&e->links[i].entries[index].mem))
+			fn(ctx, runtime_api_client_address(e->links[i].client),
+			   &e->links[i].entries[index].mem);
+	if (e->agent_check_mem && holds_something(&e->agent_check_mem[index]))
+		fn(ctx, NULL, &e->agent_check_mem[index]);
+}
+
+bool enforcer_remember(struct enforcer *e, uint32_t index, const char *address,
+		       const struct enforce_memory *mem)
+{
+	if (!address) {
+		if (!e->agent_check_mem)
+			return false;
+		e->agent_check_mem[index] = *mem;
+		return true;
+	}
+	struct haproxy_link *link = find_link(e, address);
+	if (!link)
+		return false;
+	link->entries[index].mem = *mem;
+	return true;
+}
+
 const struct enforce_stats *enforcer_stats(const struct enforcer *e)
 {
 	return &e->stats;

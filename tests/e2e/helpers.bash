@@ -90,10 +90,12 @@ start_worker() { # NAME PORT BEHAVIOUR
 	wait_port "$2"
 }
 
+# No state snapshot unless a test names one (a later --state-file wins):
+# one test's breakers must never come back in another's agent.
 start_agent() { # NAME ARGS...
 	local name=$1
 	shift
-	spawn "$name" "$SPOA_BIN" --log-level info "$@"
+	spawn "$name" "$SPOA_BIN" --log-level info --state-file none "$@"
 }
 
 # Renders a template into $RUN_DIR/haproxy.cfg, replacing @NAME@ with the

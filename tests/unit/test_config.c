@@ -193,7 +193,7 @@ static void test_every_key_is_an_option(void **state)
 static void test_restart_only_keys(void **state)
 {
 	const char *restart_only[] = {"listen",  "max_frame_size", "max_connections",
-				      "max_breakers", "syslog", "admin"};
+				      "max_breakers", "syslog", "admin", "state_file"};
 	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
 		const struct config_key *k = &config_keys[i];
 		bool expect_restart = false;

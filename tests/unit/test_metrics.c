@@ -295,6 +295,15 @@ static void observe(struct breaker_table_entry *e, int status)
 	counting.recorded(counting.ctx, e, &ev, &cause);
 }
 
+static const struct state_store_stats state_stats = {
+	.path = "/var/lib/x/state.msgpack",
+	.source = STATE_SOURCE_SNAPSHOT,
+	.restored = 2,
+	.writes = 5,
+	.write_failures = 1,
+	.last_write_mono_ms = 1,
+};
+
 static struct metrics_source source(void)
 {
 	struct metrics_source s = {
@@ -303,6 +312,7 @@ static struct metrics_source source(void)
 		.connections_open = 2,
 		.observations_refused = 1,
 		.unknown_messages = 2,
+		.state = &state_stats,
 		.enforce_mode = ENFORCE_RUNTIME_API,
 		.enforce = &enforce,
 		.nb_runtime_api = 1,
@@ -440,6 +450,10 @@ static void test_every_family_present(void **state)
 		{"haproxy_restarts_total", "counter"},
 		{"faults_polled_total", "counter"},
 		{"breakers_dropped_total", "counter"},
+		{"state_writes_total", "counter"},
+		{"state_last_write_age_seconds", "gauge"},
+		{"state_breakers_restored", "gauge"},
+		{"state_source", "gauge"},
 	};
 	struct metrics_source s = source();
 	char *text = render_metrics(&s);
@@ -606,10 +620,12 @@ static void test_state_json(void **state)
 	assert_true(state_json_render(&s, &b));
 	const char *text = b.data;
 
-	assert_contains(text, "{\"enforce\":\"runtime-api\",\"entries\":3,\"capacity\":16,\"breakers\":[");
+	assert_contains(text, "{\"enforce\":\"runtime-api\",\"entries\":3,\"capacity\":16,"
+			      "\"state\":{\"file\":\"/var/lib/x/state.msgpack\",\"source\":\"snapshot\","
+			      "\"restored\":2},\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
-			      "\"policy\":{\"threshold\":3,"
+			      "\"trips\":1,\"policy\":{\"threshold\":3,"
 			      "\"cooldown_ms\":30000,\"half_open_probes\":1,"
 			      "\"capacity_statuses\":\"429,503\","
 			      "\"failure_statuses\":\"500-502,504-599\",\"ignore_statuses\":\"none\","
@@ -654,7 +670,8 @@ static void test_state_json(void **state)
 	strbuf_init(&b);
 	assert_true(state_json_render(&empty, &b));
 	assert_string_equal(b.data,
-			    "{\"enforce\":\"none\",\"entries\":0,\"capacity\":0,\"breakers\":[]}\n");
+			    "{\"enforce\":\"none\",\"entries\":0,\"capacity\":0,\"state\":{\"file\":"
+			    "\"none\",\"source\":\"off\",\"restored\":0},\"breakers\":[]}\n");
 	strbuf_free(&b);
 }
 

@@ -1,0 +1,65 @@
+/*
+ * snapshot-t.h - what a state snapshot holds (snapshot.h): every breaker
+ * as it stood, and what the agent had done to each HAProxy server.
+ */
+#ifndef SPOA_SNAPSHOT_T_H
+#define SPOA_SNAPSHOT_T_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/breaker-t.h"
+#include "link/enforce-t.h"
+
+/* "spoa-breaker/state": no other file starts its first map with it. */
+#define SNAPSHOT_MAGIC "spoa-breaker/state"
+/* Bumped when a reader of an older format could not read the new one. */
+#define SNAPSHOT_FORMAT 1
+/* A file larger than this is not a snapshot of ours: refused unread
+ * (a breaker takes well under 1 KiB; BREAKER_TABLE_MAX_ENTRIES of them fit). */
+#define SNAPSHOT_MAX_BYTES (512u * 1024 * 1024)
+/* Longest Runtime API address kept (config's CONFIG_LISTEN_MAX_LEN). */
+#define SNAPSHOT_ADDRESS_MAX 127
+#define SNAPSHOT_VERSION_MAX 31
+
+struct snapshot_header {
+	uint32_t format;                         /* SNAPSHOT_FORMAT */
+	char agent_version[SNAPSHOT_VERSION_MAX + 1];
+	int64_t written_at_ms;                   /* wall clock, ms since the epoch */
+	uint32_t count;                          /* breakers that follow */
+};
+
+/* What the agent had done to one server in one HAProxy. */
+struct snapshot_haproxy {
+	char address[SNAPSHOT_ADDRESS_MAX + 1]; /* the runtime_api socket */
+	struct enforce_memory mem;
+};
+
+/* One breaker. Times are on the wall clock: the monotonic clock of a
+ * process means nothing to the next one. */
+struct snapshot_breaker {
+	char backend[BREAKER_NAME_MAX + 1];
+	char server[BREAKER_NAME_MAX + 1];
+	enum breaker_state state;
+	uint32_t failure_streak;
+	int64_t since_wall_ms;     /* when the state began (OPEN: the trip) */
+	uint32_t trips;            /* times it opened */
+	uint64_t policy_fingerprint; /* of the effective policy it followed */
+	struct snapshot_haproxy haproxy[ENFORCE_MAX_HAPROXY];
+	unsigned nb_haproxy;
+	bool has_agent_check;      /* agent-check mode: what its answers did */
+	struct enforce_memory agent_check;
+};
+
+/* Why a snapshot was refused. */
+enum snapshot_status {
+	SNAPSHOT_OK,
+	SNAPSHOT_EMPTY,     /* a file of zero bytes */
+	SNAPSHOT_TOO_BIG,   /* over SNAPSHOT_MAX_BYTES */
+	SNAPSHOT_TRUNCATED, /* ends inside an object, or fewer breakers than announced */
+	SNAPSHOT_CORRUPT,   /* not msgpack, or not the shape of a snapshot */
+	SNAPSHOT_FOREIGN,   /* msgpack, but not ours (no magic) */
+	SNAPSHOT_NEWER,     /* a format this agent cannot read */
+};
+
+#endif /* SPOA_SNAPSHOT_T_H */

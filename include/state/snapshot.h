@@ -1,0 +1,55 @@
+/*
+ * snapshot.h - the state snapshot's format, encoded and decoded with
+ * msgpack-c (snapshot_codec.c). Pure: no I/O, no clock; the file is
+ * snapshot_file.c's, the timing state_store.c's.
+ *
+ * A snapshot is a sequence of msgpack objects:
+ *   1. a header map: magic "spoa-breaker/state", format, agent (version),
+ *      written_at (wall clock, ms), count (breakers that follow);
+ *   2. `count` breaker maps: be, srv, state (0 closed, 1 open, 2
+ *      half_open), streak, since (wall clock, ms), trips, policy (a
+ *      fingerprint), haproxy (an array of {socket, drained, limited,
+ *      own_known, own}), agent_check ({drained, limited, own_known, own}).
+ * Keys a reader does not know are skipped, so a later agent may add some
+ * without a new format number.
+ */
+#ifndef SPOA_SNAPSHOT_H
+#define SPOA_SNAPSHOT_H
+
+#include <stddef.h>
+
+#include <msgpack.h>
+
+#include "state/snapshot-t.h"
+
+/* Append the header, then each breaker, to out. False when msgpack-c
+ * could not grow the buffer (out is then incomplete: drop it). */
+bool snapshot_encode_header(msgpack_sbuffer *out, const struct snapshot_header *h);
+bool snapshot_encode_breaker(msgpack_sbuffer *out, const struct snapshot_breaker *b);
+
+/* Told each breaker read; false stops the decoding (SNAPSHOT_OK is still
+ * returned: the caller chose to stop). */
+typedef bool (*snapshot_breaker_fn)(void *ctx, const struct snapshot_breaker *b);
+
+/*
+ * Reads a snapshot from buf[0..len) (not NUL-terminated; any bytes):
+ * fills *h, calls fn for each breaker in order, and returns SNAPSHOT_OK;
+ * otherwise the status and, in err, what was wrong and where ("breaker 3
+ * at byte 1204: state is 7 (expected 0, 1 or 2)"). Breakers already given
+ * to fn before a problem stay given: the caller decides whether to keep
+ * them (the agent keeps none: a snapshot is used whole or not at all).
+ * Container sizes are checked against the bytes left before msgpack-c
+ * allocates anything for them, so a few hostile bytes cannot ask for
+ * gigabytes. Never reads outside buf.
+ */
+enum snapshot_status snapshot_decode(const char *buf, size_t len, struct snapshot_header *h,
+				     snapshot_breaker_fn fn, void *ctx, char *err, size_t err_size);
+
+/* "ok", "empty", "too big", "truncated", "corrupt", "foreign", "newer". */
+const char *snapshot_status_name(enum snapshot_status status);
+
+/* A fingerprint of the rules a breaker follows: equal policies, equal
+ * fingerprints (FNV-1a over the fields). */
+uint64_t snapshot_policy_fingerprint(const struct breaker_policy *p);
+
+#endif /* SPOA_SNAPSHOT_H */

@@ -1,0 +1,160 @@
+#!/usr/bin/env bats
+# The breakers' state survives the agent: a snapshot brings back a drained
+# worker's open breaker with what is left of its cool-down after kill -9,
+# and a snapshot that cannot be used is said, moved aside, and ignored.
+
+load helpers
+
+setup() {
+	W2_BEHAVIOUR=500
+	STATE=$BATS_TEST_TMPDIR/state.msgpack
+	ADMIN_PORT=$(free_port)
+	export STATE ADMIN_PORT
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --cooldown ${COOLDOWN:-60s}
+		--state-file $STATE --state-interval 100ms --admin 127.0.0.1:$ADMIN_PORT"
+}
+
+teardown() {
+	stop_all
+}
+
+start_state_scene() {
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	wait_until 5 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 1
+}
+
+# kill -9: no goodbye, no last snapshot; then the same command line again.
+crash_and_restart_agent() {
+	kill -9 "$(cat "$RUN_DIR/agent.pid")"
+	rm -f "$RUN_DIR/agent.pid"
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-crashed.log"
+	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	wait_port "$AGENT_PORT"
+	wait_until 10 agent_is_up
+}
+
+state_of() { breaker_field "workers/$1" state; }
+state_is() { [ "$(state_of "$1")" = "$2" ]; }
+source_is() {
+	curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/state" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["state"]["source"])' |
+		grep -qx "$1"
+}
+
+@test "kill -9 and a restart: the breaker is still open, HAProxy still drains, then it closes on a good probe" {
+	COOLDOWN=6s
+	setup
+	start_state_scene
+	trip_w2
+	wait_until 2 is_drained w2
+	# The trip is written within the interval.
+	wait_until 5 metric_at_least 'spoa_breaker_state_writes_total{result="ok"}' 1
+	crash_and_restart_agent
+	grep -q "restored 1 breaker(s) from $STATE" "$RUN_DIR/agent.log"
+	source_is snapshot
+	run state_of w2
+	assert_output open
+	# What is left of the cool-down, not a new one.
+	local left
+	left=$(breaker_field workers/w2 cooldown_left_ms)
+	echo "cool-down left: $left ms"
+	[ "$left" -gt 0 ] && [ "$left" -lt 6000 ]
+	is_drained w2
+	# Its remaining cool-down runs out: half-open, ready with one probe.
+	wait_until 10 state_is w2 half_open
+	wait_until 3 is_not_drained w2
+	wait_until 2 maxconn_is w2 1
+	local i
+	for i in $(seq 50); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
+		state_is w2 closed && break
+	done
+	run state_of w2
+	assert_output closed
+	wait_until 3 maxconn_is w2 50
+	is_not_drained w2
+}
+
+@test "a half-open server limited to maxconn 1 at the restart gets its own maxconn back when it closes" {
+	COOLDOWN=1500ms
+	setup
+	start_state_scene
+	trip_w2
+	wait_until 5 state_is w2 half_open
+	wait_until 2 maxconn_is w2 1
+	wait_until 5 metric_at_least 'spoa_breaker_state_writes_total{result="ok"}' 2
+	crash_and_restart_agent
+	run state_of w2
+	assert_output half_open
+	maxconn_is w2 1
+	local i
+	for i in $(seq 50); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
+		state_is w2 closed && break
+	done
+	wait_until 3 maxconn_is w2 50
+}
+
+@test "TERM writes the last snapshot; a breaker whose cool-down ran out while the agent was down comes back half-open" {
+	COOLDOWN=1s
+	setup
+	start_state_scene
+	trip_w2
+	wait_until 2 is_drained w2
+	stop agent
+	grep -q "state snapshot written to $STATE" "$RUN_DIR/agent.log"
+	sleep 1.5 # the cool-down runs out while no agent runs
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-stopped.log"
+	# shellcheck disable=SC2086
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	wait_port "$AGENT_PORT"
+	wait_until 5 state_is w2 half_open
+	wait_until 3 is_not_drained w2
+}
+
+@test "corrupt, truncated, empty, foreign and newer snapshots: one line each, moved aside, a clean start" {
+	start_state_scene
+	trip_w2
+	wait_until 5 metric_at_least 'spoa_breaker_state_writes_total{result="ok"}' 1
+	stop agent
+	local good=$BATS_TEST_TMPDIR/good.msgpack
+	cp "$STATE" "$good"
+	local size
+	size=$(stat -c %s "$good")
+	local case expect
+	for case in truncated corrupt empty foreign newer; do
+		case $case in
+		truncated) head -c $((size - 7)) "$good" >"$STATE"; expect="truncated" ;;
+		corrupt) cp "$good" "$STATE"; printf '\xc1' | dd of="$STATE" bs=1 seek=$((size - 20)) conv=notrunc 2>/dev/null
+			expect="corrupt" ;;
+		empty) : >"$STATE"; expect="empty" ;;
+		foreign) echo "threshold = 3" >"$STATE"; expect="foreign" ;;
+		newer) python3 -c 'import sys; sys.stdout.buffer.write(bytes([0x82, 0xa5]) + b"magic" + bytes([0xb2]) + b"spoa-breaker/state" + bytes([0xa6]) + b"format" + bytes([0x63]))' >"$STATE"
+			expect="newer" ;;
+		esac
+		rm -f "$STATE".corrupt-*
+		mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-before-$case.log"
+		# shellcheck disable=SC2086
+		start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+		wait_port "$AGENT_PORT"
+		wait_until 5 source_is refused
+		echo "--- $case:"
+		grep "state snapshot" "$RUN_DIR/agent.log"
+		[ "$(grep -c "state snapshot $STATE: $expect" "$RUN_DIR/agent.log")" -eq 1 ]
+		grep -q "moved aside to $STATE.corrupt-" "$RUN_DIR/agent.log"
+		ls "$STATE".corrupt-* >/dev/null
+		# A clean start: w2's breaker is a fresh one (or none yet).
+		run state_of w2
+		[ "$output" != open ]
+		stop agent
+	done
+}
+
+@test "a state_file in a directory that cannot be written stops the agent when set, warns by default" {
+	run "$SPOA_BIN" --listen "127.0.0.1:$(free_port)" --admin none \
+		--state-file /nonexistent/dir/state.msgpack
+	assert_failure
+	assert_output --partial "state_file /nonexistent/dir/state.msgpack: directory /nonexistent/dir"
+}

@@ -1,0 +1,282 @@
+/*
+ * test_snapshot.c - the state snapshot's format: what is written reads
+ * back the same; every prefix, a flipped byte, foreign and newer files and
+ * sizes that lie are each refused with their status and a place, never
+ * read outside the buffer; restoring a breaker; the policy fingerprint.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/breaker.h"
+#include "state/snapshot.h"
+
+#define NB(a) (sizeof(a) / sizeof((a)[0]))
+
+static struct snapshot_breaker sample(unsigned i)
+{
+	struct snapshot_breaker b;
+	memset(&b, 0, sizeof(b));
+	snprintf(b.backend, sizeof(b.backend), "workers");
+	snprintf(b.server, sizeof(b.server), "w%u", i);
+	b.state = (enum breaker_state)(i % 3);
+	b.failure_streak = 3 + i;
+	b.since_wall_ms = 1764500000000LL + i;
+	b.trips = i;
+	b.policy_fingerprint = UINT64_C(0xfedcba9876543210) + i;
+	if (i % 2) {
+		b.nb_haproxy = 2;
+		snprintf(b.haproxy[0].address, sizeof(b.haproxy[0].address), "unix:/run/a.sock");
+		b.haproxy[0].mem = (struct enforce_memory){.drained_by_us = true};
+		snprintf(b.haproxy[1].address, sizeof(b.haproxy[1].address), "127.0.0.1:9999");
+		b.haproxy[1].mem = (struct enforce_memory){
+			.maxconn_by_us = true, .own_maxconn_known = true, .own_maxconn = 50};
+	} else {
+		b.has_agent_check = true;
+		b.agent_check = (struct enforce_memory){.drained_by_us = true};
+	}
+	return b;
+}
+
+/* A snapshot of n sample breakers; the caller frees it. */
+static msgpack_sbuffer *make(unsigned n)
+{
+	msgpack_sbuffer *buf = msgpack_sbuffer_new();
+	struct snapshot_header h = {.format = SNAPSHOT_FORMAT, .written_at_ms = 1764500001234LL,
+				    .count = n};
+	snprintf(h.agent_version, sizeof(h.agent_version), "9.8.7");
+	assert_true(snapshot_encode_header(buf, &h));
+	for (unsigned i = 0; i < n; i++) {
+		struct snapshot_breaker b = sample(i);
+		assert_true(snapshot_encode_breaker(buf, &b));
+	}
+	return buf;
+}
+
+struct collected {
+	struct snapshot_breaker items[8];
+	unsigned n;
+};
+
+static bool collect(void *ctx, const struct snapshot_breaker *b)
+{
+	struct collected *c = ctx;
+	if (c->n < NB(c->items))
+		c->items[c->n] = *b;
+	c->n++;
+	return true;
+}
+
+static void test_round_trip(void **state)
+{
+	msgpack_sbuffer *buf = make(5);
+	struct snapshot_header h;
+	struct collected got = {0};
+	char err[256] = "";
+
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, collect, &got, err, sizeof(err)),
+			 SNAPSHOT_OK);
+	assert_int_equal(h.format, SNAPSHOT_FORMAT);
+	assert_string_equal(h.agent_version, "9.8.7");
+	assert_int_equal(h.written_at_ms, 1764500001234LL);
+	assert_int_equal(h.count, 5);
+	assert_int_equal(got.n, 5);
+	for (unsigned i = 0; i < 5; i++) {
+		struct snapshot_breaker want = sample(i);
+		assert_memory_equal(&got.items[i], &want, sizeof(want));
+	}
+	msgpack_sbuffer_free(buf);
+}
+
+/* Cut anywhere, a snapshot is never read as whole: truncated (or corrupt,
+ * when the cut leaves bytes that are no object), and every place says
+ * where. */
+static void test_every_prefix_is_refused(void **state)
+{
+	msgpack_sbuffer *buf = make(3);
+	struct snapshot_header h;
+	char err[256];
+
+	for (size_t len = 0; len < buf->size; len++) {
+		err[0] = '\0';
+		enum snapshot_status st = snapshot_decode(buf->data, len, &h, NULL, NULL, err,
+							  sizeof(err));
+		if (st == SNAPSHOT_OK)
+			fail_msg("a prefix of %zu of %zu bytes was accepted", len, buf->size);
+		assert_true(len == 0 ? st == SNAPSHOT_EMPTY
+				     : st == SNAPSHOT_TRUNCATED || st == SNAPSHOT_FOREIGN ||
+					       st == SNAPSHOT_CORRUPT);
+		assert_true(err[0] != '\0');
+	}
+	/* One cut at a breaker's boundary says how many were there. */
+	struct snapshot_header full;
+	struct collected got = {0};
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &full, collect, &got, err,
+					 sizeof(err)),
+			 SNAPSHOT_OK);
+	msgpack_sbuffer_free(buf);
+	buf = make(1);
+	size_t one = buf->size;
+	msgpack_sbuffer_free(buf);
+	buf = make(3);
+	/* make(3) up to the end of its first breaker, announcing 3. */
+	assert_int_equal(snapshot_decode(buf->data, one, &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_TRUNCATED);
+	assert_non_null(strstr(err, "ends after 1 of 3 breakers"));
+	msgpack_sbuffer_free(buf);
+}
+
+/* Every single flipped byte: refused or read, but never a crash or a read
+ * outside the buffer (ASan watches the latter in the sanitizer build). */
+static void test_flipped_bytes(void **state)
+{
+	msgpack_sbuffer *buf = make(2);
+	char copy[4096];
+	struct snapshot_header h;
+	char err[256];
+
+	assert_true(buf->size <= sizeof(copy));
+	for (size_t i = 0; i < buf->size; i++) {
+		for (unsigned bit = 0; bit < 8; bit++) {
+			memcpy(copy, buf->data, buf->size);
+			copy[i] ^= (char)(1u << bit);
+			struct collected got = {0};
+			snapshot_decode(copy, buf->size, &h, collect, &got, err, sizeof(err));
+		}
+	}
+	msgpack_sbuffer_free(buf);
+}
+
+static void test_foreign_and_newer(void **state)
+{
+	struct snapshot_header h;
+	char err[256];
+
+	/* Not msgpack at all: a text file. */
+	const char text[] = "threshold = 3\n";
+	assert_int_equal(snapshot_decode(text, strlen(text), &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_FOREIGN);
+	/* msgpack, but not ours. */
+	msgpack_sbuffer *buf = msgpack_sbuffer_new();
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str(&pk, 5);
+	msgpack_pack_str_body(&pk, "hello", 5);
+	msgpack_pack_int(&pk, 1);
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_FOREIGN);
+	assert_non_null(strstr(err, "header at byte 0"));
+	msgpack_sbuffer_free(buf);
+	/* Ours, from a later agent. */
+	buf = msgpack_sbuffer_new();
+	struct snapshot_header later = {.format = SNAPSHOT_FORMAT + 1, .count = 0};
+	assert_true(snapshot_encode_header(buf, &later));
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_NEWER);
+	assert_non_null(strstr(err, "format 2 (this agent reads 1)"));
+	msgpack_sbuffer_free(buf);
+}
+
+/* A container announcing four billion elements in five bytes is refused
+ * before anything is allocated for it. */
+static void test_sizes_that_lie(void **state)
+{
+	struct snapshot_header h;
+	char err[256];
+	const char huge_array[] = "\xdd\xff\xff\xff\xff\x01";
+	const char huge_str[] = "\xdb\xff\xff\xff\xf0";
+	const char bad_type[] = "\xc1";
+
+	assert_int_equal(snapshot_decode(huge_array, sizeof(huge_array) - 1, &h, NULL, NULL, err,
+					 sizeof(err)),
+			 SNAPSHOT_FOREIGN);
+	assert_int_not_equal(snapshot_decode(huge_str, sizeof(huge_str) - 1, &h, NULL, NULL, err,
+					     sizeof(err)),
+			     SNAPSHOT_OK);
+	assert_int_not_equal(snapshot_decode(bad_type, 1, &h, NULL, NULL, err, sizeof(err)),
+			     SNAPSHOT_OK);
+	/* Deeper than any snapshot nests. */
+	char deep[64];
+	memset(deep, 0x91, sizeof(deep)); /* arrays of one array of one ... */
+	assert_int_not_equal(snapshot_decode(deep, sizeof(deep), &h, NULL, NULL, err, sizeof(err)),
+			     SNAPSHOT_OK);
+	/* A header that announces more breakers than a table can hold. */
+	msgpack_sbuffer *buf = msgpack_sbuffer_new();
+	struct snapshot_header many = {.format = SNAPSHOT_FORMAT, .count = UINT32_MAX};
+	assert_true(snapshot_encode_header(buf, &many));
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_CORRUPT);
+	msgpack_sbuffer_free(buf);
+}
+
+/* A breaker with a hostile name is refused: names reach Runtime API
+ * commands. Trailing bytes after the last breaker too. */
+static void test_bad_fields(void **state)
+{
+	msgpack_sbuffer *buf = msgpack_sbuffer_new();
+	struct snapshot_header hd = {.format = SNAPSHOT_FORMAT, .count = 1};
+	struct snapshot_breaker b = sample(1);
+	struct snapshot_header h;
+	char err[256];
+
+	snprintf(b.server, sizeof(b.server), "w1; shutdown sessions");
+	assert_true(snapshot_encode_header(buf, &hd));
+	assert_true(snapshot_encode_breaker(buf, &b));
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_CORRUPT);
+	assert_non_null(strstr(err, "breaker 1 at byte"));
+	msgpack_sbuffer_free(buf);
+
+	buf = make(1);
+	msgpack_sbuffer_write(buf, "\x00", 1);
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_CORRUPT);
+	assert_non_null(strstr(err, "after the last breaker"));
+	msgpack_sbuffer_free(buf);
+}
+
+static void test_restore_and_fingerprint(void **state)
+{
+	struct breaker_policy p, q;
+	struct breaker b;
+
+	breaker_policy_defaults(&p);
+	q = p;
+	assert_true(snapshot_policy_fingerprint(&p) == snapshot_policy_fingerprint(&q));
+	q.threshold = 4;
+	assert_true(snapshot_policy_fingerprint(&p) != snapshot_policy_fingerprint(&q));
+
+	breaker_init(&b, &p, 100000);
+	assert_true(breaker_restore(&b, BREAKER_OPEN, 3, 1000, 7));
+	assert_int_equal(b.state, BREAKER_OPEN);
+	assert_int_equal(b.trips, 7);
+	/* Its cool-down ran out while the agent was away: the next tick. */
+	assert_int_equal(breaker_next_deadline(&b), 1000 + p.cooldown_ms);
+	struct breaker_event ev = breaker_tick(&b, 100000);
+	assert_string_equal(breaker_transition_name(&ev), "open->half_open");
+	assert_false(breaker_restore(&b, (enum breaker_state)7, 0, 0, 0));
+	assert_int_equal(b.state, BREAKER_HALF_OPEN);
+	/* Trips count each opening. */
+	breaker_record_failure(&b, 100001);
+	assert_int_equal(b.trips, 8);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_every_prefix_is_refused),
+		cmocka_unit_test(test_flipped_bytes),
+		cmocka_unit_test(test_foreign_and_newer),
+		cmocka_unit_test(test_sizes_that_lie),
+		cmocka_unit_test(test_bad_fields),
+		cmocka_unit_test(test_restore_and_fingerprint),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
