@@ -30,7 +30,9 @@ mirror=${mirror:-http://deb.debian.org/debian}
 
 for suite in $SUITES; do
 	dir=$CACHE/haproxy-$suite
-	wrapper=$dir.run
+	# One wrapper per checkout: it mounts this repository, and another
+	# checkout running its tests at the same time must not rewrite it.
+	wrapper=$CACHE/haproxy-$suite-$(printf '%s' "$REPO" | md5sum | cut -c1-8).run
 	if [ ! -x "$dir/usr/sbin/haproxy" ]; then
 		command -v mmdebstrap >/dev/null || { echo "haproxy-versions: mmdebstrap missing, skipping $suite" >&2; continue; }
 		mkdir -p "$CACHE"
