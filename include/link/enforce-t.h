@@ -32,10 +32,21 @@ struct enforce_memory {
 	uint32_t own_maxconn; /* the server's maxconn before we changed it; 0 = unlimited */
 };
 
+/* What HAProxy's ownership map (owner_map.h) says, or will say once our
+ * commands land, about one server. */
+struct owner_record {
+	bool present;    /* the map has the server */
+	bool drained;    /* the agent drained it */
+	bool limited;    /* the agent limited its maxconn ... */
+	uint32_t own_maxconn; /* ... whose own value is this (0 = unlimited) */
+};
+
 /* One server as one HAProxy knows it. */
 struct enforce_entry {
 	struct enforce_seen seen;
 	struct enforce_memory mem;
+	struct owner_record owner; /* the ownership map's entry */
+	uint32_t owner_in_look;    /* the look whose map listed it */
 	uint32_t seen_in_look;  /* the look that last listed this server */
 	uint64_t last_command;  /* the link's command count after our last command */
 	struct faults_baseline faults; /* its counters at the previous look */

@@ -28,6 +28,7 @@ struct state_store_stats {
 	uint64_t writes;            /* snapshots written */
 	uint64_t write_failures;
 	uint64_t last_write_mono_ms; /* clock_now_ms() of the last good write; 0: none */
+	bool up_to_date;            /* the file holds every change seen so far */
 };
 
 struct state_store;

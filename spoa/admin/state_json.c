@@ -127,7 +127,9 @@ bool state_json_render(const struct metrics_source *s, struct strbuf *o)
 	string_field(o, "file", s->state && s->state->path[0] ? s->state->path : "none", false);
 	string_field(o, "source", state_source_name(s->state ? s->state->source : STATE_SOURCE_OFF),
 		     false);
-	u64_field(o, "restored", s->state ? s->state->restored : 0, true);
+	u64_field(o, "restored", s->state ? s->state->restored : 0, false);
+	key(o, "up_to_date");
+	strbuf_puts(o, s->state && s->state->up_to_date ? "true" : "false");
 	strbuf_puts(o, "},");
 	key(o, "breakers");
 	strbuf_putc(o, '[');

@@ -25,6 +25,7 @@
 #include "link/agent_check.h"
 #include "link/enforcer.h"
 #include "link/faults.h"
+#include "link/owner_map.h"
 #include "link/runtime_api.h"
 #include "util/clock.h"
 #include "util/container_of.h"
@@ -45,6 +46,13 @@ struct haproxy_link {
 	bool restarted;        /* the look in flight found a new HAProxy process */
 	uint64_t commands;     /* commands sent so far */
 	uint64_t look_queued_after; /* `commands` when the look in flight was queued */
+	/* HAProxy's record of the agent's drains and limits (owner_map.h):
+	 * its file, empty until `show map` names it; owner_known once a look
+	 * has read it (only then are its entries kept in step). */
+	char owner_map[OWNER_MAP_PATH_MAX];
+	bool owner_known;
+	bool owner_read;        /* the look in flight read it */
+	bool owner_missing_said;
 };
 
 struct enforcer {
@@ -68,7 +76,7 @@ struct enforcer {
 
 struct command_ctx {
 	struct haproxy_link *link;
-	char command[RUNTIME_API_CMD_MAX];
+	char command[OWNER_MAP_CMD_MAX];
 };
 
 static void command_done(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
@@ -120,6 +128,27 @@ static void send_command(struct haproxy_link *link, const char *command, const c
 	link->commands++;
 }
 
+/* Keeps HAProxy's ownership map saying what the agent did to the server:
+ * what a restarted agent without its snapshot reads back. Runtime API mode
+ * only (it records Runtime API drains), once the map was read. */
+static void record_ownership(struct haproxy_link *link, struct breaker_table_entry *entry,
+			     struct enforce_entry *en)
+{
+	char command[OWNER_MAP_CMD_MAX];
+	struct owner_record want = owner_record_of(&en->mem);
+
+	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->owner_known ||
+	    !owner_map_cmd(command, sizeof(command), link->owner_map, entry->backend,
+			   entry->server, &en->owner, &want))
+		return;
+	uint64_t before = link->commands;
+	send_command(link, command, "what the agent did, for its next start");
+	if (link->commands != before) {
+		en->owner = want;
+		en->last_command = link->commands;
+	}
+}
+
 /* Plans and sends what brings one HAProxy in line with one breaker. */
 static void converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry)
 {
@@ -135,6 +164,7 @@ static void converge_entry(struct haproxy_link *link, struct breaker_table_entry
 		if (b->state != BREAKER_CLOSED)
 			log_debug("breaker %s/%s is %s, left alone: %s", entry->backend, entry->server,
 				  breaker_state_name(b->state), plan.hands_off);
+		record_ownership(link, entry, en);
 		return;
 	}
 	snprintf(why, sizeof(why), "breaker %s", breaker_state_name(b->state));
@@ -153,6 +183,7 @@ static void converge_entry(struct haproxy_link *link, struct breaker_table_entry
 		enforce_plan_assume_applied(&plan, &en->seen);
 		en->last_command = link->commands;
 	}
+	record_ownership(link, entry, en);
 }
 
 /* The breakers' subscriber: a transition acts at once. */
@@ -220,6 +251,76 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	/* Inherited drain is configuration, like maintenance: hands off. */
 	en->seen.maint = row->admin_state &
 			 (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT | RUNTIME_API_ADMF_IDRAIN);
+}
+
+/* `show map`: where HAProxy keeps the ownership record. */
+static void on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
+{
+	struct haproxy_link *link = ctx;
+	char path[OWNER_MAP_PATH_MAX];
+
+	if (result != RUNTIME_API_OK)
+		return;
+	if (owner_map_find(reply, len, path, sizeof(path))) {
+		if (strcmp(path, link->owner_map) != 0) {
+			snprintf(link->owner_map, sizeof(link->owner_map), "%s", path);
+			link->owner_known = false; /* read it before writing to it */
+		}
+		return;
+	}
+	link->owner_map[0] = '\0';
+	link->owner_known = false;
+	if (!link->owner_missing_said) {
+		link->owner_missing_said = true;
+		log_notice("HAProxy %s loads no %s: without a state snapshot, a restarted agent "
+			   "cannot tell its drains from an operator's (see haproxy.cfg)",
+			   runtime_api_client_address(link->client), OWNER_MAP_NAME);
+	}
+}
+
+static void on_owner_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
+			   const struct owner_record *rec)
+{
+	struct haproxy_link *link = ctx;
+	struct enforcer *e = link->owner;
+	struct breaker_table_entry *entry =
+		breaker_table_find(e->table, backend.ptr, backend.len, server.ptr, server.len);
+	if (!entry)
+		return;
+	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
+	en->owner_in_look = link->look_id + 1;
+	if (en->last_command > link->look_queued_after)
+		return; /* our own command went out after this look was queued */
+	en->owner = *rec;
+	/* An agent that remembers nothing of this server (started without
+	 * its snapshot) takes the record's word: the drain is its own. */
+	if (rec->present && !en->mem.drained_by_us && !en->mem.maxconn_by_us) {
+		owner_record_adopt(rec, &en->mem);
+		log_notice("HAProxy %s records that the agent %s %s/%s: taken back as its own",
+			   runtime_api_client_address(link->client),
+			   rec->drained ? "drained" : "limited", entry->backend, entry->server);
+	}
+}
+
+/* `show map FILE`: the ownership record. */
+static void on_owner_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
+{
+	struct haproxy_link *link = ctx;
+	unsigned skipped = 0;
+
+	if (result != RUNTIME_API_OK)
+		return;
+	if (!owner_map_parse(reply, len, on_owner_entry, link, &skipped)) {
+		/* Gone (HAProxy restarted with another configuration): find
+		 * it again at the next look. */
+		link->owner_map[0] = '\0';
+		link->owner_known = false;
+		return;
+	}
+	link->owner_read = true;
+	if (skipped)
+		log_debug("HAProxy %s: %u line(s) of %s skipped", runtime_api_client_address(link->client),
+			  skipped, link->owner_map);
 }
 
 /* Records what the counters say happened since the previous look. */
@@ -291,12 +392,17 @@ static void reconcile(struct haproxy_link *link)
 
 	link->look_id++;
 	link->looked_once = true;
+	if (link->owner_read)
+		link->owner_known = true;
 	e->stats.reconciliations++;
 	for (struct breaker_table_entry *entry = breaker_table_next(e->table, NULL); entry;
 	     entry = breaker_table_next(e->table, entry)) {
 		struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 		if (en->seen_in_look != link->look_id)
 			en->seen.known = false;
+		if (link->owner_read && en->owner_in_look != link->look_id &&
+		    en->last_command <= link->look_queued_after)
+			en->owner.present = false; /* the map does not list it */
 		if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
 			converge_entry(link, entry);
 	}
@@ -360,12 +466,19 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 
 static bool start_look(struct haproxy_link *link)
 {
-	/* One batch: the three answers describe the same moment. */
+	/* One batch: the answers describe the same moment. The ownership map
+	 * is read before the servers' states, whose answer converges. */
+	char show_owner[OWNER_MAP_PATH_MAX + 16];
 	link->stat_read = false;
+	link->owner_read = false;
 	link->look_queued_after = link->commands;
+	snprintf(show_owner, sizeof(show_owner), "show map %s", link->owner_map);
 	bool queued =
 		runtime_api_submit(link->client, "show info", on_info, link) &&
 		runtime_api_submit(link->client, "show stat -1 4 -1", on_stat, link) &&
+		runtime_api_submit(link->client, "show map", on_map_list, link) &&
+		(!link->owner_map[0] ||
+		 runtime_api_submit(link->client, show_owner, on_owner_map, link)) &&
 		runtime_api_submit(link->client, "show servers state", on_servers_state, link);
 	link->looking = queued;
 	if (!queued)

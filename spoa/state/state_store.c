@@ -32,6 +32,7 @@ struct state_store {
 	bool enabled;
 	double interval; /* seconds */
 	bool changed;    /* something worth writing since the last snapshot */
+	uint64_t generation; /* changes seen so far */
 	double last_write; /* ev_now() of the last hand-over */
 	ev_timer timer;
 	struct state_store_stats stats;
@@ -42,6 +43,8 @@ struct state_store {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	msgpack_sbuffer *pending; /* handed over, not yet taken */
+	uint64_t pending_generation; /* the change count it was encoded at */
+	uint64_t written_generation; /* the change count of the last good write */
 	bool stopping;
 	unsigned done_ok, done_failed; /* written since the loop last looked */
 	char last_error[256];
@@ -69,6 +72,7 @@ static void *writer_main(void *arg)
 		if (!s->pending)
 			break; /* stopping, nothing left */
 		msgpack_sbuffer *buf = s->pending;
+		uint64_t generation = s->pending_generation;
 		s->pending = NULL;
 		pthread_mutex_unlock(&s->lock);
 
@@ -78,6 +82,7 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		if (ok) {
 			s->done_ok++;
+			s->written_generation = generation;
 		} else {
 			s->done_failed++;
 			snprintf(s->last_error, sizeof(s->last_error), "%s", err);
@@ -96,6 +101,7 @@ static void collect_results(struct state_store *s)
 	char error[256];
 
 	pthread_mutex_lock(&s->lock);
+	s->stats.up_to_date = s->written_generation == s->generation;
 	ok = s->done_ok;
 	failed = s->done_failed;
 	s->done_ok = s->done_failed = 0;
@@ -204,6 +210,7 @@ static void write_now(struct state_store *s)
 	if (s->pending) /* the thread is still busy with an older one: replace it */
 		msgpack_sbuffer_free(s->pending);
 	s->pending = buf;
+	s->pending_generation = s->generation;
 	pthread_cond_signal(&s->wake);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -223,6 +230,8 @@ static void mark_changed(struct state_store *s)
 	if (!s->enabled)
 		return;
 	s->changed = true;
+	s->generation++;
+	s->stats.up_to_date = false;
 	if (ev_is_active(&s->timer))
 		return;
 	double wait = s->last_write + s->interval - ev_now(s->loop);
@@ -409,6 +418,7 @@ struct state_store *state_store_new(struct ev_loop *loop, const struct config *c
 		return NULL;
 	}
 	s->enabled = true;
+	s->stats.up_to_date = true; /* nothing changed yet */
 	log_notice("state snapshot: %s (at most one write per %.1fs)", s->path, s->interval);
 	return s;
 }

@@ -37,6 +37,12 @@ crash_and_restart_agent() {
 
 state_of() { breaker_field "workers/$1" state; }
 state_is() { [ "$(state_of "$1")" = "$2" ]; }
+# The snapshot on disk holds every change the agent has seen.
+state_written() {
+	curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/state" |
+		python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["state"]["up_to_date"] else 1)'
+}
+
 source_is() {
 	curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/state" |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["state"]["source"])' |
@@ -50,7 +56,7 @@ source_is() {
 	trip_w2
 	wait_until 2 is_drained w2
 	# The trip is written within the interval.
-	wait_until 5 metric_at_least 'spoa_breaker_state_writes_total{result="ok"}' 1
+	wait_until 5 state_written
 	crash_and_restart_agent
 	grep -q "restored 1 breaker(s) from $STATE" "$RUN_DIR/agent.log"
 	source_is snapshot
@@ -84,7 +90,7 @@ source_is() {
 	trip_w2
 	wait_until 5 state_is w2 half_open
 	wait_until 2 maxconn_is w2 1
-	wait_until 5 metric_at_least 'spoa_breaker_state_writes_total{result="ok"}' 2
+	wait_until 5 state_written
 	crash_and_restart_agent
 	run state_of w2
 	assert_output half_open
@@ -95,6 +101,57 @@ source_is() {
 		state_is w2 closed && break
 	done
 	wait_until 3 maxconn_is w2 50
+}
+
+owner_map_has() { # ENTRY: the agent's record in HAProxy
+	haproxy_cli "show map $REPO/haproxy/breaker-owned.map" | grep -qE " $1( |\$)"
+}
+owner_map_lacks() { ! owner_map_has "$1"; }
+
+@test "without the snapshot: the agent's own drain and limit are lifted, an operator's drain stays" {
+	COOLDOWN=1500ms
+	setup
+	start_state_scene
+	trip_w2
+	wait_until 5 state_is w2 half_open
+	wait_until 2 maxconn_is w2 1
+	# HAProxy records that the limit is the agent's, with w2's own maxconn.
+	wait_until 3 owner_map_has "workers/w2 maxconn=50"
+	kill -9 "$(cat "$RUN_DIR/agent.pid")"
+	rm -f "$RUN_DIR/agent.pid" "$STATE"
+	# While no agent runs, an operator drains w3.
+	haproxy_cli "set server workers/w3 state drain" >/dev/null
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-crashed.log"
+	# shellcheck disable=SC2086
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	wait_port "$AGENT_PORT"
+	source_is fresh
+	# A fresh breaker is closed: the limit it finds recorded as its own
+	# is lifted, w2's own maxconn back, and the record goes.
+	wait_until 5 maxconn_is w2 50
+	wait_until 3 owner_map_lacks workers/w2
+	grep -q "records that the agent limited workers/w2" "$RUN_DIR/agent.log"
+	# The operator's drain is not the agent's: it stays, look after look.
+	local looks
+	looks=$(metric 'spoa_breaker_haproxy_looks_total{result="ok"}')
+	wait_until 5 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((looks + 3))
+	is_drained w3
+	owner_map_lacks workers/w3
+}
+
+@test "without the snapshot, an open breaker's drain is the agent's too" {
+	start_state_scene
+	trip_w2
+	wait_until 2 is_drained w2
+	wait_until 3 owner_map_has "workers/w2 drain"
+	kill -9 "$(cat "$RUN_DIR/agent.pid")"
+	rm -f "$RUN_DIR/agent.pid" "$STATE"
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-crashed.log"
+	# shellcheck disable=SC2086
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	wait_port "$AGENT_PORT"
+	wait_until 5 is_not_drained w2
+	wait_until 3 owner_map_lacks workers/w2
 }
 
 @test "TERM writes the last snapshot; a breaker whose cool-down ran out while the agent was down comes back half-open" {
@@ -117,7 +174,7 @@ source_is() {
 @test "corrupt, truncated, empty, foreign and newer snapshots: one line each, moved aside, a clean start" {
 	start_state_scene
 	trip_w2
-	wait_until 5 metric_at_least 'spoa_breaker_state_writes_total{result="ok"}' 1
+	wait_until 5 state_written
 	stop agent
 	local good=$BATS_TEST_TMPDIR/good.msgpack
 	cp "$STATE" "$good"

@@ -302,6 +302,7 @@ static const struct state_store_stats state_stats = {
 	.writes = 5,
 	.write_failures = 1,
 	.last_write_mono_ms = 1,
+	.up_to_date = true,
 };
 
 static struct metrics_source source(void)
@@ -622,7 +623,7 @@ static void test_state_json(void **state)
 
 	assert_contains(text, "{\"enforce\":\"runtime-api\",\"entries\":3,\"capacity\":16,"
 			      "\"state\":{\"file\":\"/var/lib/x/state.msgpack\",\"source\":\"snapshot\","
-			      "\"restored\":2},\"breakers\":[");
+			      "\"restored\":2,\"up_to_date\":true},\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
 			      "\"trips\":1,\"policy\":{\"threshold\":3,"
@@ -671,7 +672,8 @@ static void test_state_json(void **state)
 	assert_true(state_json_render(&empty, &b));
 	assert_string_equal(b.data,
 			    "{\"enforce\":\"none\",\"entries\":0,\"capacity\":0,\"state\":{\"file\":"
-			    "\"none\",\"source\":\"off\",\"restored\":0},\"breakers\":[]}\n");
+			    "\"none\",\"source\":\"off\",\"restored\":0,\"up_to_date\":false},"
+			    "\"breakers\":[]}\n");
 	strbuf_free(&b);
 }
 

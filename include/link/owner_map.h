@@ -1,0 +1,78 @@
+/*
+ * owner_map.h - which drains and limits are the agent's, recorded in
+ * HAProxy itself (owner_map.c, pure), so an agent restarted without its
+ * state snapshot can still tell them from an operator's.
+ *
+ * The record is an HAProxy map the configuration loads from a file named
+ * breaker-owned.map (shipped empty; haproxy.cfg declares it through an
+ * unused ACL, which is enough for HAProxy to load it on 2.6, 3.0 and 3.2).
+ * The agent finds it in `show map`, reads it with `show map FILE` at each
+ * look, and keeps it equal to what it did with `add map`, `set map` and
+ * `del map`:
+ *     workers/w3 drain              the agent drained workers/w3
+ *     workers/w1 maxconn=50         it limited w1's maxconn; w1's own is 50
+ *     workers/w2 drain,maxconn=0    both (0: w2's own maxconn is unlimited)
+ * A restart of HAProxy empties the runtime map like it forgets the drains
+ * themselves (unless server-state-file keeps those); the next look writes
+ * it again from what the agent remembers.
+ *
+ * Measured replies (2.6.12, 3.0.11, 3.2.26): add/set/del succeed with an
+ * empty output; `del map` of a missing key says "Key not found.", `set
+ * map` of one "entry not found.".
+ */
+#ifndef SPOA_OWNER_MAP_H
+#define SPOA_OWNER_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link/enforce-t.h"
+#include "link/runtime_api.h"
+
+#define OWNER_MAP_NAME "breaker-owned.map"
+/* A map file path HAProxy reported, as kept by the agent. */
+#define OWNER_MAP_PATH_MAX 256
+/* Longest command built here: the path, two names, a value. */
+#define OWNER_MAP_CMD_MAX (OWNER_MAP_PATH_MAX + 2 * 128 + 64)
+
+/* The record that says what mem says the agent did. */
+struct owner_record owner_record_of(const struct enforce_memory *mem);
+/* What a fresh agent adopts from a record: the drain and the limit as its
+ * own, the server's own maxconn as known. */
+void owner_record_adopt(const struct owner_record *rec, struct enforce_memory *mem);
+bool owner_record_equal(const struct owner_record *a, const struct owner_record *b);
+
+/*
+ * Finds the map whose file is named OWNER_MAP_NAME in a `show map` reply
+ * ("# id (file) description" then "ID (PATH) ..." lines) and copies its
+ * path into path (size bytes). False when there is none, or when the path
+ * holds anything but letters, digits and "/._-" (it goes into commands).
+ */
+bool owner_map_find(const char *reply, size_t len, char *path, size_t size);
+
+typedef void (*owner_map_fn)(void *ctx, struct runtime_api_str backend,
+			     struct runtime_api_str server, const struct owner_record *rec);
+
+/*
+ * Walks a `show map FILE` reply ("0xADDR KEY VALUE" lines): fn gets each
+ * well-formed KEY "BACKEND/SERVER" with its VALUE read as a record
+ * (unknown words skipped). Lines that are not entries are skipped and
+ * counted in *skipped (may be NULL). False when the reply is an error (it
+ * starts with neither an entry nor an empty line), e.g. "Unknown map
+ * identifier".
+ */
+bool owner_map_parse(const char *reply, size_t len, owner_map_fn fn, void *ctx,
+		     unsigned *skipped);
+
+/*
+ * The one command that turns the map's entry `have` into `want` for
+ * backend/server in the map at path: "add map", "set map" or "del map".
+ * False (buf "") when there is nothing to do, or a name or the path is
+ * not valid, or it does not fit in size bytes.
+ */
+bool owner_map_cmd(char *buf, size_t size, const char *path, const char *backend,
+		   const char *server, const struct owner_record *have,
+		   const struct owner_record *want);
+
+#endif /* SPOA_OWNER_MAP_H */
