@@ -99,9 +99,19 @@ $(FUZZ_BIN): tests/fuzz/fuzz_frame.c $(LIB_SRCS) $(HEADERS)
 	$(FUZZ_CC) $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 		-o $@ tests/fuzz/fuzz_frame.c spoa/spop/codec.c spoa/spop/hello.c
 
-fuzz: $(FUZZ_BIN)
-	@mkdir -p $(BUILD)/fuzz/corpus
+# The snapshot decoder, seeded with snapshots the agent wrote.
+FUZZ_SNAPSHOT_BIN := $(BUILD)/fuzz/fuzz_snapshot
+$(FUZZ_SNAPSHOT_BIN): tests/fuzz/fuzz_snapshot.c $(LIB_SRCS) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-o $@ tests/fuzz/fuzz_snapshot.c spoa/state/snapshot_codec.c spoa/util/names.c \
+		spoa/util/errmsg.c $(shell pkg-config --libs msgpack)
+
+fuzz: $(FUZZ_BIN) $(FUZZ_SNAPSHOT_BIN)
+	@mkdir -p $(BUILD)/fuzz/corpus $(BUILD)/fuzz/corpus-snapshot
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=20000 $(BUILD)/fuzz/corpus tests/fuzz/corpus
+	$(FUZZ_SNAPSHOT_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+		$(BUILD)/fuzz/corpus-snapshot tests/fuzz/corpus-snapshot
 
 demo: deps all
 	haproxy/demo.sh
