@@ -154,6 +154,32 @@ owner_map_lacks() { ! owner_map_has "$1"; }
 	wait_until 3 owner_map_lacks workers/w2
 }
 
+@test "a restored breaker of a server HAProxy no longer has is dropped; another policy keeps the states" {
+	start_state_scene
+	trip_w2
+	wait_until 2 is_drained w2
+	wait_until 5 state_written
+	stop agent
+	# The same snapshot, but its breaker is for a w9 this HAProxy lacks
+	# (same length: the msgpack string header stays right).
+	python3 - "$STATE" <<-'PY'
+	import sys
+	p = sys.argv[1]
+	data = open(p, "rb").read()
+	assert data.count(b"\xa2w2") == 1, data
+	open(p, "wb").write(data.replace(b"\xa2w2", b"\xa2w9"))
+	PY
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-before.log"
+	# shellcheck disable=SC2086
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-} --threshold 4
+	wait_port "$AGENT_PORT"
+	grep -q "restored 1 breaker(s)" "$RUN_DIR/agent.log"
+	grep -q "1 of them followed another policy then" "$RUN_DIR/agent.log"
+	wait_until 5 grep -q "breaker workers/w9 dropped: no HAProxy has this server" "$RUN_DIR/agent.log"
+	run breaker_field workers/w9 state
+	assert_failure
+}
+
 @test "TERM writes the last snapshot; a breaker whose cool-down ran out while the agent was down comes back half-open" {
 	COOLDOWN=1s
 	setup
