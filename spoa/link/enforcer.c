@@ -67,6 +67,11 @@ struct enforcer {
 	unsigned round_pending; /* looks of the current round not answered yet */
 	bool round_ok;          /* every look of the current round succeeded */
 	struct enforce_memory *agent_check_mem; /* agent-check mode: one per entry index */
+	/* When SPOP last spoke of each entry's server (clock_now_ms(); 0:
+	 * never): a server no HAProxy lists is kept while traffic for it
+	 * comes (see end_round). */
+	uint64_t *last_spop_ms;
+	bool unlisted_said;
 	struct agent_check agent_check;
 	bool agent_check_open;
 	struct enforce_stats stats;
@@ -191,8 +196,9 @@ static void on_recorded(void *ctx, struct breaker_table_entry *entry,
 			const struct breaker_event *ev, const struct breaker_cause *cause)
 {
 	struct enforcer *e = ctx;
-	(void)cause;
 
+	if (cause->kind == BREAKER_CAUSE_RESPONSE)
+		e->last_spop_ms[breaker_table_index(e->table, entry)] = clock_now_ms();
 	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
 		return;
 	for (unsigned i = 0; i < e->nb_links; i++)
@@ -205,6 +211,7 @@ static void on_created(void *ctx, uint32_t index)
 
 	for (unsigned i = 0; i < e->nb_links; i++)
 		memset(&e->links[i].entries[index], 0, sizeof(e->links[i].entries[index]));
+	e->last_spop_ms[index] = 0;
 	if (e->agent_check_mem)
 		memset(&e->agent_check_mem[index], 0, sizeof(e->agent_check_mem[index]));
 }
@@ -408,12 +415,35 @@ static void reconcile(struct haproxy_link *link)
 	}
 }
 
+/* How long a breaker whose server no HAProxy lists is kept after SPOP
+ * last spoke of it: traffic for it means some HAProxy has it - one whose
+ * Runtime API the agent was not given - and its judgement must not be
+ * thrown away every poll_interval. */
+#define UNLISTED_IDLE_MS 60000
+
+/* A server no configured HAProxy lists: keep it while SPOP speaks of it. */
+static bool keep_unlisted(struct enforcer *e, struct breaker_table_entry *entry, uint32_t index)
+{
+	uint64_t last = e->last_spop_ms[index];
+	if (last == 0 || clock_now_ms() - last >= UNLISTED_IDLE_MS)
+		return false;
+	if (!e->unlisted_said) {
+		e->unlisted_said = true;
+		log_warning("SPOP speaks of %s/%s, which no configured HAProxy lists: is a "
+			    "runtime_api missing for another HAProxy? Such breakers are kept while "
+			    "traffic for them comes, and forgotten %d s after it stops (said once)",
+			    entry->backend, entry->server, UNLISTED_IDLE_MS / 1000);
+	}
+	return true;
+}
+
 /*
  * Every HAProxy of the round was read. The one step that needs them all:
  * successes recorded before the round are confirmed (no aborted body can
- * void them any more) and a breaker no HAProxy lists is dropped. After a
- * round with a failed look neither happens: a success stays provisional
- * until a complete round, and an unread HAProxy may still have the server.
+ * void them any more) and a breaker no HAProxy lists is dropped, unless
+ * SPOP still speaks of it. After a round with a failed look neither
+ * happens: a success stays provisional until a complete round, and an
+ * unread HAProxy may still have the server.
  */
 static void end_round(struct enforcer *e)
 {
@@ -431,6 +461,8 @@ static void end_round(struct enforcer *e)
 			breaker_confirm_successes(&entry->breaker);
 			continue;
 		}
+		if (keep_unlisted(e, entry, index))
+			continue;
 		log_notice("breaker %s/%s dropped: no HAProxy has this server", entry->backend,
 			   entry->server);
 		e->stats.dropped_breakers++;
@@ -544,6 +576,8 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 	if (!previous)
 		return;
 	e->stats = previous->stats;
+	memcpy(e->last_spop_ms, previous->last_spop_ms,
+	       e->table->max_entries * sizeof(*e->last_spop_ms));
 	for (unsigned i = 0; i < e->nb_links; i++) {
 		struct haproxy_link *old = find_link(previous, runtime_api_client_address(e->links[i].client));
 		if (!old)
@@ -581,6 +615,12 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	e->table = &breakers->table;
 	e->poll_interval = (double)c->poll_ms / 1000.0;
 	ev_timer_init(&e->look_timer, look_timer_cb, 0., e->poll_interval);
+	e->last_spop_ms = calloc(nb_entries, sizeof(*e->last_spop_ms));
+	if (!e->last_spop_ms) {
+		errmsg_set(err, err_size, "out of memory");
+		enforcer_free(e);
+		return NULL;
+	}
 
 	for (unsigned i = 0; i < c->nb_runtime_api; i++) {
 		struct haproxy_link *link = &e->links[e->nb_links];
@@ -640,6 +680,7 @@ void enforcer_free(struct enforcer *e)
 		free(e->links[i].entries);
 	}
 	free(e->agent_check_mem);
+	free(e->last_spop_ms);
 	free(e);
 }
 

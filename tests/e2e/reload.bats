@@ -251,3 +251,25 @@ time.sleep(3600)' "$busy_port"
 	run metric "$MODE_RUNTIME_API"
 	assert_output 1
 }
+
+# One breaker-observe for BACKEND/SERVER with STATUS, as another HAProxy
+# would send it; prints the ACK's actions.
+observe_over_spop() { # BACKEND SERVER STATUS
+	python3 "$SPOP_CLIENT" "$AGENT_ADDR" notify \
+		"[('breaker-observe', [('be', '$1'), ('srv', '$2'), ('status', $3)])]"
+}
+
+@test "a breaker for a server no configured HAProxy lists is kept while SPOP speaks of it, said once" {
+	start_runtime_api_scene
+	run observe_over_spop other x9 500
+	assert_output --partial "set:failures=1"
+	# Looks at the one configured HAProxy, which has no other/x9.
+	local looks
+	looks=$(metric "$LOOKS_OK")
+	wait_until 5 metric_at_least "$LOOKS_OK" $((looks + 3))
+	run observe_over_spop other x9 500
+	assert_output --partial "set:failures=2"
+	wait_until 5 metric_at_least "$LOOKS_OK" $((looks + 6))
+	[ "$(log_count 'breaker other/x9 dropped')" -eq 0 ]
+	[ "$(log_count 'SPOP speaks of other/x9, which no configured HAProxy lists')" -eq 1 ]
+}
