@@ -120,7 +120,7 @@ install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/spoa-breaker
 	install -D -m 0644 haproxy/spoe-breaker.conf $(DESTDIR)$(PREFIX)/share/spoa-breaker/spoe-breaker.conf
 	install -D -m 0644 haproxy/haproxy.cfg $(DESTDIR)$(PREFIX)/share/spoa-breaker/haproxy.cfg
-	install -m 0644 haproxy/router-errors.map haproxy/router-conditions.map $(DESTDIR)$(PREFIX)/share/spoa-breaker/
+	install -m 0644 haproxy/router-errors.map haproxy/router-conditions.map haproxy/breaker-owned.map $(DESTDIR)$(PREFIX)/share/spoa-breaker/
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/spoa-breaker/router-errors haproxy/router-errors/*
 	install -m 0755 haproxy/reload-haproxy.sh $(DESTDIR)$(PREFIX)/share/spoa-breaker/
 	install -D -m 0644 packaging/spoa-breaker.ini $(DESTDIR)$(PREFIX)/share/spoa-breaker/spoa-breaker.ini

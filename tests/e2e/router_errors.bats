@@ -95,7 +95,8 @@ setup_file() {
 	# The shipped configuration and the files it reads, timeouts shortened.
 	mkdir "$RUN_DIR/haproxy"
 	cp -r "$REPO/haproxy/haproxy.cfg" "$REPO/haproxy/router-errors.map" \
-		"$REPO/haproxy/router-conditions.map" "$REPO/haproxy/router-errors" "$RUN_DIR/haproxy/"
+		"$REPO/haproxy/router-conditions.map" "$REPO/haproxy/breaker-owned.map" \
+		"$REPO/haproxy/router-errors" "$RUN_DIR/haproxy/"
 	sed -i -e 's/^\( *timeout connect\) .*/\1 300ms/' -e 's/^\( *timeout server\) .*/\1 1s/' \
 		"$RUN_DIR/haproxy/haproxy.cfg"
 	grep -q '^    timeout server 1s' "$RUN_DIR/haproxy/haproxy.cfg"
