@@ -210,6 +210,7 @@ struct breaker_table_entry {
 	uint64_t hash;
 	uint32_t lru_prev; /* in use: towards the most recently used; free: unused */
 	uint32_t lru_next; /* in use: towards the least recently used; free: next free */
+	uint32_t index;    /* its own, stable index */
 	uint8_t backend_len;
 	uint8_t server_len;
 	bool in_use;
@@ -220,25 +221,40 @@ struct breaker_table_names {
 	char server[BREAKER_NAME_MAX + 1];
 };
 
+/* Entries are allocated a chunk at a time, as servers come: a table sized
+ * for a million servers costs what it holds, not a million entries up
+ * front. A chunk never moves, so entry pointers stay valid. */
+#define BREAKER_TABLE_CHUNK 1024u
+
+struct breaker_table_chunk {
+	struct breaker_table_entry entries[BREAKER_TABLE_CHUNK];
+	struct breaker_table_names names[BREAKER_TABLE_CHUNK];
+};
+
 /* Told when an entry index starts or stops holding a server, so that state
- * kept elsewhere per index (the HAProxy link's) lives and dies with it.
- * Either function may be NULL. */
+ * kept elsewhere per index (the HAProxy link's) lives and dies with it; and
+ * asked, before the table grows to `allocated` entries, to make room for
+ * them (false refuses the growth: the lookup that needed it gets FULL).
+ * Any function may be NULL. */
 struct breaker_table_hooks {
+	bool (*reserve)(void *ctx, uint32_t allocated);
 	void (*created)(void *ctx, uint32_t index);
 	void (*removed)(void *ctx, uint32_t index);
 	void *ctx;
 };
 
 /*
- * Breakers keyed by (backend, server). All entry memory is allocated by
- * breaker_table_init(): lookups and insertions never allocate. Lookup is an
- * open-addressing hash (linear probing, backward-shift deletion, so no
- * tombstones accumulate under eviction churn); recency is a doubly linked
- * list through the entries. Fields are read-only outside breaker_table.c.
+ * Breakers keyed by (backend, server). Entries come a chunk at a time, when
+ * no free one is left and max_entries is not reached; the hash index is
+ * sized for max_entries at init (4 bytes a slot, at most half full). Lookup
+ * is an open-addressing hash (linear probing, backward-shift deletion, so
+ * no tombstones accumulate under eviction churn); recency is a doubly
+ * linked list through the entries. Fields are read-only outside
+ * breaker_table.c.
  */
 struct breaker_table {
-	struct breaker_table_entry *entries; /* max_entries of them */
-	struct breaker_table_names *names;   /* max_entries of them */
+	struct breaker_table_chunk **chunks; /* ceil(max_entries / CHUNK); NULL until used */
+	uint32_t allocated;                  /* entries in the chunks so far */
 	uint32_t *slots;                     /* hash index: entry index or empty */
 	uint32_t slot_mask;                  /* slot count - 1 (a power of two) */
 	uint32_t max_entries;

@@ -161,10 +161,11 @@ static inline bool breaker_event_is_transition(const struct breaker_event *ev)
 /* ==== the per-server table (breaker_table.c) ==== */
 
 /*
- * Allocates a table for at most max_entries breakers (1..BREAKER_TABLE_MAX_
- * ENTRIES) with the default policy everywhere. False with err set on a bad
- * size or an allocation failure (nothing to free then). The table owns all
- * its memory: release it with breaker_table_free().
+ * A table for at most max_entries breakers (1..BREAKER_TABLE_MAX_ENTRIES)
+ * with the default policy everywhere; entries are allocated as servers
+ * come (see struct breaker_table). False with err set on a bad size or an
+ * allocation failure (nothing to free then). The table owns all its
+ * memory: release it with breaker_table_free().
  */
 bool breaker_table_init(struct breaker_table *t, uint32_t max_entries, char *err,
 			size_t err_size);
@@ -188,9 +189,11 @@ void breaker_table_use_policies(struct breaker_table *t, struct breaker_policies
  * CREATED, or NULL with *status FULL (the refusal is counted in
  * full_refusals) or BAD_NAME. To make room it evicts the least recently
  * used entry that is CLOSED and clean (counted in evictions); a dirty one
- * is never evicted, so no trip is forgotten. The entry stays valid until
- * the next breaker_table_get() or breaker_table_free(): look it up again
- * rather than keeping it. Never allocates.
+ * is never evicted, so no trip is forgotten. FULL also when a new chunk of
+ * entries cannot be allocated. The entry stays valid until the next
+ * breaker_table_get() or breaker_table_free(): look it up again rather
+ * than keeping it. Allocates only a new chunk, when every entry so far is
+ * in use.
  */
 struct breaker_table_entry *breaker_table_get(struct breaker_table *t, const char *backend,
 					      size_t backend_len, const char *server,
@@ -211,11 +214,20 @@ struct breaker_table_entry *breaker_table_get_quiet(struct breaker_table *t, con
 						    enum breaker_table_status *status);
 
 /* The stable index of an entry (0..max_entries-1), for state kept beside
- * the table; and back. */
+ * the table: below t->allocated, which only grows. */
 static inline uint32_t breaker_table_index(const struct breaker_table *t,
 					   const struct breaker_table_entry *e)
 {
-	return (uint32_t)(e - t->entries);
+	(void)t;
+	return e->index;
+}
+
+/* The entry at an index below t->allocated, in use or not (in_use says):
+ * for renderers that walk the table in index order. */
+static inline struct breaker_table_entry *breaker_table_at(const struct breaker_table *t,
+							  uint32_t index)
+{
+	return &t->chunks[index / BREAKER_TABLE_CHUNK]->entries[index % BREAKER_TABLE_CHUNK];
 }
 
 /* Iterates the entries in use, most recently used first: pass NULL to

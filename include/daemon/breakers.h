@@ -43,6 +43,9 @@ struct breaker_subscriber {
 	const char *name;
 	void (*recorded)(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 			 const struct breaker_cause *cause);
+	/* Room for entry indexes below `allocated`, before the table grows;
+	 * false refuses the growth. */
+	bool (*reserve)(void *ctx, uint32_t allocated);
 	void (*created)(void *ctx, uint32_t index); /* an entry index now holds a server */
 	void (*removed)(void *ctx, uint32_t index); /* ... and no longer does */
 	void *ctx;

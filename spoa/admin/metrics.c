@@ -69,10 +69,12 @@ static void server_sample_end(struct strbuf *o, uint64_t value)
 	strbuf_printf(o, "} %llu\n", (unsigned long long)value);
 }
 
+/* Every entry in use, in index order (stable from one scrape to the next). */
 #define FOR_EACH_ENTRY(t, e)                                                                       \
-	for (const struct breaker_table_entry *e = (t) ? (t)->entries : NULL;                      \
-	     (t) && e < (t)->entries + (t)->max_entries; e++)                                      \
-		if (e->in_use)
+	for (uint32_t e##_i = 0; (t) && e##_i < (t)->allocated; e##_i++)                         \
+		for (const struct breaker_table_entry *e = breaker_table_at((t), e##_i); e;        \
+		     e = NULL)                                                                      \
+			if (e->in_use)
 
 static const enum breaker_outcome outcomes[] = {
 	BREAKER_OUTCOME_SUCCESS, BREAKER_OUTCOME_CLIENT_ERROR, BREAKER_OUTCOME_BACKPRESSURE,

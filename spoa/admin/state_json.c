@@ -134,13 +134,13 @@ bool state_json_render(const struct metrics_source *s, struct strbuf *o)
 	key(o, "breakers");
 	strbuf_putc(o, '[');
 	bool first = true;
-	for (uint32_t i = 0; t && i < t->max_entries; i++) {
-		if (!t->entries[i].in_use)
+	for (uint32_t i = 0; t && i < t->allocated; i++) {
+		if (!breaker_table_at(t, i)->in_use)
 			continue;
 		if (!first)
 			strbuf_putc(o, ',');
 		first = false;
-		breaker_object(o, &t->entries[i], s->now_ms);
+		breaker_object(o, breaker_table_at(t, i), s->now_ms);
 	}
 	strbuf_puts(o, "]}\n");
 	return !o->failed;

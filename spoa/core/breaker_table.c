@@ -18,6 +18,11 @@
 
 #define SLOT_EMPTY UINT32_MAX
 
+static inline struct breaker_table_entry *entry_at(const struct breaker_table *t, uint32_t idx)
+{
+	return breaker_table_at(t, idx);
+}
+
 
 /* The one gate for names (util/names.c): a server whose name HAProxy
  * would not accept never gets a breaker, so no name the table holds can
@@ -83,7 +88,7 @@ static bool slot_lookup(const struct breaker_table *t, uint64_t hash, const char
 			*slot = i;
 			return false;
 		}
-		const struct breaker_table_entry *e = &t->entries[idx];
+		const struct breaker_table_entry *e = entry_at(t, idx);
 		if (e->hash == hash && name_eq(e->backend, e->backend_len, backend, backend_len) &&
 		    name_eq(e->server, e->server_len, server, server_len)) {
 			*slot = i;
@@ -104,7 +109,7 @@ static void slot_delete(struct breaker_table *t, uint32_t hole)
 		j = (j + 1) & t->slot_mask;
 		if (t->slots[j] == SLOT_EMPTY)
 			break;
-		uint32_t home = (uint32_t)t->entries[t->slots[j]].hash & t->slot_mask;
+		uint32_t home = (uint32_t)entry_at(t, t->slots[j])->hash & t->slot_mask;
 		/* The entry at j may fill the hole at i unless its home lies
 		 * cyclically in (i, j]: then a probe from home never passes i. */
 		bool home_between = i <= j ? (i < home && home <= j) : (i < home || home <= j);
@@ -120,26 +125,26 @@ static void slot_delete(struct breaker_table *t, uint32_t hole)
 
 static void lru_unlink(struct breaker_table *t, uint32_t idx)
 {
-	struct breaker_table_entry *e = &t->entries[idx];
+	struct breaker_table_entry *e = entry_at(t, idx);
 
 	if (e->lru_prev != BREAKER_TABLE_NIL)
-		t->entries[e->lru_prev].lru_next = e->lru_next;
+		entry_at(t, e->lru_prev)->lru_next = e->lru_next;
 	else
 		t->lru_head = e->lru_next;
 	if (e->lru_next != BREAKER_TABLE_NIL)
-		t->entries[e->lru_next].lru_prev = e->lru_prev;
+		entry_at(t, e->lru_next)->lru_prev = e->lru_prev;
 	else
 		t->lru_tail = e->lru_prev;
 }
 
 static void lru_push_front(struct breaker_table *t, uint32_t idx)
 {
-	struct breaker_table_entry *e = &t->entries[idx];
+	struct breaker_table_entry *e = entry_at(t, idx);
 
 	e->lru_prev = BREAKER_TABLE_NIL;
 	e->lru_next = t->lru_head;
 	if (t->lru_head != BREAKER_TABLE_NIL)
-		t->entries[t->lru_head].lru_prev = idx;
+		entry_at(t, t->lru_head)->lru_prev = idx;
 	else
 		t->lru_tail = idx;
 	t->lru_head = idx;
@@ -149,7 +154,7 @@ static void lru_push_front(struct breaker_table *t, uint32_t idx)
  * the free list. */
 static void entry_remove(struct breaker_table *t, uint32_t idx)
 {
-	struct breaker_table_entry *e = &t->entries[idx];
+	struct breaker_table_entry *e = entry_at(t, idx);
 	uint32_t slot;
 
 	if (slot_lookup(t, e->hash, e->backend, e->backend_len, e->server, e->server_len, &slot))
@@ -172,8 +177,8 @@ static void entry_remove(struct breaker_table *t, uint32_t idx)
  */
 static bool evict_one(struct breaker_table *t)
 {
-	for (uint32_t idx = t->lru_tail; idx != BREAKER_TABLE_NIL; idx = t->entries[idx].lru_prev) {
-		if (!breaker_is_dirty(&t->entries[idx].breaker)) {
+	for (uint32_t idx = t->lru_tail; idx != BREAKER_TABLE_NIL; idx = entry_at(t, idx)->lru_prev) {
+		if (!breaker_is_dirty(&entry_at(t, idx)->breaker)) {
 			entry_remove(t, idx);
 			t->evictions++;
 			return true;
@@ -199,12 +204,11 @@ bool breaker_table_init(struct breaker_table *t, uint32_t max_entries, char *err
 	while (slot_count < 2 * max_entries)
 		slot_count *= 2;
 
-	t->entries = calloc(max_entries, sizeof(*t->entries));
-	t->names = calloc(max_entries, sizeof(*t->names));
+	uint32_t nb_chunks = (max_entries + BREAKER_TABLE_CHUNK - 1) / BREAKER_TABLE_CHUNK;
+	t->chunks = calloc(nb_chunks, sizeof(*t->chunks));
 	t->slots = malloc(slot_count * sizeof(*t->slots));
-	if (!t->entries || !t->names || !t->slots || !breaker_policies_default(&t->policies)) {
-		free(t->entries);
-		free(t->names);
+	if (!t->chunks || !t->slots || !breaker_policies_default(&t->policies)) {
+		free(t->chunks);
 		free(t->slots);
 		memset(t, 0, sizeof(*t));
 		errmsg_set(err, err_size, "out of memory for a table of %u breakers",
@@ -214,23 +218,51 @@ bool breaker_table_init(struct breaker_table *t, uint32_t max_entries, char *err
 	memset(t->slots, 0xff, slot_count * sizeof(*t->slots)); /* all SLOT_EMPTY */
 	t->slot_mask = slot_count - 1;
 	t->max_entries = max_entries;
-	for (uint32_t i = 0; i < max_entries; i++) {
-		t->entries[i].lru_prev = BREAKER_TABLE_NIL;
-		t->entries[i].lru_next = i + 1 < max_entries ? i + 1 : BREAKER_TABLE_NIL;
-		t->entries[i].backend = t->names[i].backend;
-		t->entries[i].server = t->names[i].server;
-	}
-	t->free_head = 0;
+	t->free_head = BREAKER_TABLE_NIL;
 	t->lru_head = BREAKER_TABLE_NIL;
 	t->lru_tail = BREAKER_TABLE_NIL;
+	return true;
+}
+
+/* One more chunk of free entries; false when out of memory or at
+ * max_entries. The last chunk may be partly beyond max_entries: its tail
+ * is never put on the free list. */
+static bool grow(struct breaker_table *t)
+{
+	if (t->allocated >= t->max_entries)
+		return false;
+	struct breaker_table_chunk *c = calloc(1, sizeof(*c));
+	if (!c)
+		return false;
+	uint32_t first = t->allocated;
+	uint32_t n = t->max_entries - first < BREAKER_TABLE_CHUNK ? t->max_entries - first
+								  : BREAKER_TABLE_CHUNK;
+	/* State kept beside the table by index must have room first. */
+	if (t->hooks.reserve && !t->hooks.reserve(t->hooks.ctx, first + n)) {
+		free(c);
+		return false;
+	}
+	t->chunks[first / BREAKER_TABLE_CHUNK] = c;
+	for (uint32_t i = 0; i < n; i++) {
+		struct breaker_table_entry *e = &c->entries[i];
+		e->index = first + i;
+		e->lru_prev = BREAKER_TABLE_NIL;
+		e->lru_next = i + 1 < n ? first + i + 1 : t->free_head;
+		e->backend = c->names[i].backend;
+		e->server = c->names[i].server;
+	}
+	t->free_head = first;
+	t->allocated = first + n;
 	return true;
 }
 
 void breaker_table_free(struct breaker_table *t)
 {
 	breaker_policies_free(&t->policies);
-	free(t->names);
-	free(t->entries);
+	uint32_t nb_chunks = (t->max_entries + BREAKER_TABLE_CHUNK - 1) / BREAKER_TABLE_CHUNK;
+	for (uint32_t i = 0; t->chunks && i < nb_chunks; i++)
+		free(t->chunks[i]);
+	free(t->chunks);
 	free(t->slots);
 	memset(t, 0, sizeof(*t));
 }
@@ -261,12 +293,12 @@ void breaker_table_use_policies(struct breaker_table *t, struct breaker_policies
 
 static void lru_push_back(struct breaker_table *t, uint32_t idx)
 {
-	struct breaker_table_entry *e = &t->entries[idx];
+	struct breaker_table_entry *e = entry_at(t, idx);
 
 	e->lru_next = BREAKER_TABLE_NIL;
 	e->lru_prev = t->lru_tail;
 	if (t->lru_tail != BREAKER_TABLE_NIL)
-		t->entries[t->lru_tail].lru_next = idx;
+		entry_at(t, t->lru_tail)->lru_next = idx;
 	else
 		t->lru_head = idx;
 	t->lru_tail = idx;
@@ -291,7 +323,7 @@ static struct breaker_table_entry *get_entry(struct breaker_table *t, const char
 			lru_push_front(t, idx);
 		}
 		*status = BREAKER_TABLE_FOUND;
-		return &t->entries[idx];
+		return entry_at(t, idx);
 	}
 
 	if (t->count == t->max_entries) {
@@ -306,11 +338,17 @@ static struct breaker_table_entry *get_entry(struct breaker_table *t, const char
 		slot_lookup(t, hash, backend, backend_len, server, server_len, &slot);
 	}
 
+	if (t->free_head == BREAKER_TABLE_NIL && !grow(t)) {
+		t->full_refusals++;
+		*status = BREAKER_TABLE_FULL;
+		return NULL;
+	}
 	uint32_t idx = t->free_head;
-	struct breaker_table_entry *e = &t->entries[idx];
+	struct breaker_table_entry *e = entry_at(t, idx);
 	t->free_head = e->lru_next;
 
-	struct breaker_table_names *names = &t->names[idx];
+	struct breaker_table_names *names =
+		&t->chunks[idx / BREAKER_TABLE_CHUNK]->names[idx % BREAKER_TABLE_CHUNK];
 	memcpy(names->backend, backend, backend_len);
 	names->backend[backend_len] = '\0';
 	e->backend_len = (uint8_t)backend_len;
@@ -362,7 +400,7 @@ struct breaker_table_entry *breaker_table_find(struct breaker_table *t, const ch
 	uint64_t hash = hash_key(backend, backend_len, server, server_len);
 	if (!slot_lookup(t, hash, backend, backend_len, server, server_len, &slot))
 		return NULL;
-	return &t->entries[t->slots[slot]];
+	return entry_at(t, t->slots[slot]);
 }
 
 struct breaker_table_entry *breaker_table_next(struct breaker_table *t,
@@ -370,7 +408,7 @@ struct breaker_table_entry *breaker_table_next(struct breaker_table *t,
 {
 	uint32_t idx = prev ? prev->lru_next : t->lru_head;
 
-	return idx == BREAKER_TABLE_NIL ? NULL : &t->entries[idx];
+	return idx == BREAKER_TABLE_NIL ? NULL : entry_at(t, idx);
 }
 
 /* ---- time ---- */
@@ -380,8 +418,8 @@ uint64_t breaker_table_tick(struct breaker_table *t, uint64_t now_ms,
 {
 	uint64_t next = BREAKER_NO_DEADLINE;
 
-	for (uint32_t idx = t->lru_head; idx != BREAKER_TABLE_NIL; idx = t->entries[idx].lru_next) {
-		struct breaker_table_entry *e = &t->entries[idx];
+	for (uint32_t idx = t->lru_head; idx != BREAKER_TABLE_NIL; idx = entry_at(t, idx)->lru_next) {
+		struct breaker_table_entry *e = entry_at(t, idx);
 		uint64_t deadline = breaker_next_deadline(&e->breaker);
 
 		if (deadline <= now_ms) {
@@ -400,8 +438,8 @@ uint64_t breaker_table_next_deadline(const struct breaker_table *t)
 {
 	uint64_t next = BREAKER_NO_DEADLINE;
 
-	for (uint32_t idx = t->lru_head; idx != BREAKER_TABLE_NIL; idx = t->entries[idx].lru_next) {
-		uint64_t deadline = breaker_next_deadline(&t->entries[idx].breaker);
+	for (uint32_t idx = t->lru_head; idx != BREAKER_TABLE_NIL; idx = entry_at(t, idx)->lru_next) {
+		uint64_t deadline = breaker_next_deadline(&entry_at(t, idx)->breaker);
 		if (deadline < next)
 			next = deadline;
 	}

@@ -36,6 +36,17 @@ void breakers_publish(struct breakers *b, struct breaker_table_entry *e,
 			b->subscribers[i].recorded(b->subscribers[i].ctx, e, ev, cause);
 }
 
+static bool on_reserve(void *ctx, uint32_t allocated)
+{
+	struct breakers *b = ctx;
+
+	for (unsigned i = 0; i < b->nb_subscribers; i++)
+		if (b->subscribers[i].reserve &&
+		    !b->subscribers[i].reserve(b->subscribers[i].ctx, allocated))
+			return false;
+	return true;
+}
+
 static void on_created(void *ctx, uint32_t index)
 {
 	struct breakers *b = ctx;
@@ -129,7 +140,7 @@ bool breakers_init(struct breakers *b, struct ev_loop *loop, uint32_t max_entrie
 		return false;
 	breaker_table_use_policies(&b->table, policies);
 	breaker_table_set_hooks(&b->table, &(struct breaker_table_hooks){
-		.created = on_created, .removed = on_removed, .ctx = b});
+		.reserve = on_reserve, .created = on_created, .removed = on_removed, .ctx = b});
 	b->observe = (struct observe_ctx){
 		.table = &b->table,
 		.now_ms = clock_now_ms,

@@ -72,6 +72,7 @@ struct enforcer {
 	 * comes (see end_round). */
 	uint64_t *last_spop_ms;
 	bool unlisted_said;
+	uint32_t capacity; /* entries of every per-index array: the table's allocated */
 	struct agent_check agent_check;
 	bool agent_check_open;
 	struct enforce_stats stats;
@@ -203,6 +204,41 @@ static void on_recorded(void *ctx, struct breaker_table_entry *entry,
 		return;
 	for (unsigned i = 0; i < e->nb_links; i++)
 		converge_entry(&e->links[i], entry);
+}
+
+/* Grows one per-index array from `have` to `want` elements, zeroing the
+ * new ones. */
+static bool grow_array(void **array, size_t elem, uint32_t have, uint32_t want)
+{
+	void *grown = realloc(*array, (size_t)want * elem);
+	if (!grown)
+		return false;
+	memset((char *)grown + (size_t)have * elem, 0, (size_t)(want - have) * elem);
+	*array = grown;
+	return true;
+}
+
+/* The table is about to grow to `allocated` entries: every per-index
+ * array first. A failure refuses the growth (the new server gets no
+ * breaker, as with a full table), so no index ever lacks its state. */
+static bool on_reserve(void *ctx, uint32_t allocated)
+{
+	struct enforcer *e = ctx;
+	uint32_t have = e->capacity;
+
+	if (allocated <= have)
+		return true;
+	for (unsigned i = 0; i < e->nb_links; i++)
+		if (!grow_array((void **)&e->links[i].entries, sizeof(*e->links[i].entries), have,
+				allocated))
+			return false;
+	if (!grow_array((void **)&e->last_spop_ms, sizeof(*e->last_spop_ms), have, allocated))
+		return false;
+	if (e->agent_check_mem &&
+	    !grow_array((void **)&e->agent_check_mem, sizeof(*e->agent_check_mem), have, allocated))
+		return false;
+	e->capacity = allocated;
+	return true;
 }
 
 static void on_created(void *ctx, uint32_t index)
@@ -576,8 +612,8 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 	if (!previous)
 		return;
 	e->stats = previous->stats;
-	memcpy(e->last_spop_ms, previous->last_spop_ms,
-	       e->table->max_entries * sizeof(*e->last_spop_ms));
+	/* Both were sized to the table's entries: the same capacity. */
+	memcpy(e->last_spop_ms, previous->last_spop_ms, e->capacity * sizeof(*e->last_spop_ms));
 	for (unsigned i = 0; i < e->nb_links; i++) {
 		struct haproxy_link *old = find_link(previous, runtime_api_client_address(e->links[i].client));
 		if (!old)
@@ -587,7 +623,7 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 		old->entries = swap;
 		/* Commands still queued on the old socket fail with it; counts
 		 * start again on the new one, so the next look is believed. */
-		for (uint32_t j = 0; j < e->table->max_entries; j++)
+		for (uint32_t j = 0; j < e->capacity; j++)
 			e->links[i].entries[j].last_command = 0;
 		e->links[i].info = old->info;
 		e->links[i].info_known = old->info_known;
@@ -604,7 +640,9 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 			      size_t err_size)
 {
 	struct enforcer *e = calloc(1, sizeof(*e));
-	uint32_t nb_entries = breakers->table.max_entries;
+	/* Per-index state for the entries the table has now; more as it grows
+	 * (on_reserve). At least one, so that no array is a zero-size alloc. */
+	uint32_t nb_entries = breakers->table.allocated ? breakers->table.allocated : 1;
 	if (!e) {
 		errmsg_set(err, err_size, "out of memory");
 		return NULL;
@@ -615,6 +653,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	e->table = &breakers->table;
 	e->poll_interval = (double)c->poll_ms / 1000.0;
 	ev_timer_init(&e->look_timer, look_timer_cb, 0., e->poll_interval);
+	e->capacity = nb_entries;
 	e->last_spop_ms = calloc(nb_entries, sizeof(*e->last_spop_ms));
 	if (!e->last_spop_ms) {
 		errmsg_set(err, err_size, "out of memory");
@@ -651,8 +690,11 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		}
 		e->agent_check_open = true;
 	}
-	struct breaker_subscriber s = {
-		.name = "HAProxy link", .recorded = on_recorded, .created = on_created, .ctx = e};
+	struct breaker_subscriber s = {.name = "HAProxy link",
+				       .recorded = on_recorded,
+				       .reserve = on_reserve,
+				       .created = on_created,
+				       .ctx = e};
 	if (!breakers_subscribe(breakers, &s)) {
 		errmsg_set(err, err_size, "too many breaker subscribers");
 		enforcer_free(e);

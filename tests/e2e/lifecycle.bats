@@ -114,3 +114,17 @@ teardown() {
 	wait_until 10 agent_is_up
 	wait_until 10 bash -c "[ \"\$(curl -s -o /dev/null -D - http://127.0.0.1:$FE_PORT/status/429 | tr -d '\r' | grep -i '^x-breaker-upstream-status' | cut -d' ' -f2)\" = 429 ]"
 }
+
+@test "a table sized for a million servers costs what it holds, not a million entries" {
+	local port rss
+	port=$(free_port)
+	start_agent agent --listen "127.0.0.1:$port" --max-breakers 1048576 --admin none
+	wait_port "$port"
+	run python3 "$SPOP_CLIENT" "127.0.0.1:$port" notify
+	assert_success
+	rss=$(awk '/^VmRSS/ {print $2}' "/proc/$(cat "$RUN_DIR/agent.pid")/status")
+	echo "RSS with room for 1,048,576 servers and one tracked: $rss kB"
+	# Up front it was ~1.2 KB a slot (over 1 GB); now the hash index (4 MB a
+	# million slots, at most half full: 8 MB) and one chunk of entries.
+	[ "$rss" -lt 65536 ]
+}

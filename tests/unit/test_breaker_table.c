@@ -568,6 +568,69 @@ static void test_quiet_lookups_keep_recency(void **state)
 	breaker_table_free(&t);
 }
 
+struct reserve_log {
+	uint32_t allocated;
+	uint32_t refuse_above; /* 0: never */
+	int calls;
+};
+
+static bool hook_reserve(void *ctx, uint32_t allocated)
+{
+	struct reserve_log *r = ctx;
+	r->calls++;
+	if (r->refuse_above && allocated > r->refuse_above)
+		return false;
+	r->allocated = allocated;
+	return true;
+}
+
+/* Entries come a chunk at a time as servers come, up to max_entries (the
+ * last chunk cut to it); state kept beside the table is asked for room
+ * first, and a refusal is a full table, not a missing state. */
+static void test_grows_on_demand(void **state)
+{
+	struct breaker_table t;
+	struct reserve_log r = {0};
+	char name[32];
+	enum breaker_table_status st;
+
+	init(&t, 1500);
+	breaker_table_set_hooks(&t, &(struct breaker_table_hooks){.reserve = hook_reserve, .ctx = &r});
+	assert_int_equal(t.allocated, 0);
+	get(&t, "b", "s0", NULL);
+	assert_int_equal(t.allocated, BREAKER_TABLE_CHUNK);
+	assert_int_equal(r.allocated, BREAKER_TABLE_CHUNK);
+	for (unsigned i = 1; i <= BREAKER_TABLE_CHUNK; i++) {
+		snprintf(name, sizeof(name), "s%u", i);
+		assert_non_null(get(&t, "b", name, NULL));
+	}
+	assert_int_equal(t.allocated, 1500); /* cut to max_entries */
+	assert_int_equal(r.calls, 2);
+	/* Every entry keeps its index and its names across growths. */
+	struct breaker_table_entry *first = find(&t, "b", "s0");
+	assert_non_null(first);
+	assert_int_equal(breaker_table_index(&t, first), first->index);
+	assert_ptr_equal(breaker_table_at(&t, first->index), first);
+	assert_string_equal(first->server, "s0");
+	breaker_table_free(&t);
+
+	/* Room refused: the server that needed it gets FULL, nothing breaks. */
+	struct reserve_log tight = {.refuse_above = BREAKER_TABLE_CHUNK};
+	init(&t, 5000);
+	breaker_table_set_hooks(&t,
+				&(struct breaker_table_hooks){.reserve = hook_reserve, .ctx = &tight});
+	for (unsigned i = 0; i < BREAKER_TABLE_CHUNK; i++) {
+		snprintf(name, sizeof(name), "s%u", i);
+		assert_non_null(get(&t, "b", name, NULL));
+	}
+	/* Not at max_entries, so the table asks for room rather than evict. */
+	assert_null(breaker_table_get(&t, "b", 1, "extra", 5, T0, &st));
+	assert_int_equal(st, BREAKER_TABLE_FULL);
+	assert_int_equal(t.full_refusals, 1);
+	assert_int_equal(t.allocated, BREAKER_TABLE_CHUNK);
+	breaker_table_free(&t);
+}
+
 /* The entry the hot path walks holds the breaker and its counters only:
  * names live apart, the HAProxy link's state beside the table. */
 static void test_entry_size(void **state)
@@ -661,6 +724,7 @@ int main(void)
 		cmocka_unit_test(test_hooks_follow_entries),
 		cmocka_unit_test(test_quiet_lookups_keep_recency),
 		cmocka_unit_test(test_entry_size),
+		cmocka_unit_test(test_grows_on_demand),
 		cmocka_unit_test(test_tick_drives_deadlines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

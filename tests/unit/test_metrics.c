@@ -267,7 +267,9 @@ static struct breaker_table_entry *get_weird(const char *backend, const char *se
 	enum breaker_table_status st;
 	struct breaker_table_entry *e = breaker_table_get(&table, "weird", 5, server[0] == 's' ? "s1" : "s2", 2, T0, &st);
 	assert_non_null(e);
-	struct breaker_table_names *names = &table.names[breaker_table_index(&table, e)];
+	uint32_t i = breaker_table_index(&table, e);
+	struct breaker_table_names *names =
+		&table.chunks[i / BREAKER_TABLE_CHUNK]->names[i % BREAKER_TABLE_CHUNK];
 	snprintf(names->backend, sizeof(names->backend), "%s", backend);
 	snprintf(names->server, sizeof(names->server), "%s", server);
 	e->backend_len = (uint8_t)strlen(backend);
