@@ -24,15 +24,34 @@ start_state_scene() {
 	wait_until 5 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 1
 }
 
-# kill -9: no goodbye, no last snapshot; then the same command line again.
-crash_and_restart_agent() {
+# kill -9: no goodbye, no last snapshot.
+crash_agent() {
 	kill -9 "$(cat "$RUN_DIR/agent.pid")"
 	rm -f "$RUN_DIR/agent.pid"
 	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-crashed.log"
+}
+
+# The same command line again (EXTRA: options added to it).
+start_agent_again() {
 	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
-	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-} "$@"
 	wait_port "$AGENT_PORT"
+}
+
+crash_and_restart_agent() {
+	crash_agent
+	start_agent_again
 	wait_until 10 agent_is_up
+}
+
+# Requests w2 answers 200 until its breaker says closed (bounded).
+probe_w2_until_state_closed() {
+	local i
+	for i in $(seq 50); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
+		state_is w2 closed && return 0
+	done
+	return 1
 }
 
 state_of() { breaker_field "workers/$1" state; }
@@ -72,13 +91,7 @@ source_is() {
 	wait_until 10 state_is w2 half_open
 	wait_until 3 is_not_drained w2
 	wait_until 2 maxconn_is w2 1
-	local i
-	for i in $(seq 50); do
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
-		state_is w2 closed && break
-	done
-	run state_of w2
-	assert_output closed
+	probe_w2_until_state_closed
 	wait_until 3 maxconn_is w2 50
 	is_not_drained w2
 }
@@ -95,11 +108,7 @@ source_is() {
 	run state_of w2
 	assert_output half_open
 	maxconn_is w2 1
-	local i
-	for i in $(seq 50); do
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
-		state_is w2 closed && break
-	done
+	probe_w2_until_state_closed
 	wait_until 3 maxconn_is w2 50
 }
 
@@ -117,14 +126,11 @@ owner_map_lacks() { ! owner_map_has "$1"; }
 	wait_until 2 maxconn_is w2 1
 	# HAProxy records that the limit is the agent's, with w2's own maxconn.
 	wait_until 3 owner_map_has "workers/w2 maxconn=50"
-	kill -9 "$(cat "$RUN_DIR/agent.pid")"
-	rm -f "$RUN_DIR/agent.pid" "$STATE"
+	crash_agent
+	rm -f "$STATE"
 	# While no agent runs, an operator drains w3.
 	haproxy_cli "set server workers/w3 state drain" >/dev/null
-	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-crashed.log"
-	# shellcheck disable=SC2086
-	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
-	wait_port "$AGENT_PORT"
+	start_agent_again
 	source_is fresh
 	# A fresh breaker is closed: the limit it finds recorded as its own
 	# is lifted, w2's own maxconn back, and the record goes.
@@ -144,12 +150,9 @@ owner_map_lacks() { ! owner_map_has "$1"; }
 	trip_w2
 	wait_until 2 is_drained w2
 	wait_until 3 owner_map_has "workers/w2 drain"
-	kill -9 "$(cat "$RUN_DIR/agent.pid")"
-	rm -f "$RUN_DIR/agent.pid" "$STATE"
-	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-crashed.log"
-	# shellcheck disable=SC2086
-	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
-	wait_port "$AGENT_PORT"
+	crash_agent
+	rm -f "$STATE"
+	start_agent_again
 	wait_until 5 is_not_drained w2
 	wait_until 3 owner_map_lacks workers/w2
 }
