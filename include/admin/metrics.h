@@ -40,6 +40,8 @@ struct metrics_source {
 	struct metrics_runtime_api runtime_api[ENFORCE_MAX_HAPROXY];
 	unsigned nb_runtime_api;
 	const struct state_store_stats *state; /* NULL: no state store */
+	const struct histogram *loop_busy; /* the loop's work per turn; NULL: none */
+	uint64_t loop_busy_max_ns;
 	const char *version;
 	uint64_t now_ms; /* on the breakers' clock (clock_now_ms()) */
 };

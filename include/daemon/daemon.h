@@ -11,6 +11,7 @@
 #include "admin/admin_http.h"
 #include "config/config.h"
 #include "daemon/breakers.h"
+#include "daemon/loop_watch.h"
 #include "link/enforcer.h"
 #include "spop/agent.h"
 #include "spop/dispatch.h"
@@ -33,6 +34,7 @@ struct daemon {
 	struct dispatch dispatch;
 	struct agent agent;
 	struct admin_http *admin; /* NULL: none */
+	struct loop_watch loop_watch;
 	ev_signal sigterm, sigint, sighup;
 };
 

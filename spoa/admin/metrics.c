@@ -231,6 +231,14 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 
 	render_histogram(o, "notify_duration_seconds",
 			 "Time to decode, judge and answer one NOTIFY frame.", &a->notify_time);
+
+	/* What every ACK may wait behind: the loop's work between two waits
+	 * on epoll, whatever it was (a scrape, a look, a burst of frames). */
+	render_histogram(o, "loop_iteration_seconds",
+			 "Work done by one turn of the event loop between two waits.", s->loop_busy);
+	family(o, "loop_iteration_max_seconds", "gauge", "The longest turn of the event loop since start.");
+	strbuf_printf(o, METRICS_PREFIX "loop_iteration_max_seconds %.6f\n",
+		      (double)s->loop_busy_max_ns / 1e9);
 }
 
 static void render_enforcement(const struct metrics_source *s, struct strbuf *o)

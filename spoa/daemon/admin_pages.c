@@ -21,6 +21,8 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct strbuf *ou
 		.enforce_mode = enforcer_mode(d->enforcer),
 		.enforce = enforcer_stats(d->enforcer),
 		.state = d->state ? state_store_stats(d->state) : NULL,
+		.loop_busy = &d->loop_watch.busy,
+		.loop_busy_max_ns = d->loop_watch.max_ns,
 		.version = SPOA_VERSION,
 		.now_ms = clock_now_ms(),
 	};

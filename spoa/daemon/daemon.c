@@ -148,9 +148,11 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	ev_signal_start(d.loop, &d.sigint);
 	ev_signal_start(d.loop, &d.sighup);
 
+	loop_watch_start(&d.loop_watch, d.loop);
 	log_notice("spoa-breaker %s started", SPOA_VERSION);
 	d.ran = true;
 	ev_run(d.loop, 0);
+	loop_watch_stop(&d.loop_watch, d.loop);
 	teardown(&d);
 	log_notice("spoa-breaker stopped");
 	return 0;

@@ -453,6 +453,8 @@ static void test_every_family_present(void **state)
 		{"haproxy_restarts_total", "counter"},
 		{"faults_polled_total", "counter"},
 		{"breakers_dropped_total", "counter"},
+		{"loop_iteration_seconds", "histogram"},
+		{"loop_iteration_max_seconds", "gauge"},
 		{"state_writes_total", "counter"},
 		{"state_last_write_age_seconds", "gauge"},
 		{"state_breakers_restored", "gauge"},
