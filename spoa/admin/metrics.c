@@ -305,6 +305,13 @@ bool metrics_render(const struct metrics_source *s, struct strbuf *o)
 {
 	family(o, "build_info", "gauge", "Always 1; the agent's version as a label.");
 	sample1(o, "build_info", "version", s->version ? s->version : "unknown", 1);
+	/* The log never blocks the agent: what it could not write is counted. */
+	family(o, "log_lines_dropped_total", "counter",
+	       "Log lines lost because the log output did not keep up.");
+	sample(o, "log_lines_dropped_total", s->log_lines_dropped);
+	family(o, "log_lines_suppressed_total", "counter",
+	       "Log lines held back by the rate limit of their call site (summed up in the log).");
+	sample(o, "log_lines_suppressed_total", s->log_lines_suppressed);
 	render_breakers(s, o);
 	render_spop(s, o);
 	render_enforcement(s, o);

@@ -126,10 +126,13 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	if (!d.loop) {
 		log_error("cannot initialise the event loop");
 		config_free(&d.config);
+		log_detach();
 		return 1;
 	}
+	log_attach(d.loop);
 	if (!start(&d)) {
 		teardown(&d);
+		log_detach();
 		return 1;
 	}
 	ev_signal_init(&d.sigterm, on_stop_signal, SIGTERM);
@@ -144,5 +147,6 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	ev_run(d.loop, 0);
 	teardown(&d);
 	log_notice("spoa-breaker stopped");
+	log_detach();
 	return 0;
 }
