@@ -24,6 +24,7 @@ typedef void (*agent_check_answer_fn)(void *ctx, const char *backend, const char
 
 struct agent_check {
 	ev_io io; /* first: the callback recovers the listener from its watcher */
+	ev_timer pause; /* out of descriptors: accept() waits */
 	struct ev_loop *loop;
 	int fd;
 	bool is_unix;

@@ -197,9 +197,15 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	const struct agent_stats *a = s->agent ? s->agent : &zero;
 
 	family(o, "spop_connections_total", "counter",
-	       "SPOP connections from HAProxy: accepted, or refused over max_connections.");
+	       "SPOP connections from HAProxy: accepted, or refused (out of descriptors, none "
+	       "to close for room).");
 	sample1(o, "spop_connections_total", "result", "accepted", a->connections_accepted);
 	sample1(o, "spop_connections_total", "result", "refused", a->connections_refused);
+	family(o, "spop_connections_closed_total", "counter",
+	       "SPOP connections the agent closed: silent for idle_timeout, or the longest-idle "
+	       "one, evicted to make room for a new one.");
+	sample1(o, "spop_connections_closed_total", "reason", "idle_timeout", a->connections_idle);
+	sample1(o, "spop_connections_closed_total", "reason", "evicted", a->connections_evicted);
 	family(o, "spop_connections_open", "gauge", "SPOP connections open now.");
 	sample(o, "spop_connections_open", s->connections_open);
 

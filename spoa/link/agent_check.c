@@ -5,6 +5,10 @@
  * 255 bytes, 2 s), answer one line, close. A name that is not a valid
  * HAProxy name is refused (the connection closed without an answer, which
  * HAProxy reports as an agent check error), never looked up.
+ *
+ * Out of descriptors, accept() fails while the connection waits, and the
+ * listener would be woken for it at once, forever: it refuses that one
+ * through the reserve descriptor and pauses (fd_limit.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,10 +22,12 @@
 #include "util/log.h"
 #include "util/names.h"
 #include "util/container_of.h"
+#include "util/fd_limit.h"
 #include "util/listen_socket.h"
 
 #define REQUEST_MAX 256
 #define REQUEST_TIMEOUT 2.0
+#define ACCEPT_PAUSE 0.1 /* seconds, when out of descriptors */
 
 struct check_conn {
 	ev_io io; /* first */
@@ -107,6 +113,13 @@ static void check_conn_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents
 	check_conn_close(cc);
 }
 
+static void pause_done_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct agent_check *ac = container_of(w, struct agent_check, pause);
+	(void)revents;
+	ev_io_start(loop, &ac->io);
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct agent_check *ac = (struct agent_check *)w;
@@ -114,8 +127,18 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	for (int i = 0; i < 64; i++) {
 		int fd = accept4(ac->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if (fd_limit_hit(errno)) {
+				int err = errno;
+				if (fd_reserve_refuse(ac->fd))
+					ac->refused++;
+				log_warning("agent-check %s: accept failed: %s; pausing %.0f ms",
+					    ac->name, strerror(err), ACCEPT_PAUSE * 1000);
+				ev_io_stop(loop, &ac->io);
+				ev_timer_start(loop, &ac->pause);
+			}
 			return;
+		}
 		struct check_conn *cc = ac->nb_conns < AGENT_CHECK_MAX_CONNECTIONS
 						? calloc(1, sizeof(*cc))
 						: NULL;
@@ -147,6 +170,8 @@ bool agent_check_open(struct agent_check *ac, struct ev_loop *loop, const char *
 	snprintf(ac->name, sizeof(ac->name), "%s", spec);
 	ev_io_init(&ac->io, accept_cb, ac->fd, EV_READ);
 	ev_io_start(loop, &ac->io);
+	ev_timer_init(&ac->pause, pause_done_cb, ACCEPT_PAUSE, 0.);
+	fd_reserve_open();
 	log_notice("answering agent-check on %s", spec);
 	return true;
 }
@@ -156,6 +181,7 @@ void agent_check_close(struct agent_check *ac)
 	if (ac->fd < 0 || !ac->loop)
 		return;
 	ev_io_stop(ac->loop, &ac->io);
+	ev_timer_stop(ac->loop, &ac->pause);
 	close(ac->fd);
 	if (ac->is_unix)
 		unlink(ac->name + 5);

@@ -1,13 +1,13 @@
 #!/usr/bin/env bats
-# The agent under attack, on loopback: a log nobody reads, floods of
-# refusable requests.
+# The agent under attack, on loopback: a log nobody reads, the descriptor
+# limit, idle connections filling every slot, floods of refusable requests.
 #
 # Through each attack a well-behaved SPOP client (tests/lib/hostile.py
 # steady: one NOTIFY every 10 ms) must get every ACK, /healthz must answer
 # once it is over, and the log must stay bounded. The ACK latencies are
 # printed (p50, p99, max), never asserted: a loaded CI machine is not a
-# benchmark. This file runs once (tests/check.sh), not once per HAProxy
-# version.
+# benchmark. Only the last test needs HAProxy, and the system one will do:
+# this file runs once (tests/check.sh), not once per HAProxy version.
 
 load ../e2e/helpers
 
@@ -68,6 +68,11 @@ log_lines() {
 	wc -l <"$RUN_DIR/agent.log"
 }
 
+# CPU time the agent used so far, in clock ticks (user + system).
+cpu_ticks() {
+	awk '{print $14 + $15}' "/proc/$(cat "$RUN_DIR/agent.pid")/stat"
+}
+
 @test "a log output nobody reads never stalls the agent: lines are dropped and counted" {
 	mkfifo "$RUN_DIR/stderr.fifo"
 	# A reader that holds the pipe open and never reads (bounded: 60 s).
@@ -89,6 +94,80 @@ time.sleep(60)' "$RUN_DIR/stderr.fifo"
 	metric_at_least spoa_breaker_log_lines_dropped_total 1
 }
 
+@test "at the descriptor limit accept() neither spins nor floods the log, and a health check still gets in" {
+	local check_port
+	check_port=$(free_port)
+	# max_connections above what 256 descriptors allow: accept() itself
+	# fails, as it did with the old default of 1024 and a soft limit of 1024.
+	spawn agent bash -c 'ulimit -n 256 && exec "$@"' agent "$SPOA_BIN" --log-level info \
+		--listen "$AGENT_ADDR" --admin "127.0.0.1:$ADMIN_PORT" \
+		--agent-check "127.0.0.1:$check_port" --max-connections 1000
+	wait_port "$AGENT_PORT"
+	wait_port "$ADMIN_PORT"
+	start_steady 9
+	local lines_before ticks_before
+	lines_before=$(log_lines)
+	# 400 connections that never say HELLO, held 7 s (beyond the 5 s HELLO
+	# timeout: each times out with a warning).
+	spawn hold python3 "$HOSTILE" hold "$AGENT_ADDR" --conns 400 --seconds 7 \
+		--ready "$RUN_DIR/hold.ready"
+	wait_until 10 test -e "$RUN_DIR/hold.ready"
+	ticks_before=$(cpu_ticks)
+	# The agent-check listener at the limit, too (it used to spin silently).
+	for _ in 1 2 3; do
+		echo "workers/w1" | socat -t 1 - "TCP:127.0.0.1:$check_port" >/dev/null 2>&1 || true
+	done
+	# A new connection gets in: the longest-idle one makes room for it.
+	run python3 "$SPOP_CLIENT" "$AGENT_ADDR" healthcheck
+	assert_output "version=2.0 capabilities='' closed=True"
+	sleep 2
+	local ticks=$(($(cpu_ticks) - ticks_before))
+	echo "# CPU at the descriptor limit: $ticks ticks in ~3 s" >&3
+	# The old agent spun at 55 % of a core: 150 ticks or more here.
+	[ "$ticks" -lt 60 ]
+	steady_lost_nothing "400 connections at a limit of 256 descriptors"
+	wait "$(cat "$RUN_DIR/hold.pid")"
+	rm -f "$RUN_DIR/hold.pid"
+	agent_lives
+	wait_until 2 healthz_answers
+	local lines=$(($(log_lines) - lines_before))
+	echo "# log lines during the attack: $lines" >&3
+	[ "$lines" -lt 150 ]
+	grep -q "max_connections 1000 is more than the descriptor limit (256) leaves room for" \
+		"$RUN_DIR/agent.log"
+}
+
+@test "a connection silent for idle_timeout after its HELLO is closed" {
+	start_hostile_agent --idle-timeout 1s
+	start_steady 3
+	run hostile hold "$AGENT_ADDR" --hello --conns 20 --seconds 2.5
+	assert_output "opened=20 failed=0 closed_by_agent=20"
+	# The steady client talks every 10 ms: never idle, never closed.
+	steady_lost_nothing "20 idle connections timing out"
+	metric_is 'spoa_breaker_spop_connections_closed_total{reason="idle_timeout"}' 20
+}
+
+@test "a full connection table makes room: the longest-idle connection goes, a health check gets in" {
+	start_hostile_agent --max-connections 100
+	start_steady 6
+	spawn hold python3 "$HOSTILE" hold "$AGENT_ADDR" --hello --conns 300 --seconds 4 \
+		--ready "$RUN_DIR/hold.ready"
+	wait_until 10 test -e "$RUN_DIR/hold.ready"
+	run python3 "$SPOP_CLIENT" "$AGENT_ADDR" healthcheck
+	assert_output "version=2.0 capabilities='' closed=True"
+	run python3 "$SPOP_CLIENT" "$AGENT_ADDR" notify
+	assert_output --partial "set:upstream_status=200"
+	steady_lost_nothing "300 idle HELLO connections, 100 slots"
+	wait "$(cat "$RUN_DIR/hold.pid")"
+	rm -f "$RUN_DIR/hold.pid"
+	run cat "$RUN_DIR/hold.log"
+	assert_output --regexp "opened=300 failed=0 closed_by_agent=(2[0-9][0-9]|300)"
+	healthz_answers
+	metric_is 'spoa_breaker_spop_connections_total{result="refused"}' 0
+	metric_at_least 'spoa_breaker_spop_connections_closed_total{reason="evicted"}' 200
+	[ "$(log_lines)" -lt 150 ]
+}
+
 @test "warnings are rate-limited: 2,000 garbage agent-check lines write a bounded log" {
 	local check_port
 	check_port=$(free_port)
@@ -105,4 +184,23 @@ time.sleep(60)' "$RUN_DIR/stderr.fifo"
 	metric_at_least spoa_breaker_log_lines_suppressed_total 1900
 	steady_lost_nothing "agent-check garbage flood"
 	healthz_answers
+}
+
+@test "idle HELLO connections beyond max_connections do not get the agent marked down in HAProxy" {
+	BATS_TEST_DIRNAME=$REPO/tests/e2e start_scene
+	# 1,500 connections that say HELLO and go quiet, beyond the default
+	# 1024 slots, held for 4 s (fall 2 x inter 500ms would mark it down).
+	spawn hold python3 "$HOSTILE" hold "$AGENT_ADDR" --hello --conns 1500 --seconds 4 \
+		--ready "$RUN_DIR/hold.ready"
+	wait_until 10 test -e "$RUN_DIR/hold.ready"
+	local i
+	for i in $(seq 6); do
+		agent_is_up
+		run header_of /status/503 x-breaker-upstream-status
+		assert_output "503"
+		sleep 0.5
+	done
+	wait "$(cat "$RUN_DIR/hold.pid")"
+	rm -f "$RUN_DIR/hold.pid"
+	agent_is_up
 }
