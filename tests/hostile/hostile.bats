@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # The agent under attack, on loopback: a log nobody reads, the descriptor
-# limit, idle connections filling every slot, floods of refusable requests.
+# limit, idle connections filling every slot, a slowloris on the admin
+# listener, floods of refusable requests.
 #
 # Through each attack a well-behaved SPOP client (tests/lib/hostile.py
 # steady: one NOTIFY every 10 ms) must get every ACK, /healthz must answer
@@ -113,9 +114,11 @@ time.sleep(60)' "$RUN_DIR/stderr.fifo"
 		--ready "$RUN_DIR/hold.ready"
 	wait_until 10 test -e "$RUN_DIR/hold.ready"
 	ticks_before=$(cpu_ticks)
-	# The agent-check listener at the limit, too (it used to spin silently).
+	# The agent-check listener at the limit, too (it used to spin silently),
+	# and the admin listener (libmicrohttpd retries accept() at every run).
 	for _ in 1 2 3; do
 		echo "workers/w1" | socat -t 1 - "TCP:127.0.0.1:$check_port" >/dev/null 2>&1 || true
+		curl -s -m 1 -o /dev/null "http://127.0.0.1:$ADMIN_PORT/healthz" || true
 	done
 	# A new connection gets in: the longest-idle one makes room for it.
 	run python3 "$SPOP_CLIENT" "$AGENT_ADDR" healthcheck
@@ -165,6 +168,32 @@ time.sleep(60)' "$RUN_DIR/stderr.fifo"
 	healthz_answers
 	metric_is 'spoa_breaker_spop_connections_total{result="refused"}' 0
 	metric_at_least 'spoa_breaker_spop_connections_closed_total{reason="evicted"}' 200
+	[ "$(log_lines)" -lt 150 ]
+}
+
+@test "a slowloris on the admin listener: /healthz answers during it from another address, and at once after it" {
+	start_hostile_agent
+	start_steady 9
+	# 200 connections from 127.0.0.2, a header byte a second for 6 s.
+	spawn slowloris python3 "$HOSTILE" slowloris "127.0.0.1:$ADMIN_PORT" --conns 200 \
+		--seconds 6 --source 127.0.0.2 --ready "$RUN_DIR/slowloris.ready"
+	wait_until 10 test -e "$RUN_DIR/slowloris.ready"
+	sleep 1
+	healthz_answers # one address holds at most 8 of the 32 slots
+	# From the attacker's own address too, once its slots run out of time.
+	wait "$(cat "$RUN_DIR/slowloris.pid")"
+	rm -f "$RUN_DIR/slowloris.pid"
+	local t0=$SECONDS
+	wait_until 1 healthz_answers
+	echo "# /healthz after the slowloris: within $((SECONDS - t0)) s" >&3
+	steady_lost_nothing "admin slowloris"
+	# And the same attack from the prober's address: no per-address limit
+	# helps then, the request timeout and the re-armed listener do.
+	spawn slowloris python3 "$HOSTILE" slowloris "127.0.0.1:$ADMIN_PORT" --conns 500 \
+		--seconds 3 --ready "$RUN_DIR/slowloris.ready2"
+	wait "$(cat "$RUN_DIR/slowloris.pid")"
+	rm -f "$RUN_DIR/slowloris.pid"
+	wait_until 1 healthz_answers
 	[ "$(log_lines)" -lt 150 ]
 }
 
