@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The agent under attack, on loopback: a log nobody reads, the descriptor
 # limit, idle connections filling every slot, a slowloris on the admin
-# listener, floods of refusable requests.
+# listener, floods of refusable requests, a NUL in an agent-check name.
 #
 # Through each attack a well-behaved SPOP client (tests/lib/hostile.py
 # steady: one NOTIFY every 10 ms) must get every ACK, /healthz must answer
@@ -213,6 +213,26 @@ time.sleep(60)' "$RUN_DIR/stderr.fifo"
 	metric_at_least spoa_breaker_log_lines_suppressed_total 1900
 	steady_lost_nothing "agent-check garbage flood"
 	healthz_answers
+}
+
+@test "agent-check: a NUL inside the name is refused, not read as the name before it" {
+	local check_port
+	check_port=$(free_port)
+	start_hostile_agent --agent-check "127.0.0.1:$check_port"
+	wait_port "$check_port"
+	agent_check() { # BYTES (printf format)
+		python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+print(repr(s.recv(256).decode()))' "$check_port" "$1"
+	}
+	run agent_check 'a/b\n'
+	assert_output --regexp "^'[a-z].*\\\\n'$" # answered
+	run agent_check 'a/b\x00c\n'
+	assert_output "''" # closed without an answer
+	run agent_check 'a\x00/b\n'
+	assert_output "''"
+	grep -q "refusing a request: a NUL byte in the request" "$RUN_DIR/agent.log"
 }
 
 @test "idle HELLO connections beyond max_connections do not get the agent marked down in HAProxy" {
