@@ -336,8 +336,10 @@ static void process_input(struct conn *c)
 	while (c->state != CONN_CLOSING && can_answer_a_frame(c)) {
 		struct spop_frame frame;
 		struct spop_error err;
-		ssize_t n = spop_frame_decode(c->in + off, c->in_len - off,
-					      c->agent->settings.max_frame_size, &frame, &err);
+		/* The size agreed in the HELLO, ours before it: SPOE.txt says the
+		 * agreed one "will be used for all subsequent frames". */
+		ssize_t n = spop_frame_decode(c->in + off, c->in_len - off, c->max_frame_size,
+					      &frame, &err);
 		if (n == SPOP_INCOMPLETE)
 			break;
 		if (n < 0) {
