@@ -82,8 +82,8 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		IN_CONFIG(agent.max_connections), .min = 1, .max = 1000000,
 		.flags = CONFIG_KEY_MARKS_GIVEN, GIVEN(max_connections_set),
 		.option = "max-connections", .arg = "N",
-		.help = "SPOP connections served at once; a new one beyond them closes the "
-			"longest-idle",
+		.help = "SPOP connections served at once; a new one beyond them closes an idle "
+			"one",
 		.default_text = "1024, less when the descriptor limit leaves less room",
 	},
 	{

@@ -2,8 +2,8 @@
  * listener.c - listening sockets (TCP over IPv4/IPv6, unix) and accept.
  *
  * A new connection is always let in: with max_connections open, or with
- * no descriptor left for it, the connection that has been silent longest
- * is closed to make room (conn_evict_longest_idle()). Only when there is
+ * no descriptor left for it, an idle connection is closed to make room
+ * (conn_evict_longest_idle(), which says which). Only when there is
  * none to close (the descriptors went elsewhere) is the newcomer refused,
  * through the reserve descriptor, and the listener pauses for
  * LISTENER_PAUSE instead of being woken for the same connection at once.
