@@ -6,7 +6,8 @@
 #   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing
 #   make demo            install missing packages, then HAProxy + agent + demo workers on loopback
 #   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
-#   make fuzz            libFuzzer target for the frame decoder (FUZZ_SECONDS=60)
+#   make fuzz            libFuzzer targets (frame, Runtime API replies, agent-check,
+#                        configuration, state snapshot), FUZZ_SECONDS each
 #   make install         PREFIX=/usr/local DESTDIR=
 
 VERSION    := 0.1.0
@@ -15,7 +16,7 @@ DESTDIR    ?=
 BUILD      ?= build
 CC         ?= cc
 FUZZ_CC    ?= clang
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 
 WARNINGS   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
               -Wpointer-arith -Wformat=2 -Wno-unused-parameter
@@ -36,7 +37,7 @@ LIB_SRCS   := $(wildcard spoa/*/*.c)
 PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/spop/codec.c spoa/spop/hello.c spoa/spop/dispatch.c spoa/spop/observe.c \
               spoa/link/runtime_api_cmd.c spoa/link/runtime_api_parse.c spoa/link/faults.c \
-              spoa/link/enforce_plan.c spoa/link/owner_map.c \
+              spoa/link/enforce_plan.c spoa/link/owner_map.c spoa/link/agent_check_parse.c \
               spoa/admin/metrics.c spoa/admin/state_json.c spoa/admin/counters.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
@@ -93,25 +94,39 @@ sanitize: deps
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined" all unit e2e
 
-FUZZ_BIN := $(BUILD)/fuzz/fuzz_frame
-$(FUZZ_BIN): tests/fuzz/fuzz_frame.c $(LIB_SRCS) $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-o $@ tests/fuzz/fuzz_frame.c spoa/spop/codec.c spoa/spop/hello.c
+# libFuzzer targets (tests/fuzz/fuzz_NAME.c), each with the sources it
+# needs and its seeds in tests/fuzz/corpus_NAME (the frame's: corpus/).
+FUZZ_TARGETS := frame runtime_api agent_check config snapshot
+FUZZ_FLAGS   := $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined
+FUZZ_SRCS_frame       := spoa/spop/codec.c spoa/spop/hello.c
+FUZZ_SRCS_runtime_api := spoa/link/runtime_api_parse.c
+FUZZ_SRCS_agent_check := spoa/link/agent_check_parse.c spoa/util/names.c
+FUZZ_SRCS_config      := $(LIB_SRCS)
+FUZZ_LIBS_config      := $(DEP_LIBS)
+FUZZ_SRCS_snapshot    := spoa/state/snapshot_codec.c spoa/util/names.c spoa/util/errmsg.c
+FUZZ_LIBS_snapshot    := $(shell pkg-config --libs msgpack 2>/dev/null)
+FUZZ_CORPUS_frame       := tests/fuzz/corpus
+FUZZ_CORPUS_runtime_api := tests/fuzz/corpus_runtime_api
+FUZZ_CORPUS_agent_check := tests/fuzz/corpus_agent_check
+FUZZ_CORPUS_config      := tests/fuzz/corpus_config
+FUZZ_CORPUS_snapshot    := tests/fuzz/corpus_snapshot
+FUZZ_MAX_LEN_frame       := 20000
+FUZZ_MAX_LEN_runtime_api := 16384
+FUZZ_MAX_LEN_agent_check := 512
+FUZZ_MAX_LEN_config      := 8192
+FUZZ_MAX_LEN_snapshot    := 4096
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
-# The snapshot decoder, seeded with snapshots the agent wrote.
-FUZZ_SNAPSHOT_BIN := $(BUILD)/fuzz/fuzz_snapshot
-$(FUZZ_SNAPSHOT_BIN): tests/fuzz/fuzz_snapshot.c $(LIB_SRCS) $(HEADERS)
+.SECONDEXPANSION:
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRCS_$$*) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-o $@ tests/fuzz/fuzz_snapshot.c spoa/state/snapshot_codec.c spoa/util/names.c \
-		spoa/util/errmsg.c $(shell pkg-config --libs msgpack)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(DEP_CFLAGS) -o $@ tests/fuzz/fuzz_$*.c $(FUZZ_SRCS_$*) $(FUZZ_LIBS_$*)
 
-fuzz: $(FUZZ_BIN) $(FUZZ_SNAPSHOT_BIN)
-	@mkdir -p $(BUILD)/fuzz/corpus $(BUILD)/fuzz/corpus-snapshot
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=20000 $(BUILD)/fuzz/corpus tests/fuzz/corpus
-	$(FUZZ_SNAPSHOT_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-		$(BUILD)/fuzz/corpus-snapshot tests/fuzz/corpus-snapshot
+# Each target FUZZ_SECONDS in turn; new inputs go to build/fuzz/corpus-NAME.
+fuzz: $(FUZZ_BINS)
+	$(foreach t,$(FUZZ_TARGETS),mkdir -p $(BUILD)/fuzz/corpus-$(t) && \
+		$(BUILD)/fuzz/fuzz_$(t) -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN_$(t)) \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus-$(t) $(FUZZ_CORPUS_$(t)) &&) true
 
 demo: deps all
 	haproxy/demo.sh

@@ -28,26 +28,27 @@ else
 	echo "check-layers 0 1" >>"$RESULTS"
 fi
 
+# Five targets, FUZZ_SECONDS each: about a minute and a quarter in all.
 section "fuzz smoke run"
-if make --no-print-directory BUILD="$BUILD" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}"; then
+if make --no-print-directory BUILD="$BUILD" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-12}"; then
 	echo "fuzz 1 0" >>"$RESULTS"
 else
 	echo "fuzz 0 1" >>"$RESULTS"
 fi
 
 # bats' TAP lines: "ok N ...", "ok N ... # skip", "not ok N ...".
-run_bats() { # LABEL HAPROXY_BIN
+run_bats() { # LABEL HAPROXY_BIN [DIR]
 	local tap
 	tap=$(mktemp)
 	HAPROXY_BIN=$2 SPOA_BIN=$PWD/${BUILD}/spoa-breaker \
-		bats --tap --print-output-on-failure tests/e2e | tee "$tap"
+		bats --tap --print-output-on-failure "${3:-tests/e2e}" | tee "$tap"
 	local passed failed skipped
 	passed=$(grep -E '^ok ' "$tap" | grep -vc '# skip')
 	skipped=$(grep -E '^ok ' "$tap" | grep -c '# skip')
 	failed=$(grep -c '^not ok ' "$tap")
 	# A suite that died before reporting anything is a failure, not a pass.
 	if [ "$((passed + failed + skipped))" -eq 0 ]; then failed=1; fi
-	echo "e2e-$1 $passed $failed $skipped" >>"$RESULTS"
+	echo "$1 $passed $failed $skipped" >>"$RESULTS"
 	rm -f "$tap"
 }
 
@@ -59,8 +60,13 @@ fi
 while read -r version bin; do
 	[ -n "$version" ] || continue
 	section "end-to-end, HAProxy $version"
-	run_bats "$version" "$bin"
+	run_bats "e2e-$version" "$bin"
 done <<<"$versions"
+
+# The agent under attack (tests/hostile/): no HAProxy version matters
+# there, so once, with the system one.
+section "hostile conditions"
+run_bats hostile "$(command -v haproxy)" tests/hostile
 
 # The same unit and end-to-end tests on an ASan+UBSan build of the agent:
 # memory errors, leaks and undefined behaviour fail the tests that hit them.
@@ -71,7 +77,7 @@ if [ "${SANITIZE:-1}" = 1 ]; then
 	if $san CFLAGS="$san_flags" all >/dev/null; then
 		UNIT_LABEL=asan- $san CFLAGS="$san_flags" unit >/dev/null 2>&1
 		section "sanitizer build, end-to-end, HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p')"
-		BUILD=build-asan run_bats asan "$(command -v haproxy)"
+		BUILD=build-asan run_bats e2e-asan "$(command -v haproxy)"
 	else
 		echo "asan-build 0 1" >>"$RESULTS"
 	fi

@@ -6,8 +6,10 @@
  * epoll fd watched by an ev_io and its timeout by an ev_timer. This file
  * only does the I/O; what each page says comes from a render callback
  * (main.c gathers the numbers, metrics.c and state_json.c write them).
- * Bounded: at most ADMIN_HTTP_MAX_CONNECTIONS clients, each idle for at
- * most ADMIN_HTTP_TIMEOUT_S seconds.
+ * Bounded: at most ADMIN_HTTP_MAX_CONNECTIONS clients, at most
+ * ADMIN_HTTP_PER_IP_CONNECTIONS of them from one address, each idle for at
+ * most ADMIN_HTTP_TIMEOUT_S seconds and given ADMIN_HTTP_REQUEST_TIMEOUT_S
+ * for a whole request and its answer, however slowly it trickles in.
  */
 #ifndef SPOA_ADMIN_HTTP_H
 #define SPOA_ADMIN_HTTP_H
@@ -20,8 +22,10 @@
 
 /* Loopback by default: the numbers are for the operator, not the world. */
 #define ADMIN_HTTP_DEFAULT_ADDR "127.0.0.1:9786"
-#define ADMIN_HTTP_MAX_CONNECTIONS 16
+#define ADMIN_HTTP_MAX_CONNECTIONS 32
+#define ADMIN_HTTP_PER_IP_CONNECTIONS 8
 #define ADMIN_HTTP_TIMEOUT_S 10
+#define ADMIN_HTTP_REQUEST_TIMEOUT_S 5
 
 enum admin_page {
 	ADMIN_PAGE_METRICS, /* /metrics: Prometheus text */

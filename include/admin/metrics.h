@@ -35,6 +35,8 @@ struct metrics_source {
 	unsigned connections_open;
 	uint64_t observations_refused;
 	uint64_t unknown_messages; /* SPOE messages no handler claimed */
+	uint64_t log_lines_dropped;    /* the log output did not keep up */
+	uint64_t log_lines_suppressed; /* held back by the per-line rate limit */
 	enum enforce_mode enforce_mode;
 	const struct enforce_stats *enforce;
 	struct metrics_runtime_api runtime_api[ENFORCE_MAX_HAPROXY];

@@ -4,7 +4,8 @@
  * what a reload may change.
  *
  *   [agent]                  listen (repeatable), max_frame_size,
- *                            max_connections, max_breakers, log_level, syslog,
+ *                            max_connections, idle_timeout, max_breakers,
+ *                            log_level, syslog,
  *                            admin (HOST:PORT of /metrics, /state, /healthz;
  *                            none to disable)
  *   [haproxy]                enforce (runtime-api|agent-check|none),
@@ -54,6 +55,7 @@ struct config {
 	char listen[AGENT_MAX_LISTENERS][CONFIG_LISTEN_MAX_LEN];
 	unsigned nb_listen; /* 0: the default address */
 	struct agent_settings agent;
+	bool max_connections_set; /* given: kept even above what the descriptor limit allows */
 	enum log_level log_level;
 	bool use_syslog;
 	uint32_t max_breakers;

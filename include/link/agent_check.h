@@ -15,7 +15,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
+
 #define AGENT_CHECK_MAX_CONNECTIONS 256
+#define AGENT_CHECK_REQUEST_MAX 256 /* bytes of a request line, newline included */
+
+/* ---- the request (agent_check_parse.c, pure) ---- */
+
+enum agent_check_parse {
+	AGENT_CHECK_REQUEST_OK,
+	AGENT_CHECK_REQUEST_INCOMPLETE, /* no newline yet: read more */
+	AGENT_CHECK_REQUEST_INVALID,    /* refuse: out->why says why */
+};
+
+struct agent_check_request {
+	char backend[NAME_MAX_LEN + 1]; /* NUL-terminated, valid names */
+	char server[NAME_MAX_LEN + 1];
+	const char *why; /* INVALID: a static reason */
+};
+
+/*
+ * Reads buf[0..len), the bytes received so far, as "BACKEND/SERVER\n"
+ * (CR LF too; bytes after the newline are ignored). INCOMPLETE while no
+ * newline came and len < max; INVALID for a longer line, a NUL byte in the
+ * line, or anything but two names HAProxy accepts around one '/'.
+ */
+enum agent_check_parse agent_check_parse_request(const char *buf, size_t len, size_t max,
+						 struct agent_check_request *out);
+
+/* ---- the listener (agent_check.c) ---- */
 
 /* Writes the answer for (backend, server) -- names already validated --
  * into buf, NUL-terminated, ending with "\n". */
@@ -24,6 +52,7 @@ typedef void (*agent_check_answer_fn)(void *ctx, const char *backend, const char
 
 struct agent_check {
 	ev_io io; /* first: the callback recovers the listener from its watcher */
+	ev_timer pause; /* out of descriptors: accept() waits */
 	struct ev_loop *loop;
 	int fd;
 	bool is_unix;

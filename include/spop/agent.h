@@ -6,7 +6,15 @@
  * a connection owns its buffers (allocated once, with the connection, so the
  * NOTIFY path allocates nothing). Every quantity a peer could grow is
  * bounded: frame size (settings.max_frame_size), connections
- * (settings.max_connections), output per connection (settings.out_buffer).
+ * (settings.max_connections), output per connection (settings.out_buffer),
+ * and how long a connection may stay silent (settings.idle_timeout_ms).
+ *
+ * When the table is full, or the process is out of descriptors, an idle
+ * connection makes room for the new one (conn_evict_longest_idle()): the
+ * oldest of those that never sent a NOTIFY, else the one whose last NOTIFY
+ * is oldest. A HAProxy that sends NOTIFYs keeps its connections, its health
+ * checks (new connections) always get in, and a peer opening connections
+ * without using them only ever pushes out its own.
  */
 #ifndef SPOA_AGENT_H
 #define SPOA_AGENT_H
@@ -21,12 +29,17 @@
 
 #define AGENT_DEFAULT_LISTEN "127.0.0.1:12345"
 #define AGENT_DEFAULT_MAX_FRAME_SIZE 16380 /* HAProxy's own: tune.bufsize - 4 */
-#define AGENT_DEFAULT_MAX_CONNECTIONS 1024
+#define AGENT_DEFAULT_MAX_CONNECTIONS 1024 /* lowered at start to fit the descriptor limit */
+/* Longer than HAProxy's own idle timeouts (`timeout idle` 30s in the shipped
+ * SPOE file, `timeout server` 1m on the agent's backend): HAProxy, which
+ * knows nothing is in flight, is the one that normally closes. */
+#define AGENT_DEFAULT_IDLE_TIMEOUT_MS 120000
 #define AGENT_MAX_LISTENERS 8
 
 struct agent_settings {
 	uint32_t max_frame_size;   /* the most we accept and offer */
-	unsigned max_connections;  /* beyond this, new connections are closed at once */
+	unsigned max_connections;  /* beyond this, the longest-idle one is closed */
+	uint64_t idle_timeout_ms;  /* after the HELLO, silence this long closes */
 	size_t out_buffer;         /* bytes of ACKs queued per connection */
 	double hello_timeout;      /* seconds a new connection may take to say HELLO */
 	double close_timeout;      /* seconds a closing connection may linger */
@@ -37,7 +50,9 @@ struct agent_settings {
 #define AGENT_STATUS_SLOTS 15
 struct agent_stats {
 	uint64_t connections_accepted;
-	uint64_t connections_refused; /* over max_connections */
+	uint64_t connections_refused; /* out of descriptors with none to shed */
+	uint64_t connections_evicted; /* the longest-idle, to make room */
+	uint64_t connections_idle;    /* closed after idle_timeout_ms of silence */
 	uint64_t healthchecks;
 	uint64_t hellos;
 	uint64_t notifies;
@@ -54,13 +69,17 @@ struct agent {
 	struct agent_settings settings;
 	struct dispatch *dispatch;
 	struct agent_stats stats;
-	struct conn *conns; /* every open connection, for shutdown */
+	/* Every open connection, in one of two lists, the most recent first:
+	 * `fresh` have sent no NOTIFY yet (by arrival), `used` have (by their
+	 * last NOTIFY). */
+	struct conn_list {
+		struct conn *head, *tail;
+	} fresh, used;
 	unsigned nb_conns;
 	struct listener *listeners[AGENT_MAX_LISTENERS];
 	unsigned nb_listeners;
 	bool stopping;
 	ev_timer shutdown_timer;
-	ev_tstamp last_refusal_log;
 };
 
 void agent_settings_default(struct agent_settings *s);

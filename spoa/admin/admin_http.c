@@ -7,9 +7,17 @@
  * ready, so libev watches that single fd; MHD_run() then does the work
  * without blocking, and MHD_get_timeout() says when it next needs to run
  * (idle timeouts, or 0 when it still has buffered work).
+ *
+ * Against clients that hold slots: at most ADMIN_HTTP_PER_IP_CONNECTIONS
+ * per address (MHD's own limit), and a total time per request on top of
+ * MHD's idle timeout, which a client sending a byte a second never trips:
+ * each connection has ADMIN_HTTP_REQUEST_TIMEOUT_S from its start, or from
+ * its previous answer, to send a request and read the answer; past that,
+ * a sweep shuts its socket down and MHD closes it.
  */
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +30,33 @@
 #include "util/container_of.h"
 #include "util/listen_socket.h"
 #include "util/errmsg.h"
+#include "util/fd_limit.h"
+
+/* Out of descriptors, MHD retries accept() on every run: we pause it. */
+#define ADMIN_HTTP_PAUSE_S 0.1
+
+/* One connection, for the request timeout. */
+struct admin_client {
+	struct MHD_Connection *conn; /* NULL: a free slot */
+	ev_tstamp deadline;          /* to send a request and read its answer */
+	bool cut;                    /* shut down, waiting for MHD to close it */
+};
 
 struct admin_http {
 	struct ev_loop *loop;
 	struct MHD_Daemon *mhd;
+	int listen_fd;
 	ev_io io;       /* MHD's epoll fd */
 	ev_timer timer; /* MHD's next timeout */
+	ev_timer sweep; /* the request timeout, once a second while clients are in */
+	ev_timer pause; /* out of descriptors: MHD waits */
+	bool out_of_fds; /* MHD said so during the last run */
 	admin_render_fn render;
 	void *render_ctx;
 	char name[128];
+	struct admin_client clients[ADMIN_HTTP_MAX_CONNECTIONS];
+	unsigned nb_clients;
+	uint64_t cut_total;
 };
 
 static const struct {
@@ -103,10 +129,36 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found: /metrics, /state, /healthz\n");
 }
 
+static unsigned mhd_connections(struct admin_http *h)
+{
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return info ? info->num_connections : 0;
+}
+
 /* Runs MHD, then re-arms the timer for what it says it needs next. */
 static void run(struct admin_http *h)
 {
+	unsigned before = mhd_connections(h);
 	MHD_run(h->mhd);
+	/* MHD takes its listening socket out of its epoll set while every
+	 * slot is taken, and puts it back only at the start of a run. After
+	 * a run that freed slots nothing else would wake it (the socket is
+	 * not watched): run once more, or a full listener never accepts
+	 * again. */
+	if (mhd_connections(h) < before)
+		MHD_run(h->mhd);
+	if (h->out_of_fds) {
+		/* MHD found no descriptor for a waiting client and would retry
+		 * at every wakeup: refuse that client through the reserve,
+		 * and let MHD rest a moment. */
+		h->out_of_fds = false;
+		fd_reserve_refuse(h->listen_fd);
+		ev_io_stop(h->loop, &h->io);
+		ev_timer_stop(h->loop, &h->timer);
+		ev_timer_start(h->loop, &h->pause);
+		return;
+	}
 	ev_timer_stop(h->loop, &h->timer);
 	MHD_UNSIGNED_LONG_LONG ms;
 	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
@@ -129,6 +181,86 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	run(container_of(w, struct admin_http, timer));
 }
 
+static void pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct admin_http *h = container_of(w, struct admin_http, pause);
+	(void)revents;
+	ev_io_start(loop, &h->io);
+	run(h);
+}
+
+/* Cuts the clients past their deadline; MHD then sees their sockets
+ * closed and frees their slots. */
+static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct admin_http *h = container_of(w, struct admin_http, sweep);
+	bool cut = false;
+	(void)revents;
+
+	for (unsigned i = 0; i < ADMIN_HTTP_MAX_CONNECTIONS; i++) {
+		struct admin_client *c = &h->clients[i];
+		if (!c->conn || c->cut || ev_now(loop) < c->deadline)
+			continue;
+		const union MHD_ConnectionInfo *info =
+			MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!info)
+			continue;
+		shutdown(info->connect_fd, SHUT_RDWR);
+		c->cut = cut = true;
+		h->cut_total++;
+		log_info("admin %s: a client took more than %ds for one request, closing it",
+			 h->name, ADMIN_HTTP_REQUEST_TIMEOUT_S);
+	}
+	if (cut)
+		run(h);
+	if (h->nb_clients == 0)
+		ev_timer_stop(loop, &h->sweep);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct admin_http *h = cls;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		struct admin_client *c = *socket_context;
+		if (c) {
+			*c = (struct admin_client){0};
+			h->nb_clients--;
+		}
+		return;
+	}
+	*socket_context = NULL;
+	for (unsigned i = 0; i < ADMIN_HTTP_MAX_CONNECTIONS; i++) {
+		struct admin_client *c = &h->clients[i];
+		if (c->conn)
+			continue;
+		*c = (struct admin_client){
+			.conn = conn,
+			.deadline = ev_now(h->loop) + ADMIN_HTTP_REQUEST_TIMEOUT_S,
+		};
+		*socket_context = c;
+		if (h->nb_clients++ == 0)
+			ev_timer_again(h->loop, &h->sweep);
+		return;
+	}
+}
+
+/* An answer went out: a keep-alive connection's next request gets its own
+ * full time. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode code)
+{
+	struct admin_http *h = cls;
+	(void)con_cls;
+	(void)code;
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct admin_client *c = info ? info->socket_context : NULL;
+	if (c)
+		c->deadline = ev_now(h->loop) + ADMIN_HTTP_REQUEST_TIMEOUT_S;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -136,6 +268,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	char line[256];
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
+	/* MHD's only word that accept() ran out of descriptors. */
+	if (strstr(line, "resource limit"))
+		h->out_of_fds = true;
 	log_info("admin %s: %s", h->name, line);
 }
 
@@ -161,6 +296,7 @@ struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin
 		return NULL;
 	}
 	h->loop = loop;
+	h->listen_fd = fd;
 	h->render = render;
 	h->render_ctx = ctx;
 	snprintf(h->name, sizeof(h->name), "%s", spec);
@@ -170,7 +306,11 @@ struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_HTTP_MAX_CONNECTIONS,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				  (unsigned)ADMIN_HTTP_PER_IP_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_HTTP_TIMEOUT_S,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				  MHD_OPTION_END);
 	if (!h->mhd) {
 		close(fd);
@@ -188,6 +328,9 @@ struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin
 	ev_io_init(&h->io, io_cb, info->epoll_fd, EV_READ);
 	ev_io_start(loop, &h->io);
 	ev_timer_init(&h->timer, timer_cb, 0., 0.);
+	ev_timer_init(&h->sweep, sweep_cb, 0., 1.);
+	ev_timer_init(&h->pause, pause_cb, ADMIN_HTTP_PAUSE_S, 0.);
+	fd_reserve_open();
 	run(h);
 	log_notice("admin HTTP on %s (/metrics, /state, /healthz)", spec);
 	return h;
@@ -199,6 +342,8 @@ void admin_http_close(struct admin_http *h)
 		return;
 	ev_io_stop(h->loop, &h->io);
 	ev_timer_stop(h->loop, &h->timer);
+	ev_timer_stop(h->loop, &h->sweep);
+	ev_timer_stop(h->loop, &h->pause);
 	MHD_stop_daemon(h->mhd);
 	free(h);
 }

@@ -199,9 +199,15 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	const struct agent_stats *a = s->agent ? s->agent : &zero;
 
 	family(o, "spop_connections_total", "counter",
-	       "SPOP connections from HAProxy: accepted, or refused over max_connections.");
+	       "SPOP connections from HAProxy: accepted, or refused (out of descriptors, none "
+	       "to close for room).");
 	sample1(o, "spop_connections_total", "result", "accepted", a->connections_accepted);
 	sample1(o, "spop_connections_total", "result", "refused", a->connections_refused);
+	family(o, "spop_connections_closed_total", "counter",
+	       "SPOP connections the agent closed: silent for idle_timeout, or the longest-idle "
+	       "one, evicted to make room for a new one.");
+	sample1(o, "spop_connections_closed_total", "reason", "idle_timeout", a->connections_idle);
+	sample1(o, "spop_connections_closed_total", "reason", "evicted", a->connections_evicted);
 	family(o, "spop_connections_open", "gauge", "SPOP connections open now.");
 	sample(o, "spop_connections_open", s->connections_open);
 
@@ -341,6 +347,13 @@ bool metrics_render(const struct metrics_source *s, struct strbuf *o)
 {
 	family(o, "build_info", "gauge", "Always 1; the agent's version as a label.");
 	sample1(o, "build_info", "version", s->version ? s->version : "unknown", 1);
+	/* The log never blocks the agent: what it could not write is counted. */
+	family(o, "log_lines_dropped_total", "counter",
+	       "Log lines lost because the log output did not keep up.");
+	sample(o, "log_lines_dropped_total", s->log_lines_dropped);
+	family(o, "log_lines_suppressed_total", "counter",
+	       "Log lines held back by the rate limit of their call site (summed up in the log).");
+	sample(o, "log_lines_suppressed_total", s->log_lines_suppressed);
 	render_breakers(s, o);
 	render_spop(s, o);
 	render_enforcement(s, o);

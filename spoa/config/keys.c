@@ -80,8 +80,18 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 	{
 		.name = "max_connections", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_UINT,
 		IN_CONFIG(agent.max_connections), .min = 1, .max = 1000000,
+		.flags = CONFIG_KEY_MARKS_GIVEN, GIVEN(max_connections_set),
 		.option = "max-connections", .arg = "N",
-		.help = "SPOP connections served at once; more are closed on accept",
+		.help = "SPOP connections served at once; a new one beyond them closes an idle "
+			"one",
+		.default_text = "1024, less when the descriptor limit leaves less room",
+	},
+	{
+		.name = "idle_timeout", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_DURATION,
+		IN_CONFIG(agent.idle_timeout_ms), .min = 1000, .max = UINT64_MAX,
+		.option = "idle-timeout", .arg = "DURATION",
+		.help = "an SPOP connection silent this long after its HELLO is closed; keep it "
+			"above HAProxy's own (timeout idle, the agent backend's timeout server)",
 	},
 	{
 		.name = "max_breakers", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_UINT,

@@ -8,6 +8,7 @@
 #include "daemon/daemon.h"
 #include "link/runtime_api.h"
 #include "util/clock.h"
+#include "util/log.h"
 
 bool daemon_render_admin_page(void *ctx, enum admin_page page, struct strbuf *out)
 {
@@ -18,6 +19,8 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct strbuf *ou
 		.connections_open = d->agent.nb_conns,
 		.observations_refused = d->breakers.observe.refused,
 		.unknown_messages = d->dispatch.unknown_messages,
+		.log_lines_dropped = log_lines_dropped(),
+		.log_lines_suppressed = log_lines_suppressed(),
 		.enforce_mode = enforcer_mode(d->enforcer),
 		.enforce = enforcer_stats(d->enforcer),
 		.state = d->state ? state_store_stats(d->state) : NULL,

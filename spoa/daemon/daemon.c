@@ -9,7 +9,9 @@
 #include "admin/counters.h"
 #include "daemon/daemon.h"
 #include "daemon/transition_log.h"
+#include "link/agent_check.h"
 #include "spop/observe.h"
+#include "util/fd_limit.h"
 #include "util/log.h"
 
 static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -46,6 +48,34 @@ static bool open_admin(struct daemon *d)
 	}
 	log_warning("%s: running without the admin listener", err);
 	return true;
+}
+
+/* Descriptors the agent needs besides its SPOP connections: the standard
+ * three, the listeners, the loop, the log, the reserve and the Runtime API
+ * sockets (32 covers them), the admin clients, the agent-check clients (an
+ * agent-check listener may come with a reload, so always counted). */
+#define FD_HEADROOM (32 + ADMIN_HTTP_MAX_CONNECTIONS + AGENT_CHECK_MAX_CONNECTIONS)
+
+/* Fits max_connections under the descriptor limit, raised first as far as
+ * the hard limit lets. At the limit accept() fails, and a default of 1024
+ * is exactly the usual soft limit: the default shrinks to what fits; a
+ * value given explicitly is kept, with a warning (the longest-idle
+ * connection then makes room when descriptors run out). */
+static void fit_descriptor_limit(const struct config *c, struct agent_settings *s)
+{
+	uint64_t limit = fd_limit_raise((uint64_t)s->max_connections + FD_HEADROOM);
+	uint64_t room = limit > 2 * FD_HEADROOM ? limit - FD_HEADROOM : limit / 2;
+
+	if (s->max_connections > room) {
+		if (c->max_connections_set)
+			log_warning("max_connections %u is more than the descriptor limit (%llu) "
+				    "leaves room for (%llu)", s->max_connections,
+				    (unsigned long long)limit, (unsigned long long)room);
+		else
+			s->max_connections = (unsigned)room;
+	}
+	log_notice("descriptor limit %llu: up to %u SPOP connections, %u descriptors for the rest",
+		   (unsigned long long)limit, s->max_connections, FD_HEADROOM);
 }
 
 /* Who hears of every breaker record, in this order. The HAProxy link
@@ -94,7 +124,12 @@ static bool start(struct daemon *d)
 	state_store_load(d->state);
 	dispatch_init(&d->dispatch);
 	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->breakers.observe);
-	agent_init(&d->agent, d->loop, &c->agent, &d->dispatch);
+	/* What runs may differ from what was configured (the descriptor limit);
+	 * d->config keeps the configured value, so a reload compares like
+	 * with like. */
+	struct agent_settings settings = c->agent;
+	fit_descriptor_limit(c, &settings);
+	agent_init(&d->agent, d->loop, &settings, &d->dispatch);
 	for (unsigned i = 0; i < c->nb_listen; i++) {
 		if (!agent_listen(&d->agent, c->listen[i], err, sizeof(err))) {
 			log_error("%s", err);
@@ -134,10 +169,13 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	if (!d.loop) {
 		log_error("cannot initialise the event loop");
 		config_free(&d.config);
+		log_detach();
 		return 1;
 	}
+	log_attach(d.loop);
 	if (!start(&d)) {
 		teardown(&d);
+		log_detach();
 		return 1;
 	}
 	ev_signal_init(&d.sigterm, on_stop_signal, SIGTERM);
@@ -155,5 +193,6 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	loop_watch_stop(&d.loop_watch, d.loop);
 	teardown(&d);
 	log_notice("spoa-breaker stopped");
+	log_detach();
 	return 0;
 }

@@ -41,7 +41,7 @@ static void log_transition(void *ctx, struct breaker_table_entry *e, const struc
 	if (!breaker_event_is_transition(ev))
 		return;
 	format_reason(reason, sizeof(reason), e, cause);
-	log_notice("breaker %s/%s: %s -> %s (%s)", e->backend, e->server,
+	log_record(LOG_LEVEL_NOTICE, "breaker %s/%s: %s -> %s (%s)", e->backend, e->server,
 		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason);
 }
 

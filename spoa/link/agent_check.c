@@ -2,9 +2,14 @@
  * agent_check.c - answer HAProxy's agent-check (see agent_check.h).
  *
  * One short connection per check: read a line "BACKEND/SERVER" (at most
- * 255 bytes, 2 s), answer one line, close. A name that is not a valid
- * HAProxy name is refused (the connection closed without an answer, which
- * HAProxy reports as an agent check error), never looked up.
+ * 255 bytes, 2 s), answer one line, close. The line is read by
+ * agent_check_parse_request() (agent_check_parse.c); a name that is not a
+ * valid HAProxy name is refused (the connection closed without an answer,
+ * which HAProxy reports as an agent check error), never looked up.
+ *
+ * Out of descriptors, accept() fails while the connection waits, and the
+ * listener would be woken for it at once, forever: it refuses that one
+ * through the reserve descriptor and pauses (fd_limit.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,10 +23,11 @@
 #include "util/log.h"
 #include "util/names.h"
 #include "util/container_of.h"
+#include "util/fd_limit.h"
 #include "util/listen_socket.h"
 
-#define REQUEST_MAX 256
 #define REQUEST_TIMEOUT 2.0
+#define ACCEPT_PAUSE 0.1 /* seconds, when out of descriptors */
 
 struct check_conn {
 	ev_io io; /* first */
@@ -29,7 +35,7 @@ struct check_conn {
 	struct agent_check *ac;
 	int fd;
 	size_t len;
-	char buf[REQUEST_MAX];
+	char buf[AGENT_CHECK_REQUEST_MAX];
 };
 
 static void check_conn_close(struct check_conn *cc)
@@ -41,45 +47,34 @@ static void check_conn_close(struct check_conn *cc)
 	free(cc);
 }
 
-/* Splits "BACKEND/SERVER" in place; false if either part is not a name. */
-static bool split_name(char *line, const char **backend, const char **server)
-{
-	char *slash = strchr(line, '/');
-	if (!slash)
-		return false;
-	*slash = '\0';
-	*backend = line;
-	*server = slash + 1;
-	return name_is_valid(*backend, strlen(*backend)) && name_is_valid(*server, strlen(*server));
-}
-
-static void answer_line(struct check_conn *cc)
+/* Answers a complete request, or refuses it (closing without a word). */
+static void answer_request(struct check_conn *cc, enum agent_check_parse parsed,
+			   const struct agent_check_request *req)
 {
 	struct agent_check *ac = cc->ac;
-	const char *backend, *server;
 	char reply[128];
 
-	cc->buf[cc->len] = '\0';
-	cc->buf[strcspn(cc->buf, "\r\n")] = '\0';
-	if (!split_name(cc->buf, &backend, &server)) {
+	if (parsed != AGENT_CHECK_REQUEST_OK) {
 		ac->refused++;
-		log_warning("agent-check: refusing a request that is not BACKEND/SERVER with valid names");
+		log_warning("agent-check %s: refusing a request: %s", ac->name, req->why);
 		return;
 	}
-	ac->answer(ac->ctx, backend, server, reply, sizeof(reply));
+	ac->answer(ac->ctx, req->backend, req->server, reply, sizeof(reply));
 	/* One short line on a fresh socket: it fits the send buffer whole. */
 	if (send(cc->fd, reply, strlen(reply), MSG_NOSIGNAL) > 0)
 		ac->answered++;
-	log_debug("agent-check %s/%s: %.*s", backend, server, (int)strcspn(reply, "\n"), reply);
+	log_debug("agent-check %s/%s: %.*s", req->backend, req->server,
+		  (int)strcspn(reply, "\n"), reply);
 }
 
 static void check_conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct check_conn *cc = (struct check_conn *)w;
+	struct agent_check_request req;
 	(void)loop;
 	(void)revents;
 
-	ssize_t n = read(cc->fd, cc->buf + cc->len, sizeof(cc->buf) - 1 - cc->len);
+	ssize_t n = read(cc->fd, cc->buf + cc->len, sizeof(cc->buf) - cc->len);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -87,14 +82,11 @@ static void check_conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	cc->len += (size_t)n;
-	if (memchr(cc->buf, '\n', cc->len)) {
-		answer_line(cc);
-	} else if (cc->len < sizeof(cc->buf) - 1) {
+	enum agent_check_parse parsed =
+		agent_check_parse_request(cc->buf, cc->len, sizeof(cc->buf), &req);
+	if (parsed == AGENT_CHECK_REQUEST_INCOMPLETE)
 		return; /* the rest of the line is on its way */
-	} else {
-		cc->ac->refused++;
-		log_warning("agent-check: request line longer than %d bytes", REQUEST_MAX - 1);
-	}
+	answer_request(cc, parsed, &req);
 	check_conn_close(cc);
 }
 
@@ -107,6 +99,13 @@ static void check_conn_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents
 	check_conn_close(cc);
 }
 
+static void pause_done_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct agent_check *ac = container_of(w, struct agent_check, pause);
+	(void)revents;
+	ev_io_start(loop, &ac->io);
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct agent_check *ac = (struct agent_check *)w;
@@ -114,8 +113,18 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	for (int i = 0; i < 64; i++) {
 		int fd = accept4(ac->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if (fd_limit_hit(errno)) {
+				int err = errno;
+				if (fd_reserve_refuse(ac->fd))
+					ac->refused++;
+				log_warning("agent-check %s: accept failed: %s; pausing %.0f ms",
+					    ac->name, strerror(err), ACCEPT_PAUSE * 1000);
+				ev_io_stop(loop, &ac->io);
+				ev_timer_start(loop, &ac->pause);
+			}
 			return;
+		}
 		struct check_conn *cc = ac->nb_conns < AGENT_CHECK_MAX_CONNECTIONS
 						? calloc(1, sizeof(*cc))
 						: NULL;
@@ -147,6 +156,8 @@ bool agent_check_open(struct agent_check *ac, struct ev_loop *loop, const char *
 	snprintf(ac->name, sizeof(ac->name), "%s", spec);
 	ev_io_init(&ac->io, accept_cb, ac->fd, EV_READ);
 	ev_io_start(loop, &ac->io);
+	ev_timer_init(&ac->pause, pause_done_cb, ACCEPT_PAUSE, 0.);
+	fd_reserve_open();
 	log_notice("answering agent-check on %s", spec);
 	return true;
 }
@@ -156,6 +167,7 @@ void agent_check_close(struct agent_check *ac)
 	if (ac->fd < 0 || !ac->loop)
 		return;
 	ev_io_stop(ac->loop, &ac->io);
+	ev_timer_stop(ac->loop, &ac->pause);
 	close(ac->fd);
 	if (ac->is_unix)
 		unlink(ac->name + 5);

@@ -226,10 +226,14 @@ enum csv_end {
 };
 
 /* Reads one field at *pp. A quoted field ("a,b", with "" for a quote) is
- * returned without its quotes and *quoted set. */
+ * returned without its quotes and *quoted set. *f is always set: empty
+ * when the input ends inside an opening quote. */
 static enum csv_end csv_field(const char **pp, const char *end, struct runtime_api_str *f, bool *quoted)
 {
 	const char *p = *pp;
+
+	f->ptr = p;
+	f->len = 0;
 
 	*quoted = p < end && *p == '"';
 	if (*quoted) {

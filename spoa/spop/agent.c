@@ -14,6 +14,7 @@ void agent_settings_default(struct agent_settings *s)
 {
 	s->max_frame_size = AGENT_DEFAULT_MAX_FRAME_SIZE;
 	s->max_connections = AGENT_DEFAULT_MAX_CONNECTIONS;
+	s->idle_timeout_ms = AGENT_DEFAULT_IDLE_TIMEOUT_MS;
 	s->out_buffer = 64 * 1024;
 	s->hello_timeout = 5.0;
 	s->close_timeout = 2.0;
@@ -75,9 +76,12 @@ void agent_stop(struct agent *a)
 	}
 	ev_timer_init(&a->shutdown_timer, shutdown_timeout_cb, a->settings.shutdown_timeout, 0.);
 	ev_timer_start(a->loop, &a->shutdown_timer);
-	for (struct conn *c = a->conns, *next; c; c = next) {
-		next = conn_next(c);
-		conn_goodbye(c);
+	struct conn_list *lists[] = {&a->fresh, &a->used};
+	for (size_t i = 0; i < 2; i++) {
+		for (struct conn *c = lists[i]->head, *next; c; c = next) {
+			next = conn_next(c);
+			conn_goodbye(c);
+		}
 	}
 }
 
@@ -85,6 +89,8 @@ void agent_destroy(struct agent *a)
 {
 	close_listeners(a);
 	a->stopping = false; /* no ev_break from conn_free now */
-	while (a->conns)
-		conn_free(a->conns);
+	while (a->fresh.head)
+		conn_free(a->fresh.head);
+	while (a->used.head)
+		conn_free(a->used.head);
 }

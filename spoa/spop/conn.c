@@ -2,10 +2,18 @@
  * conn.c - one SPOP connection from HAProxy: frames in, frames out.
  *
  * Life of a connection: HELLO (waiting for HAPROXY-HELLO, under a timer),
- * READY (NOTIFYs answered with ACKs), CLOSING (our last frame is flushed,
- * the write side shut, and input discarded until the peer closes or the
- * close timer fires). A health-check HELLO goes straight from HELLO to
- * CLOSING after the AGENT-HELLO.
+ * READY (NOTIFYs answered with ACKs; closed after idle_timeout_ms without
+ * a frame), CLOSING (our last frame is flushed, the write side shut, and
+ * input discarded until the peer closes or the close timer fires). A
+ * health-check HELLO goes straight from HELLO to CLOSING after the
+ * AGENT-HELLO.
+ *
+ * The agent keeps its connections in two lists (agent.h): a new one goes
+ * to the front of `fresh`, its first NOTIFY moves it to `used`, and each
+ * NOTIFY to the front of `used` again. What makes room when there is none
+ * (conn_evict_longest_idle()) is the last of `fresh`, else the last of
+ * `used`: a burst of connections that only say HELLO never pushes out a
+ * HAProxy connection that carries requests.
  *
  * I/O pattern, the hot path of every request through HAProxy: one read()
  * takes whatever frames have arrived, each is answered into the output
@@ -39,7 +47,9 @@ struct conn {
 	ev_io io; /* first: the callback recovers the conn from its watcher */
 	ev_timer timer;
 	struct agent *agent;
-	struct conn *prev, *next;
+	struct conn_list *list;   /* &agent->fresh or &agent->used */
+	struct conn *prev, *next; /* in it, most recent first */
+	ev_tstamp last_active;    /* of the last read that brought bytes */
 	int fd;
 	enum conn_state state;
 	bool write_shut;
@@ -59,6 +69,44 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 struct conn *conn_next(struct conn *c)
 {
 	return c->next;
+}
+
+static void list_unlink(struct conn *c)
+{
+	struct conn_list *l = c->list;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		l->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void list_push_front(struct conn *c, struct conn_list *l)
+{
+	c->list = l;
+	c->prev = NULL;
+	c->next = l->head;
+	if (l->head)
+		l->head->prev = c;
+	else
+		l->tail = c;
+	l->head = c;
+}
+
+/* A NOTIFY came: c is the most recently used connection. */
+static void conn_used(struct conn *c)
+{
+	struct conn_list *used = &c->agent->used;
+
+	if (used->head != c) {
+		list_unlink(c);
+		list_push_front(c, used);
+	}
 }
 
 void conn_accept(struct agent *a, int fd, const char *peer)
@@ -84,11 +132,9 @@ void conn_accept(struct agent *a, int fd, const char *peer)
 	c->out = c->in + in_cap;
 	c->out_cap = out_cap;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->last_active = ev_now(a->loop);
 
-	c->next = a->conns;
-	if (a->conns)
-		a->conns->prev = c;
-	a->conns = c;
+	list_push_front(c, &a->fresh);
 	a->nb_conns++;
 	a->stats.connections_accepted++;
 
@@ -106,12 +152,7 @@ void conn_free(struct conn *c)
 	ev_io_stop(a->loop, &c->io);
 	ev_timer_stop(a->loop, &c->timer);
 	close(c->fd);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		a->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	list_unlink(c);
 	free(c);
 	agent_conn_closed(a);
 }
@@ -218,7 +259,10 @@ static void handle_hello(struct conn *c, const struct spop_frame *f)
 	}
 	a->stats.hellos++;
 	c->state = CONN_READY;
+	/* From now on the timer watches for silence (conn_timer_cb). */
 	ev_timer_stop(a->loop, &c->timer);
+	ev_timer_set(&c->timer, (double)a->settings.idle_timeout_ms / 1000.0, 0.);
+	ev_timer_start(a->loop, &c->timer);
 	log_info("%s: HELLO: max-frame-size %u, pipelining %s, engine-id %s", c->peer,
 		 hs.max_frame_size, hs.pipelining ? "on" : "off",
 		 c->engine_id[0] ? c->engine_id : "-");
@@ -236,6 +280,7 @@ static void handle_notify(struct conn *c, const struct spop_frame *f)
 		return;
 	}
 	c->agent->stats.notifies++;
+	conn_used(c);
 	spop_writer_init(&w, c->out, c->out_cap);
 	w.len = c->out_len;
 	uint64_t start_ns = histogram_now_ns();
@@ -291,8 +336,10 @@ static void process_input(struct conn *c)
 	while (c->state != CONN_CLOSING && can_answer_a_frame(c)) {
 		struct spop_frame frame;
 		struct spop_error err;
-		ssize_t n = spop_frame_decode(c->in + off, c->in_len - off,
-					      c->agent->settings.max_frame_size, &frame, &err);
+		/* The size agreed in the HELLO, ours before it: SPOE.txt says the
+		 * agreed one "will be used for all subsequent frames". */
+		ssize_t n = spop_frame_decode(c->in + off, c->in_len - off, c->max_frame_size,
+					      &frame, &err);
 		if (n == SPOP_INCOMPLETE)
 			break;
 		if (n < 0) {
@@ -364,8 +411,10 @@ static bool read_input(struct conn *c)
 		return true; /* a full frame is waiting for output room */
 	ssize_t n = read(c->fd, dst, room);
 	if (n > 0) {
-		if (c->state != CONN_CLOSING)
+		if (c->state != CONN_CLOSING) {
 			c->in_len += (size_t)n;
+			c->last_active = ev_now(c->agent->loop);
+		}
 		return true;
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -401,12 +450,56 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	update_events(c);
 }
 
+/* READY: closes a connection silent for idle_timeout_ms; the timer is
+ * re-armed for what is left when bytes came meanwhile (cheaper than
+ * restarting it on every read). */
+static void idle_check(struct conn *c)
+{
+	struct agent *a = c->agent;
+	double idle = (double)a->settings.idle_timeout_ms / 1000.0;
+	double left = c->last_active + idle - ev_now(a->loop);
+
+	if (left > 0.001) {
+		ev_timer_set(&c->timer, left, 0.);
+		ev_timer_start(a->loop, &c->timer);
+		return;
+	}
+	a->stats.connections_idle++;
+	conn_disconnect(c, SPOP_STATUS_NORMAL, "idle for longer than idle_timeout");
+	if (flush_output(c))
+		update_events(c);
+}
+
+bool conn_evict_longest_idle(struct agent *a, const char *why)
+{
+	struct conn *c = a->fresh.tail ? a->fresh.tail : a->used.tail;
+
+	if (!c)
+		return false;
+	a->stats.connections_evicted++;
+	log_info("%s: closing it to make room (%s, silent for %.1fs): %s", c->peer,
+		 c->list == &a->fresh ? "no NOTIFY yet" : "the oldest last NOTIFY",
+		 ev_now(a->loop) - c->last_active, why);
+	/* A goodbye HAProxy can read, if the socket takes it now; no waiting. */
+	if (c->state == CONN_READY) {
+		conn_disconnect(c, SPOP_STATUS_NORMAL, "making room for a new connection");
+		if (!flush_output(c))
+			return true; /* freed already */
+	}
+	conn_free(c);
+	return true;
+}
+
 static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct conn *c = container_of(w, struct conn, timer);
 	(void)loop;
 	(void)revents;
 
+	if (c->state == CONN_READY) {
+		idle_check(c);
+		return;
+	}
 	if (c->state == CONN_HELLO)
 		log_warning("%s: no HAPROXY-HELLO within %.1fs, closing", c->peer,
 			    c->agent->settings.hello_timeout);

@@ -1,5 +1,12 @@
 /*
  * listener.c - listening sockets (TCP over IPv4/IPv6, unix) and accept.
+ *
+ * A new connection is always let in: with max_connections open, or with
+ * no descriptor left for it, an idle connection is closed to make room
+ * (conn_evict_longest_idle(), which says which). Only when there is
+ * none to close (the descriptors went elsewhere) is the newcomer refused,
+ * through the reserve descriptor, and the listener pauses for
+ * LISTENER_PAUSE instead of being woken for the same connection at once.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,13 +23,18 @@
 #include "spop/agent.h"
 #include "spop/conn.h"
 #include "spop/listener.h"
+#include "util/fd_limit.h"
 #include "util/log.h"
 #include "util/listen_socket.h"
 #include "util/sockaddr.h"
 #include "util/errmsg.h"
+#include "util/container_of.h"
+
+#define LISTENER_PAUSE 0.1 /* seconds, when out of descriptors */
 
 struct listener {
 	ev_io io; /* first: the callback recovers the listener from its watcher */
+	ev_timer pause;
 	struct agent *agent;
 	int fd;
 	bool is_unix;
@@ -45,10 +57,36 @@ static void describe_peer(const struct sockaddr_storage *ss, char *out, size_t l
 	}
 }
 
+static void pause_done_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct listener *l = container_of(w, struct listener, pause);
+	(void)revents;
+	ev_io_start(loop, &l->io);
+}
+
+/* accept() found no descriptor. Returns true when room was made and
+ * accepting may go on. */
+static bool out_of_descriptors(struct listener *l, int err)
+{
+	struct agent *a = l->agent;
+
+	if ((err == EMFILE || err == ENFILE) && conn_evict_longest_idle(a, "out of file descriptors"))
+		return true;
+	if (fd_reserve_refuse(l->fd))
+		a->stats.connections_refused++;
+	log_warning("%s: accept failed: %s; no connection to close for room, pausing %.0f ms",
+		    l->name, strerror(err), LISTENER_PAUSE * 1000);
+	ev_io_stop(a->loop, &l->io);
+	ev_timer_set(&l->pause, LISTENER_PAUSE, 0.);
+	ev_timer_start(a->loop, &l->pause);
+	return false;
+}
+
 static void listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct listener *l = (struct listener *)w;
 	struct agent *a = l->agent;
+	(void)loop;
 	(void)revents;
 
 	/* Bounded per wakeup so a connection storm cannot starve the
@@ -58,21 +96,18 @@ static void listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		socklen_t ss_len = sizeof(ss);
 		int fd = accept4(l->fd, (struct sockaddr *)&ss, &ss_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				log_warning("%s: accept failed: %s", l->name, strerror(errno));
+			int err = errno;
+			if (fd_limit_hit(err)) {
+				if (out_of_descriptors(l, err))
+					continue;
+				return;
+			}
+			if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR && err != ECONNABORTED)
+				log_warning("%s: accept failed: %s", l->name, strerror(err));
 			return;
 		}
-		if (a->nb_conns >= a->settings.max_connections) {
-			a->stats.connections_refused++;
-			if (ev_now(loop) - a->last_refusal_log >= 1.0) {
-				log_warning("%s: %u connections open (max-connections), refusing new ones",
-					    l->name, a->nb_conns);
-				a->last_refusal_log = ev_now(loop);
-			}
-			close(fd);
-			continue;
-		}
+		if (a->nb_conns >= a->settings.max_connections)
+			conn_evict_longest_idle(a, "max_connections reached");
 		if (!l->is_unix) {
 			int one = 1;
 			/* ACKs are small and latency is the product: no Nagle. */
@@ -107,6 +142,8 @@ bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len)
 	snprintf(l->name, sizeof(l->name), "%s", spec);
 	ev_io_init(&l->io, listener_accept_cb, fd, EV_READ);
 	ev_io_start(a->loop, &l->io);
+	ev_timer_init(&l->pause, pause_done_cb, LISTENER_PAUSE, 0.);
+	fd_reserve_open();
 	a->listeners[a->nb_listeners++] = l;
 	log_notice("listening on %s", spec);
 	return true;
@@ -115,6 +152,7 @@ bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len)
 void listener_close(struct agent *a, struct listener *l)
 {
 	ev_io_stop(a->loop, &l->io);
+	ev_timer_stop(a->loop, &l->pause);
 	close(l->fd);
 	if (l->is_unix && l->name[0])
 		unlink(l->name + 5);

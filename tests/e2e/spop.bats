@@ -109,6 +109,19 @@ client() {
 	assert_output "sent=half"
 }
 
+@test "frames are held to the max-frame-size agreed in the HELLO, not to the agent's own" {
+	# Agreed on 1024 (SPOE.txt: "used for all subsequent frames"): a
+	# 5,000-byte NOTIFY is refused with status 3, where it used to be ACKed...
+	run client oversize-notify "1024 5000"
+	assert_output --partial "disconnect status=3 closed=True"
+	# ... and its length prefix alone is enough: no waiting for the rest.
+	run client oversize-prefix "1024 5000 101"
+	assert_output --partial "disconnect status=3 closed=True"
+	# A frame of exactly the agreed size is answered.
+	run client oversize-notify "1024 1024"
+	assert_output "ack sid=1 fid=1"
+}
+
 @test "after all the hostile peers, the same agent still serves HAProxy" {
 	run cat "$RUN_DIR/agent.pid"
 	assert_output "$(cat "$RUN_DIR/agent.first-pid")"

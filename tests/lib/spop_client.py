@@ -314,6 +314,50 @@ def scenario_disconnect(peer, arg):
     expect_disconnect(peer)
 
 
+def notify_of_size(size):
+    """A breaker-observe NOTIFY whose frame (length prefix left out) is size bytes."""
+    pad = 0
+    while True:
+        f = notify_frame(1, 1, [("breaker-observe", [("be", "be_app"), ("srv", "w1"),
+                                                     ("status", 200), ("pad", "x" * pad)])])
+        missing = size - (len(f) - 4)
+        if missing == 0:
+            return f
+        if missing < 0:
+            fail(f"cannot build a NOTIFY of {size} bytes")
+        pad += missing if pad or missing < 200 else missing - 2  # the varint may grow
+
+
+def scenario_oversize_notify(peer, arg):
+    """ARG "AGREED SIZE": agree on AGREED in the HELLO, then send a SIZE-byte NOTIFY."""
+    agreed, size = (int(x) for x in arg.split())
+    kv = peer.hello(max_frame=agreed)
+    if kv.get("max-frame-size") != agreed:
+        fail(f"agreed on {kv.get('max-frame-size')}, not {agreed}")
+    peer.send(notify_of_size(size))
+    f = peer.read_frame()
+    if f and f[0] == ACK:
+        print(f"ack sid={f[2]} fid={f[3]}")
+        return
+    if not f or f[0] != AGENT_DISCONNECT:
+        fail(f"expected ACK or AGENT-DISCONNECT, got {f!r}")
+    kv = read_kv_list(f[4])
+    print(f"disconnect status={kv.get('status-code')} closed={peer.eof()} message={kv.get('message')!r}")
+
+
+def scenario_oversize_prefix(peer, arg):
+    """ARG "AGREED LENGTH SENT": after agreeing on AGREED, a length prefix
+    of LENGTH followed by SENT bytes only: the prefix alone is refusable."""
+    agreed, length, sent = (int(x) for x in arg.split())
+    peer.hello(max_frame=agreed)
+    peer.send(struct.pack(">I", length) + b"\x03" + b"\x00" * (sent - 1))
+    peer.sock.settimeout(3)
+    try:
+        expect_disconnect(peer)
+    except socket.timeout:
+        fail("no answer within 3 s: the agent waits for the rest of the frame")
+
+
 def scenario_wait_disconnect(peer, arg):
     """Completes a HELLO, then waits for the agent to say goodbye."""
     peer.hello()

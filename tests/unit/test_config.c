@@ -192,8 +192,9 @@ static void test_every_key_is_an_option(void **state)
 /* The reload decision as the brief states it: which keys need a restart. */
 static void test_restart_only_keys(void **state)
 {
-	const char *restart_only[] = {"listen",  "max_frame_size", "max_connections",
-				      "max_breakers", "syslog", "admin", "state_file"};
+	const char *restart_only[] = {"listen",       "max_frame_size", "max_connections",
+				      "idle_timeout", "max_breakers",   "syslog",
+				      "admin",        "state_file"};
 	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
 		const struct config_key *k = &config_keys[i];
 		bool expect_restart = false;
@@ -218,6 +219,8 @@ static const struct {
 	{"listen", ":12345", ":12345"},
 	{"max_frame_size", "65536", "65536"},
 	{"max_connections", "1", "1"},
+	{"idle_timeout", "5m", "5m"},
+	{"idle_timeout", "90s", "90s"},
 	{"max_breakers", "20", "20"},
 	{"log_level", "debug", "debug"},
 	{"admin", "[::1]:9000", "[::1]:9000"},
@@ -279,6 +282,7 @@ static const struct {
 	 "expected HOST:PORT, [IPV6]:PORT or none (not a unix socket)"},
 	{"max_frame_size", "12", "expected 256..1048576"},
 	{"max_connections", "-1", "expected 1..1000000"},
+	{"idle_timeout", "500ms", "expected a duration of at least 1s such as 30s or 500ms"},
 	{"max_breakers", "lots", "expected 1..1048576"},
 	{"log_level", "loud", "expected error, warning, notice, info or debug"},
 	{"enforce", "always", "expected runtime-api, agent-check or none"},

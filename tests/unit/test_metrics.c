@@ -427,6 +427,8 @@ static void test_every_family_present(void **state)
 {
 	static const char *const families[][2] = {
 		{"build_info", "gauge"},
+		{"log_lines_dropped_total", "counter"},
+		{"log_lines_suppressed_total", "counter"},
 		{"worker_requests_total", "counter"},
 		{"breaker_state", "gauge"},
 		{"breaker_transitions_total", "counter"},
@@ -436,6 +438,7 @@ static void test_every_family_present(void **state)
 		{"breaker_table_evictions_total", "counter"},
 		{"breaker_table_full_refusals_total", "counter"},
 		{"spop_connections_total", "counter"},
+		{"spop_connections_closed_total", "counter"},
 		{"spop_connections_open", "gauge"},
 		{"spop_frames_total", "counter"},
 		{"spop_disconnects_sent_total", "counter"},

@@ -566,6 +566,10 @@ static const struct {
 	 "iid\n", false, 0, 0, "no 'sid' column"},
 	{"# pxname,svname,status,slim,econ,eresp,wretr,wredis,srv_abrt,cli_abrt,hrsp_5xx,weight,"
 	 "iid,sid,", false, 0, 0, "header cut short"},
+	/* A quote that never closes in the header: the field is empty (it was
+	 * left unset, and read; found by fuzz_runtime_api). */
+	{"# pxname,\"svname\n", false, 0, 0, "no 'svname' column"},
+	{"# \"_\xff\xff\xff\n%", false, 0, 0, "no 'pxname' column"},
 };
 
 #define STAT_HEADER                                                                                \
