@@ -10,6 +10,11 @@
 #   make install         PREFIX=/usr/local DESTDIR=
 
 VERSION    := 0.1.0
+# The git revision --version names, when the build is given one: the
+# Debian package and the container image pass git describe's, as does
+# make REVISION=$(git describe --always --dirty). A plain make leaves it
+# out: --version is then "spoa-breaker X.Y.Z", as tests/e2e pins it.
+REVISION   ?=
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 BUILD      ?= build
@@ -20,7 +25,7 @@ FUZZ_SECONDS ?= 20
 WARNINGS   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
               -Wpointer-arith -Wformat=2 -Wno-unused-parameter
 CFLAGS     ?= -O2 -g
-CPPFLAGS   += -Iinclude -DSPOA_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
+CPPFLAGS   += -Iinclude -DSPOA_VERSION=\"$(VERSION)\" -DSPOA_REVISION=\"$(REVISION)\" -D_GNU_SOURCE
 ALL_CFLAGS := -std=c11 $(WARNINGS) $(CFLAGS)
 
 # libev ships no pkg-config file on Debian; the others do.
@@ -47,13 +52,20 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps install clean
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps install clean FORCE
 
 all: $(BIN)
 
 $(BUILD)/obj/%.o: spoa/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
+
+# config.o prints the revision: rebuilt when it changes, and only then (the
+# stamp's date moves only when its content does).
+$(BUILD)/obj/config/config.o: $(BUILD)/revision
+$(BUILD)/revision: FORCE
+	@mkdir -p $(@D)
+	@echo '$(REVISION)' | cmp -s - $@ || echo '$(REVISION)' >$@
 
 $(BUILD)/libspoa.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
