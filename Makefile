@@ -26,7 +26,21 @@ WARNINGS   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-proto
               -Wpointer-arith -Wformat=2 -Wno-unused-parameter
 CFLAGS     ?= -O2 -g
 CPPFLAGS   += -Iinclude -DSPOA_VERSION=\"$(VERSION)\" -DSPOA_REVISION=\"$(REVISION)\" -D_GNU_SOURCE
-ALL_CFLAGS := -std=c11 $(WARNINGS) $(CFLAGS)
+# Hardening, as Debian builds its packages: stack protector, FORTIFY (which
+# needs optimisation, and is left to CPPFLAGS that already set it), PIE and
+# full RELRO. Not in sanitizer builds (CFLAGS or LDFLAGS with -fsanitize):
+# FORTIFY's checked functions would hide accesses from ASan.
+ifeq ($(findstring -fsanitize,$(CFLAGS) $(LDFLAGS)),)
+HARDEN_CFLAGS  := -fstack-protector-strong -fPIE
+HARDEN_LDFLAGS := -pie -Wl,-z,relro -Wl,-z,now
+ifneq ($(filter -O -O1 -O2 -O3 -Os -Og -Ofast,$(CFLAGS)),)
+ifeq ($(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),)
+HARDEN_CFLAGS  += -D_FORTIFY_SOURCE=2
+endif
+endif
+endif
+ALL_CFLAGS := -std=c11 $(WARNINGS) $(HARDEN_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS := $(HARDEN_LDFLAGS) $(LDFLAGS)
 
 # libev ships no pkg-config file on Debian; the others do.
 PKGS       := inih libmicrohttpd
@@ -71,10 +85,10 @@ $(BUILD)/libspoa.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BIN): spoa/main.c $(BUILD)/libspoa.a
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspoa.a | $(BUILD)/tests
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS) $(TEST_LIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS) $(TEST_LIBS)
 
 $(BUILD)/tests:
 	mkdir -p $@
