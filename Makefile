@@ -7,6 +7,7 @@
 #   make demo            install missing packages, then HAProxy + agent + demo workers on loopback
 #   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
 #   make fuzz            libFuzzer target for the frame decoder (FUZZ_SECONDS=60)
+#   make man             the manual page, build/spoa-breaker.8 (scdoc)
 #   make install         PREFIX=/usr/local DESTDIR=
 
 VERSION    := 0.1.0
@@ -65,8 +66,9 @@ HEADERS    := $(wildcard include/*/*.h)
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
+MAN        := $(BUILD)/spoa-breaker.8
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps install clean FORCE
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps man install clean FORCE
 
 all: $(BIN)
 
@@ -130,6 +132,12 @@ fuzz: $(FUZZ_BIN)
 
 demo: deps all
 	haproxy/demo.sh
+
+man: $(MAN)
+
+$(MAN): packaging/spoa-breaker.8.scd
+	@mkdir -p $(@D)
+	scdoc <$< >$@
 
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/spoa-breaker

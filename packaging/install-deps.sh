@@ -4,7 +4,8 @@
 set -eu
 
 PACKAGES="gcc make pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev libcmocka-dev
-clang libclang-rt-14-dev haproxy bats bats-assert bats-support python3 curl socat iproute2 mmdebstrap"
+clang libclang-rt-14-dev haproxy bats bats-assert bats-support python3 curl socat iproute2 mmdebstrap
+scdoc"
 
 missing=""
 for pkg in $PACKAGES; do

@@ -35,21 +35,46 @@ else
 	echo "fuzz 0 1" >>"$RESULTS"
 fi
 
-# bats' TAP lines: "ok N ...", "ok N ... # skip", "not ok N ...".
+# Counts TAP lines -- "ok N ...", "ok N ... # skip", "not ok N ..." -- into
+# "LABEL passed failed skipped" in $RESULTS. A suite that died before
+# reporting anything, or exited non-zero with nothing failed, is a failure;
+# one that exited 77 could not run on this machine at all: skipped.
+count_tap() { # LABEL TAPFILE EXIT_STATUS
+	local passed failed skipped
+	passed=$(grep -E '^ok ' "$2" | grep -vc '# skip')
+	skipped=$(grep -E '^ok ' "$2" | grep -c '# skip')
+	failed=$(grep -c '^not ok ' "$2")
+	if [ "$3" -eq 77 ] && [ "$failed" -eq 0 ]; then
+		skipped=$((skipped + 1))
+	elif [ "$((passed + failed + skipped))" -eq 0 ] || { [ "$3" -ne 0 ] && [ "$failed" -eq 0 ]; }; then
+		failed=$((failed + 1))
+	fi
+	echo "$1 $passed $failed $skipped" >>"$RESULTS"
+}
+
 run_bats() { # LABEL HAPROXY_BIN
-	local tap
+	local tap status
 	tap=$(mktemp)
 	HAPROXY_BIN=$2 SPOA_BIN=$PWD/${BUILD}/spoa-breaker \
 		bats --tap --print-output-on-failure tests/e2e | tee "$tap"
-	local passed failed skipped
-	passed=$(grep -E '^ok ' "$tap" | grep -vc '# skip')
-	skipped=$(grep -E '^ok ' "$tap" | grep -c '# skip')
-	failed=$(grep -c '^not ok ' "$tap")
-	# A suite that died before reporting anything is a failure, not a pass.
-	if [ "$((passed + failed + skipped))" -eq 0 ]; then failed=1; fi
-	echo "e2e-$1 $passed $failed $skipped" >>"$RESULTS"
+	status=${PIPESTATUS[0]}
+	count_tap "e2e-$1" "$tap" "$status"
 	rm -f "$tap"
 }
+
+# A suite of tests/packaging/, which prints TAP lines itself.
+run_suite() { # LABEL SCRIPT
+	local tap status start=$SECONDS
+	tap=$(mktemp)
+	BUILD=$BUILD "$2" | tee "$tap"
+	status=${PIPESTATUS[0]}
+	count_tap "$1" "$tap" "$status"
+	echo "($1: $((SECONDS - start)) s)"
+	rm -f "$tap"
+}
+
+section "manual page: built, and agrees with --help"
+run_suite manpage tests/packaging/manpage.sh
 
 if [ "${HAPROXY_VERSIONS:-all}" = system ]; then
 	versions="$(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p') $(command -v haproxy)"
