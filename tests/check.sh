@@ -76,6 +76,9 @@ run_suite() { # LABEL SCRIPT
 section "manual page: built, and agrees with --help"
 run_suite manpage tests/packaging/manpage.sh
 
+section "systemd unit: verify, security exposure"
+run_suite systemd-unit tests/packaging/systemd.sh
+
 if [ "${HAPROXY_VERSIONS:-all}" = system ]; then
 	versions="$(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p') $(command -v haproxy)"
 else
