@@ -76,6 +76,9 @@ run_suite() { # LABEL SCRIPT
 section "manual page: built, and agrees with --help"
 run_suite manpage tests/packaging/manpage.sh
 
+section "make install and uninstall, into a temporary prefix"
+run_suite install tests/packaging/install.sh
+
 section "systemd unit: verify, security exposure"
 run_suite systemd-unit tests/packaging/systemd.sh
 
