@@ -82,6 +82,9 @@ run_suite install tests/packaging/install.sh
 section "systemd unit: verify, security exposure"
 run_suite systemd-unit tests/packaging/systemd.sh
 
+section "Debian package: build, lintian, install, check, purge"
+run_suite deb tests/packaging/deb.sh
+
 if [ "${HAPROXY_VERSIONS:-all}" = system ]; then
 	versions="$(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p') $(command -v haproxy)"
 else

@@ -10,17 +10,19 @@ BUILD=${BUILD:-build}
 checks=0
 failures=0
 
-# check WHAT COMMAND...: runs COMMAND, quiet unless it fails.
+# check WHAT COMMAND...: runs COMMAND, quiet unless it fails; a check that
+# took a second or more says how long.
 check() {
-	local what=$1 out status
+	local what=$1 out status start=$SECONDS took=""
 	shift
 	checks=$((checks + 1))
 	out=$("$@" 2>&1)
 	status=$?
+	[ $((SECONDS - start)) -ge 1 ] && took=" ($((SECONDS - start)) s)"
 	if [ "$status" -eq 0 ]; then
-		echo "ok $checks - $what"
+		echo "ok $checks - $what$took"
 	else
-		echo "not ok $checks - $what"
+		echo "not ok $checks - $what$took"
 		printf '%s\n' "$out" | tail -n 40 | sed 's/^/# /'
 		failures=$((failures + 1))
 	fi
@@ -34,16 +36,6 @@ skip_suite() {
 
 # note TEXT...: a comment line in the suite's output.
 note() { printf '# %s\n' "$*"; }
-
-# timed LABEL COMMAND...: runs COMMAND and notes how long it took.
-timed() {
-	local label=$1 start=$SECONDS status
-	shift
-	"$@"
-	status=$?
-	note "$label: $((SECONDS - start)) s"
-	return "$status"
-}
 
 # The suite's exit status: 1 if any check failed.
 finish() {
