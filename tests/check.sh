@@ -85,6 +85,9 @@ run_suite systemd-unit tests/packaging/systemd.sh
 section "Debian package: build, lintian, install, check, purge"
 run_suite deb tests/packaging/deb.sh
 
+section "container image: podman build, run against HAProxy"
+run_suite image tests/packaging/image.sh
+
 if [ "${HAPROXY_VERSIONS:-all}" = system ]; then
 	versions="$(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p') $(command -v haproxy)"
 else
