@@ -5,7 +5,7 @@ set -eu
 
 PACKAGES="gcc make pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev libcmocka-dev
 clang libclang-rt-14-dev haproxy bats bats-assert bats-support python3 curl socat iproute2 mmdebstrap
-scdoc build-essential debhelper lintian podman runc catatonit"
+scdoc build-essential debhelper lintian podman runc catatonit python3-yaml"
 
 missing=""
 for pkg in $PACKAGES; do

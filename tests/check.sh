@@ -85,8 +85,15 @@ run_suite systemd-unit tests/packaging/systemd.sh
 section "Debian package: build, lintian, install, check, purge"
 run_suite deb tests/packaging/deb.sh
 
+# The two container suites share one podman directory: the agent's image is
+# built once.
+SPOA_PODMAN_DIR=$(mktemp -d /var/tmp/spoa-breaker-podman.XXXXXX)
+export SPOA_PODMAN_DIR
 section "container image: podman build, run against HAProxy"
 run_suite image tests/packaging/image.sh
+section "compose example: checked against haproxy.cfg, run"
+run_suite compose tests/packaging/compose.sh
+(. tests/packaging/podman.sh && podman_remove_dir "$SPOA_PODMAN_DIR")
 
 if [ "${HAPROXY_VERSIONS:-all}" = system ]; then
 	versions="$(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p') $(command -v haproxy)"

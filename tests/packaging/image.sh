@@ -24,7 +24,7 @@ cleanup() {
 	local pid
 	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 	wait 2>/dev/null
-	podman_teardown
+	podman_teardown image
 	rm -rf "$RUN_DIR"
 }
 trap cleanup EXIT
@@ -79,7 +79,7 @@ runtime_only() {
 check "the runtime stage has the libraries (msgpack-c too) and no compiler" runtime_only
 
 # The agent as the image runs it, and the host's HAProxy in its network.
-AGENT=$(p run -d --pull=never --network=none "$IMAGE") || { check "the container starts" false; finish; exit; }
+AGENT=$(p run -d --pull=never --name image-agent --network=none "$IMAGE") || { check "the container starts" false; finish; exit; }
 NETNS=/proc/$(podman inspect --format '{{.State.Pid}}' "$AGENT")/ns/net
 in_net() { nsenter --net="$NETNS" "$@"; }
 
@@ -131,12 +131,12 @@ stops_on_term() { # CONTAINER
 check "TERM as PID 1, HAProxy connected: exit 0 within 3 s" stops_on_term "$AGENT"
 note "$(podman logs "$AGENT" 2>&1 | grep -E 'signal|stopping|stopped' | tr '\n' ' ')"
 
-INIT=$(p run -d --pull=never --network=none --init "$IMAGE")
+INIT=$(p run -d --pull=never --name image-init --network=none --init "$IMAGE")
 sleep 0.5
 check "TERM under --init: exit 0 within 3 s" stops_on_term "$INIT"
 
 # The health check can fail: no admin listener, no /healthz.
-UNHEALTHY=$(p run -d --pull=never --network=none "$IMAGE" --listen 0.0.0.0:12345 --admin none)
+UNHEALTHY=$(p run -d --pull=never --name image-unhealthy --network=none "$IMAGE" --listen 0.0.0.0:12345 --admin none)
 sleep 0.5
 check "podman healthcheck run: unhealthy without the admin listener" bash -c "! podman healthcheck run '$UNHEALTHY' 2>/dev/null"
 

@@ -15,8 +15,17 @@ CACHE=${HAPROXY_CACHE:-/var/cache/spoa-breaker}
 BASE_TAR=$CACHE/debian-bookworm-slim.tar
 BASE_IMAGE=docker.io/library/debian:bookworm-slim
 
+# SPOA_PODMAN_DIR, when set, is a directory check.sh gives the container
+# suites to share (images built once), and removes after them with
+# podman_remove_dir; otherwise a suite makes its own and removes it.
 podman_setup() {
-	PODMAN_DIR=$(mktemp -d /var/tmp/spoa-breaker-podman.XXXXXX)
+	if [ -n "${SPOA_PODMAN_DIR:-}" ]; then
+		PODMAN_DIR=$SPOA_PODMAN_DIR
+		PODMAN_OWNED=0
+	else
+		PODMAN_DIR=$(mktemp -d /var/tmp/spoa-breaker-podman.XXXXXX)
+		PODMAN_OWNED=1
+	fi
 	mkdir -p "$PODMAN_DIR/tmp" "$PODMAN_DIR/networks"
 	cat >"$PODMAN_DIR/containers.conf" <<CONF
 [containers]
@@ -37,12 +46,24 @@ CONF
 	export TMPDIR=$PODMAN_DIR/tmp
 }
 
-podman_teardown() {
+# Removes the suite's containers and volumes (named PREFIX-...), and the
+# whole directory if the suite made it.
+podman_teardown() { # PREFIX
 	[ -n "${PODMAN_DIR:-}" ] && [ -d "$PODMAN_DIR" ] || return 0
-	podman rm --all --force --time 0 >/dev/null 2>&1
-	podman volume rm --all --force >/dev/null 2>&1
-	podman rmi --all --force >/dev/null 2>&1
-	rm -rf "$PODMAN_DIR"
+	local ids
+	ids=$(podman ps --all --quiet --filter "name=^$1-")
+	[ -z "$ids" ] || podman rm --force --time 0 $ids >/dev/null 2>&1
+	ids=$(podman volume ls --quiet --filter "name=^$1-")
+	[ -z "$ids" ] || podman volume rm --force $ids >/dev/null 2>&1
+	[ "$PODMAN_OWNED" = 1 ] && podman_remove_dir "$PODMAN_DIR"
+}
+
+# Everything in a podman directory, then the directory.
+podman_remove_dir() { # DIR
+	CONTAINERS_CONF=$1/containers.conf CONTAINERS_STORAGE_CONF=$1/storage.conf TMPDIR=$1/tmp \
+		sh -c 'podman rm --all --force --time 0; podman volume rm --all --force; podman rmi --all --force' \
+		>/dev/null 2>&1
+	rm -rf "$1"
 }
 
 # "URI SUITE" for each Debian 12 suite this machine's apt uses.
@@ -82,6 +103,7 @@ base_image() {
 		}
 		mv "$BASE_TAR.tmp$$" "$BASE_TAR"
 	fi
-	podman import --quiet --change 'CMD ["bash"]' "$BASE_TAR" "$BASE_IMAGE" >/dev/null &&
+	podman image exists "$BASE_IMAGE" ||
+		podman import --quiet --change 'CMD ["bash"]' "$BASE_TAR" "$BASE_IMAGE" >/dev/null &&
 		podman tag "$BASE_IMAGE" docker.io/library/debian:12-slim
 }
