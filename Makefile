@@ -2,7 +2,7 @@
 #
 #   make                 build build/spoa-breaker
 #   make check           install missing packages, then unit tests, the layer check, a fuzz run,
-#                        end-to-end tests
+#                        end-to-end tests, and the packaging (man page, install, unit, .deb, image)
 #   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing
 #   make demo            install missing packages, then HAProxy + agent + demo workers on loopback
 #   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
