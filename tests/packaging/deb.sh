@@ -32,11 +32,13 @@ trap cleanup EXIT
 # included), without build outputs.
 mkdir "$TMP/$PKG"
 git ls-files -co --exclude-standard | tar -cf - -T - | tar -xf - -C "$TMP/$PKG"
-# The copy has no .git: the revision is handed in. RESULTS is check.sh's;
-# the unit tests of the build are not counted twice.
-export REVISION=${REVISION:-$(git describe --always --dirty 2>/dev/null)}
+# The copy has no .git: the revision is handed in, to the package build
+# only (in the environment, it would make the make install below rebuild
+# the worktree's binary, which the end-to-end suites may be running).
+# RESULTS is check.sh's: the unit tests of the build are not counted twice.
+REVISION=${REVISION:-$(git describe --always --dirty 2>/dev/null)}
 build_deb() {
-	(cd "$TMP/$PKG" && env -u RESULTS dpkg-buildpackage -us -uc -b) >"$TMP/build.log" 2>&1 || {
+	(cd "$TMP/$PKG" && env -u RESULTS REVISION="$REVISION" dpkg-buildpackage -us -uc -b) >"$TMP/build.log" 2>&1 || {
 		tail -n 40 "$TMP/build.log"
 		return 1
 	}
