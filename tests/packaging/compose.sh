@@ -76,22 +76,14 @@ check "the base image $BASE_IMAGE" base_image || { finish; exit; }
 podman run --rm --pull=never --network=none "$BASE_IMAGE" true >/dev/null 2>&1 ||
 	skip_suite "podman cannot run a container here"
 
-# podman without systemd logs an error for each health check timer it
-# cannot set up.
-up() { python3 "$RUNNER" up "$COMPOSE" "$PROJECT" 2>&1 | grep -v 'unable to get systemd connection'; return "${PIPESTATUS[0]}"; }
+up() { python3 "$RUNNER" up "$COMPOSE" "$PROJECT" 2>&1 | grep -v "$PODMAN_NOISE"; return "${PIPESTATUS[0]}"; }
 check "up: the images built, the volumes made, five services started" up || { finish; exit; }
 
 NETNS=/proc/$(podman inspect --format '{{.State.Pid}}' "$PROJECT-haproxy")/ns/net
 SOCKET=$(podman volume inspect --format '{{.Mountpoint}}' "$PROJECT-haproxy-run")/admin.sock
 cli() { echo "$*" | socat -t 2 - "UNIX-CONNECT:$SOCKET"; }
 agent_up() {
-	local i
-	for i in $(seq 100); do
-		cli "show stat" 2>/dev/null | awk -F, '$1 == "spoa-breaker" && $2 == "agent" {print $18}' | grep -q '^UP' && return 0
-		sleep 0.1
-	done
-	podman logs "$PROJECT-haproxy" 2>&1 | tail -n 20
-	return 1
+	wait_server_up "$SOCKET" spoa-breaker agent || { podman logs "$PROJECT-haproxy" 2>&1 | tail -n 20; return 1; }
 }
 check "HAProxy brings the agent in" agent_up
 

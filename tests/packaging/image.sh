@@ -42,9 +42,7 @@ build() {
 check "podman build" build || { finish; exit; }
 note "image: $(podman image inspect --format '{{.Size}}' "$IMAGE" | awk '{printf "%.1f MB", $1 / 1e6}')"
 
-# podman without systemd logs an error for each health check timer it
-# cannot set up; those lines are left out of the outputs compared.
-p() { podman "$@" 2> >(grep -v 'unable to get systemd connection' >&2); }
+p() { podman_quiet "$@"; }
 
 # PYTHON_EXPRESSION over the image's config, c (podman keeps the health
 # check beside it, docker in it).
@@ -93,14 +91,7 @@ in_net haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
 PIDS+=($!)
 
 agent_up() {
-	local i
-	for i in $(seq 100); do
-		echo "show stat" | socat -t 2 - "UNIX-CONNECT:$RUN_DIR/admin.sock" 2>/dev/null |
-			awk -F, '$1 == "spoa-breaker" && $2 == "agent" {print $18}' | grep -q '^UP' && return 0
-		sleep 0.1
-	done
-	cat "$RUN_DIR/haproxy.log"
-	return 1
+	wait_server_up "$RUN_DIR/admin.sock" spoa-breaker agent || { tail -n 20 "$RUN_DIR/haproxy.log"; return 1; }
 }
 check "HAProxy's HELLO health check (option spop-check) brings the agent in" agent_up
 

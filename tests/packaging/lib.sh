@@ -37,6 +37,18 @@ skip_suite() {
 # note TEXT...: a comment line in the suite's output.
 note() { printf '# %s\n' "$*"; }
 
+# Waits (10 s at most) until HAProxy, through its stats socket, says
+# BACKEND/SERVER is UP.
+wait_server_up() { # SOCKET BACKEND SERVER
+	local i
+	for i in $(seq 100); do
+		echo "show stat" | socat -t 2 - "UNIX-CONNECT:$1" 2>/dev/null |
+			awk -F, -v b="$2" -v s="$3" '$1 == b && $2 == s {print $18}' | grep -q '^UP' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # The suite's exit status: 1 if any check failed.
 finish() {
 	[ "$failures" -eq 0 ]

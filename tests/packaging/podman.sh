@@ -66,6 +66,11 @@ podman_remove_dir() { # DIR
 	rm -rf "$1"
 }
 
+# podman, less the error it logs for each health check timer it cannot set
+# up where systemd does not run.
+PODMAN_NOISE='unable to get systemd connection'
+podman_quiet() { podman "$@" 2> >(grep -v "$PODMAN_NOISE" >&2); }
+
 # "URI SUITE" for each Debian 12 suite this machine's apt uses.
 apt_suites() {
 	{
