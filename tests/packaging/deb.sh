@@ -22,8 +22,14 @@ fi
 TMP=$(mktemp -d /tmp/spoa-breaker-deb.XXXXXX)
 installed=0
 cleanup() {
-	# A check that failed half-way must not leave the package installed.
-	[ "$installed" = 1 ] && dpkg --purge "$PKG" >/dev/null 2>&1
+	# A suite stopped half-way must not leave the package installed; the
+	# dpkg it stopped in may still hold dpkg's lock for a moment.
+	if [ "$installed" = 1 ]; then
+		for _ in $(seq 30); do
+			dpkg --purge "$PKG" >/dev/null 2>&1 && break
+			sleep 1
+		done
+	fi
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -100,11 +106,12 @@ snapshot() {
 }
 snapshot >"$TMP/before"
 
-install_deb() { installed=1; dpkg -i "$DEB"; }
 # Serialised with any other run of this suite on the machine.
 exec 9>/run/lock/spoa-breaker-deb-test.lock
 flock -w 300 9 || { echo "not ok - another run holds the package test's lock"; exit 1; }
-check "dpkg -i installs it" install_deb || { finish; exit; }
+# (check runs its command in a subshell: the flag is set out here.)
+installed=1
+check "dpkg -i installs it" dpkg -i "$DEB" || { finish; exit; }
 
 system_user() {
 	local uid
@@ -152,8 +159,7 @@ runs_as_user() {
 }
 check "the installed agent runs as $PKG, answers /healthz and exits 0 on TERM" runs_as_user
 
-purge() { dpkg --purge "$PKG" && installed=0; }
-check "dpkg --purge removes it" purge
+check "dpkg --purge removes it" dpkg --purge "$PKG" && installed=0
 
 nothing_left() {
 	local left=0 path
