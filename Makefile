@@ -2,17 +2,33 @@
 #
 #   make                 build build/spoa-breaker
 #   make check           install missing packages, then unit tests, the layer check, a fuzz run,
-#                        end-to-end tests
+#                        end-to-end tests, and the packaging (man page, install, unit, .deb, image)
 #   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing
 #   make demo            install missing packages, then HAProxy + agent + demo workers on loopback
 #   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
 #   make fuzz            libFuzzer targets (frame, Runtime API replies, agent-check,
 #                        configuration, state snapshot), FUZZ_SECONDS each
-#   make install         PREFIX=/usr/local DESTDIR=
+#   make man             the manual page, build/spoa-breaker.8 (scdoc)
+#   make install         PREFIX=/usr/local DESTDIR= sysconfdir=: the Debian package's layout
+#   make uninstall       the same variables; an edited configuration file stays
 
 VERSION    := 0.1.0
+# The git revision --version names, when the build is given one: the
+# Debian package and the container image pass git describe's, as does
+# make REVISION=$(git describe --always --dirty). A plain make leaves it
+# out: --version is then "spoa-breaker X.Y.Z", as tests/e2e pins it.
+REVISION   ?=
 PREFIX     ?= /usr/local
 DESTDIR    ?=
+sbindir    ?= $(PREFIX)/sbin
+datadir    ?= $(PREFIX)/share
+mandir     ?= $(datadir)/man
+docdir     ?= $(datadir)/doc/spoa-breaker
+# The system prefix keeps its configuration in /etc and its units where
+# Debian 12 has them; any other prefix keeps both under itself (systemd
+# reads /usr/local/lib/systemd/system too).
+sysconfdir ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+unitdir    ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
 BUILD      ?= build
 CC         ?= cc
 FUZZ_CC    ?= clang
@@ -21,8 +37,22 @@ FUZZ_SECONDS ?= 15
 WARNINGS   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
               -Wpointer-arith -Wformat=2 -Wno-unused-parameter
 CFLAGS     ?= -O2 -g
-CPPFLAGS   += -Iinclude -DSPOA_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
-ALL_CFLAGS := -std=c11 $(WARNINGS) $(CFLAGS)
+CPPFLAGS   += -Iinclude -DSPOA_VERSION=\"$(VERSION)\" -DSPOA_REVISION=\"$(REVISION)\" -D_GNU_SOURCE
+# Hardening, as Debian builds its packages: stack protector, FORTIFY (which
+# needs optimisation, and is left to CPPFLAGS that already set it), PIE and
+# full RELRO. Not in sanitizer builds (CFLAGS or LDFLAGS with -fsanitize):
+# FORTIFY's checked functions would hide accesses from ASan.
+ifeq ($(findstring -fsanitize,$(CFLAGS) $(LDFLAGS)),)
+HARDEN_CFLAGS  := -fstack-protector-strong -fPIE
+HARDEN_LDFLAGS := -pie -Wl,-z,relro -Wl,-z,now
+ifneq ($(filter -O -O1 -O2 -O3 -Os -Og -Ofast,$(CFLAGS)),)
+ifeq ($(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),)
+HARDEN_CFLAGS  += -D_FORTIFY_SOURCE=2
+endif
+endif
+endif
+ALL_CFLAGS := -std=c11 $(WARNINGS) $(HARDEN_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS := $(HARDEN_LDFLAGS) $(LDFLAGS)
 
 # libev ships no pkg-config file on Debian; the others do.
 PKGS       := inih libmicrohttpd msgpack
@@ -48,8 +78,9 @@ HEADERS    := $(wildcard include/*/*.h)
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
+MAN        := $(BUILD)/spoa-breaker.8
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps install clean
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps man install uninstall clean FORCE
 
 all: $(BIN)
 
@@ -57,14 +88,21 @@ $(BUILD)/obj/%.o: spoa/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
 
+# config.o prints the revision: rebuilt when it changes, and only then (the
+# stamp's date moves only when its content does).
+$(BUILD)/obj/config/config.o: $(BUILD)/revision
+$(BUILD)/revision: FORCE
+	@mkdir -p $(@D)
+	@echo '$(REVISION)' | cmp -s - $@ || echo '$(REVISION)' >$@
+
 $(BUILD)/libspoa.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BIN): spoa/main.c $(BUILD)/libspoa.a
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspoa.a | $(BUILD)/tests
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS) $(TEST_LIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(DEP_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS) $(TEST_LIBS)
 
 $(BUILD)/tests:
 	mkdir -p $@
@@ -131,14 +169,64 @@ fuzz: $(FUZZ_BINS)
 demo: deps all
 	haproxy/demo.sh
 
-install: $(BIN)
-	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/spoa-breaker
-	install -D -m 0644 haproxy/spoe-breaker.conf $(DESTDIR)$(PREFIX)/share/spoa-breaker/spoe-breaker.conf
-	install -D -m 0644 haproxy/haproxy.cfg $(DESTDIR)$(PREFIX)/share/spoa-breaker/haproxy.cfg
-	install -m 0644 haproxy/router-errors.map haproxy/router-conditions.map haproxy/breaker-owned.map $(DESTDIR)$(PREFIX)/share/spoa-breaker/
-	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/spoa-breaker/router-errors haproxy/router-errors/*
-	install -m 0755 haproxy/reload-haproxy.sh $(DESTDIR)$(PREFIX)/share/spoa-breaker/
-	install -D -m 0644 packaging/spoa-breaker.ini $(DESTDIR)$(PREFIX)/share/spoa-breaker/spoa-breaker.ini
+man: $(MAN)
+
+$(MAN): packaging/spoa-breaker.8.scd
+	@mkdir -p $(@D)
+	scdoc <$< >$@
+
+# What the Debian package ships, where it ships it (debian/rules runs this
+# with PREFIX=/usr). The example haproxy.cfg reads its maps and templates
+# next to itself, and the SPOE file from sysconfdir: `haproxy -c -f
+# $(datadir)/spoa-breaker/haproxy/haproxy.cfg` passes as installed.
+EXAMPLES   := $(datadir)/spoa-breaker/haproxy
+CONF_FILES := packaging/spoa-breaker.ini:$(sysconfdir)/spoa-breaker/spoa-breaker.ini \
+              haproxy/spoe-breaker.conf:$(sysconfdir)/haproxy/spoe-breaker.conf
+DOCS       := README.md CHANGELOG.md LICENSE
+
+install: $(BIN) $(MAN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(sbindir)/spoa-breaker
+	install -D -m 0644 $(MAN) $(DESTDIR)$(mandir)/man8/spoa-breaker.8
+	@# A configuration file that is there already may have been edited: it
+	@# stays, and the shipped one goes next to it as FILE.new.
+	@for pair in $(CONF_FILES); do \
+		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
+		if [ -e "$$dst" ] && ! cmp -s "$$src" "$$dst"; then \
+			echo "install: keeping $$dst; the shipped one is $$dst.new"; \
+			install -m 0644 "$$src" "$$dst.new"; \
+		else \
+			echo "install -D -m 0644 $$src $$dst"; install -D -m 0644 "$$src" "$$dst"; \
+		fi; \
+	done
+	install -d $(DESTDIR)$(EXAMPLES)/router-errors
+	sed 's|/etc/haproxy/spoe-breaker.conf|$(sysconfdir)/haproxy/spoe-breaker.conf|' \
+		haproxy/haproxy.cfg >$(DESTDIR)$(EXAMPLES)/haproxy.cfg
+	chmod 0644 $(DESTDIR)$(EXAMPLES)/haproxy.cfg
+	install -m 0644 haproxy/router-errors.map haproxy/router-conditions.map \
+		haproxy/breaker-owned.map $(DESTDIR)$(EXAMPLES)/
+	install -m 0644 haproxy/router-errors/* $(DESTDIR)$(EXAMPLES)/router-errors/
+	install -m 0755 haproxy/reload-haproxy.sh $(DESTDIR)$(EXAMPLES)/
+	install -D -m 0644 packaging/grafana-dashboard.json $(DESTDIR)$(datadir)/spoa-breaker/grafana-dashboard.json
+	install -d $(DESTDIR)$(unitdir)
+	sed -e 's|/usr/sbin/spoa-breaker|$(sbindir)/spoa-breaker|g' \
+		-e 's|/etc/spoa-breaker/|$(sysconfdir)/spoa-breaker/|g' \
+		packaging/spoa-breaker.service >$(DESTDIR)$(unitdir)/spoa-breaker.service
+	chmod 0644 $(DESTDIR)$(unitdir)/spoa-breaker.service
+	install -D -m 0644 -t $(DESTDIR)$(docdir) $(DOCS)
+
+# Removes what install put there; a configuration file edited since is kept.
+uninstall:
+	rm -f $(DESTDIR)$(sbindir)/spoa-breaker $(DESTDIR)$(mandir)/man8/spoa-breaker.8 \
+		$(DESTDIR)$(unitdir)/spoa-breaker.service
+	rm -rf $(DESTDIR)$(datadir)/spoa-breaker $(DESTDIR)$(docdir)
+	@for pair in $(CONF_FILES); do \
+		src=$${pair%%:*}; dst=$(DESTDIR)$${pair#*:}; \
+		rm -f "$$dst.new"; \
+		if cmp -s "$$src" "$$dst"; then echo "rm -f $$dst"; rm -f "$$dst"; \
+		elif [ -e "$$dst" ]; then echo "uninstall: keeping $$dst: edited since"; fi; \
+	done
+	@# Directories only if empty: HAProxy's own stays.
+	@rmdir $(DESTDIR)$(sysconfdir)/spoa-breaker $(DESTDIR)$(sysconfdir)/haproxy 2>/dev/null || true
 
 clean:
 	rm -rf build build-asan

@@ -3,8 +3,11 @@
 # pass its tests -- only those missing, so it is a no-op on a ready machine.
 set -eu
 
+# Build, tests and demo; then what the packaging suites use (tests/packaging/:
+# the manual page, the systemd unit, the Debian package, the container image).
 PACKAGES="gcc make pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev libcmocka-dev
-clang libclang-rt-14-dev haproxy bats bats-assert bats-support python3 curl socat iproute2 mmdebstrap"
+clang libclang-rt-14-dev haproxy bats bats-assert bats-support python3 curl socat iproute2 mmdebstrap
+scdoc man-db systemd build-essential debhelper lintian podman runc catatonit python3-yaml"
 
 missing=""
 for pkg in $PACKAGES; do

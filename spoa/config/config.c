@@ -144,7 +144,11 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 		return 0;
 	}
 	if (args.version) {
-		fprintf(out, CONFIG_PROGRAM " %s\n", SPOA_VERSION);
+		/* SPOA_REVISION: the git revision the Makefile saw, "" outside git. */
+		if (SPOA_REVISION[0] != '\0')
+			fprintf(out, CONFIG_PROGRAM " %s (git %s)\n", SPOA_VERSION, SPOA_REVISION);
+		else
+			fprintf(out, CONFIG_PROGRAM " %s\n", SPOA_VERSION);
 		return 0;
 	}
 	if (bad_command_line) {

@@ -399,7 +399,10 @@ static void test_bad_command_lines(void **state)
 	assert_errors_have("spoa-breaker: unexpected argument 'stray'\n");
 
 	assert_int_equal(STATUS("--version"), 0);
-	assert_string_equal(r.out, "spoa-breaker " SPOA_VERSION "\n");
+	if (SPOA_REVISION[0] != '\0')
+		assert_string_equal(r.out, "spoa-breaker " SPOA_VERSION " (git " SPOA_REVISION ")\n");
+	else
+		assert_string_equal(r.out, "spoa-breaker " SPOA_VERSION "\n");
 }
 
 /* A reload parses the same argv again: getopt must start over, and the

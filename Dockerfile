@@ -1,0 +1,77 @@
+# spoa-breaker in a container: a build stage with the compiler and the -dev
+# packages, and a slim Debian 12 runtime stage with only the libraries the
+# binary links, run as a non-root user.
+#
+#   podman build --format docker -t spoa-breaker .   (docker build -t spoa-breaker .)
+#   podman run -d --name breaker -p 127.0.0.1:12345:12345 -p 127.0.0.1:9786:9786 spoa-breaker
+#
+# --format docker keeps the HEALTHCHECK (podman's default OCI format has
+# none). README "Run it in production" has the rest: configuration,
+# HAProxy's admin socket, compose. Plain Dockerfile syntax, no heredocs:
+# Debian 12's buildah does not read them.
+
+FROM debian:bookworm-slim AS build
+
+# libmsgpack-dev: the state snapshot (state.msgpack) is msgpack-c's.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+        gcc libc6-dev make pkg-config \
+        libev-dev libinih-dev libmicrohttpd-dev libmsgpack-dev \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /src
+COPY Makefile ./
+COPY include include
+COPY spoa spoa
+# The git revision --version names: the build context has no .git.
+ARG REVISION=
+RUN make -j"$(nproc)" REVISION="$REVISION" build/spoa-breaker \
+    && build/spoa-breaker --version
+
+
+FROM debian:bookworm-slim
+
+ARG REVISION=
+LABEL org.opencontainers.image.title="spoa-breaker" \
+      org.opencontainers.image.description="A backpressure-aware circuit breaker for HAProxy (SPOE agent)" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.revision="$REVISION"
+
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+        libev4 libinih1 libmicrohttpd12 libmsgpackc2 \
+    && rm -rf /var/lib/apt/lists/*
+
+# A fixed UID/GID, so that a host directory or socket can be given to it:
+# chown 10001 DIR, or a group HAProxy's stats socket shares (README).
+RUN groupadd --system --gid 10001 spoa-breaker \
+    && useradd --system --uid 10001 --gid spoa-breaker --no-create-home \
+        --home-dir /var/lib/spoa-breaker --shell /usr/sbin/nologin spoa-breaker \
+    && install -d -o spoa-breaker -g spoa-breaker -m 0750 /var/lib/spoa-breaker
+
+COPY --from=build /src/build/spoa-breaker /usr/sbin/spoa-breaker
+
+USER spoa-breaker
+WORKDIR /var/lib/spoa-breaker
+# The state snapshot (state.msgpack) will live here; a volume keeps it
+# across containers.
+VOLUME ["/var/lib/spoa-breaker"]
+
+# SPOP (HAProxy's SPOE connects here) and the admin HTTP listener.
+EXPOSE 12345 9786
+
+# /healthz on the admin listener, with bash alone (no curl in the image).
+# It asks 127.0.0.1:9786: with --admin elsewhere, or none, give podman run
+# --health-cmd, or --no-healthcheck.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9786 && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && read -r _ status _ <&3 && [ \"$status\" = 200 ]"]
+
+# The agent is PID 1: TERM (docker/podman stop) is its graceful stop,
+# AGENT-DISCONNECT to HAProxy and exit 0 within 3 s, and it starts no child
+# to reap; --init works as well.
+ENTRYPOINT ["/usr/sbin/spoa-breaker"]
+# The embedded defaults, on every interface of the container: the binary's
+# own default is loopback, which nothing outside the container could reach.
+# Arguments given to `run` replace these: keep --listen and --admin, or
+# set listen and admin in an INI file given with -f.
+CMD ["--listen", "0.0.0.0:12345", "--admin", "0.0.0.0:9786"]

@@ -1,0 +1,179 @@
+#!/bin/bash
+# The Debian package: dpkg-buildpackage -b builds it with Debian's hardening
+# flags (from a copy of the tree, so that the worktree and its parent stay
+# clean), lintian finds no error, and it holds what make install lays out.
+# Then dpkg -i installs it, the installed agent and HAProxy accept what it
+# shipped, and dpkg --purge leaves nothing behind: no file, user, group or
+# state, and HAProxy's own configuration as it was. Needs root; not run
+# where spoa-breaker is installed for real.
+set -u
+. "$(dirname "$0")/lib.sh"
+cd "$REPO" || exit 1
+
+PKG=spoa-breaker
+[ "$(id -u)" -eq 0 ] || skip_suite "installing a package needs root"
+if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q ' installed$\|config-files'; then
+	skip_suite "$PKG is installed on this machine: leaving it alone"
+fi
+if getent passwd "$PKG" >/dev/null || getent group "$PKG" >/dev/null; then
+	skip_suite "a user or group $PKG exists on this machine: leaving it alone"
+fi
+
+TMP=$(mktemp -d /tmp/spoa-breaker-deb.XXXXXX)
+installed=0
+cleanup() {
+	# A suite stopped half-way must not leave the package installed; the
+	# dpkg it stopped in may still hold dpkg's lock for a moment.
+	if [ "$installed" = 1 ]; then
+		for _ in $(seq 30); do
+			dpkg --purge "$PKG" >/dev/null 2>&1 && break
+			sleep 1
+		done
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# The tree as git sees it (tracked files and new ones, uncommitted changes
+# included), without build outputs.
+mkdir "$TMP/$PKG"
+git ls-files -co --exclude-standard | tar -cf - -T - | tar -xf - -C "$TMP/$PKG"
+# The copy has no .git: the revision is handed in, to the package build
+# only (in the environment, it would make the make install below rebuild
+# the worktree's binary, which the end-to-end suites may be running).
+# RESULTS is check.sh's: the unit tests of the build are not counted twice.
+REVISION=${REVISION:-$(git describe --always --dirty 2>/dev/null)}
+build_deb() {
+	(cd "$TMP/$PKG" && env -u RESULTS REVISION="$REVISION" dpkg-buildpackage -us -uc -b) >"$TMP/build.log" 2>&1 || {
+		tail -n 40 "$TMP/build.log"
+		return 1
+	}
+}
+check "dpkg-buildpackage -us -uc -b builds ${PKG}_*.deb" build_deb || { finish; exit; }
+DEB=$(ls "$TMP/${PKG}_"*_*.deb)
+CHANGES=$(ls "$TMP/${PKG}_"*.changes)
+note "$(dpkg-deb -f "$DEB" Package Version Depends | tr '\n' ' ')"
+
+# Every tag lintian finds is shown; errors fail. (It warns on stderr that
+# it runs as root, and leaves files in TMPDIR.)
+TMPDIR=$TMP lintian --fail-on error "$CHANGES" >"$TMP/lintian.log" 2>/dev/null
+lintian_status=$?
+while read -r line; do note "lintian: $line"; done <"$TMP/lintian.log"
+check "lintian: no error" test "$lintian_status" -eq 0
+
+version_matches() {
+	local makefile_version deb_version
+	makefile_version=$(sed -n 's/^VERSION *:= *//p' Makefile)
+	deb_version=$(dpkg-deb -f "$DEB" Version)
+	[ "${deb_version%-*}" = "$makefile_version" ] || { echo "package $deb_version, Makefile $makefile_version"; return 1; }
+}
+check "the package's upstream version is the Makefile's VERSION" version_matches
+
+# What make install lays out under PREFIX=/usr, with Debian's documentation
+# conventions (compressed, copyright for LICENSE, the two changelogs).
+make_install_files() {
+	make --no-print-directory BUILD="$BUILD" PREFIX=/usr DESTDIR="$TMP/root" install >/dev/null &&
+		(cd "$TMP/root" && find . -type f) | sed -e 's|^\.||' \
+			-e 's|/doc/spoa-breaker/LICENSE$|/doc/spoa-breaker/copyright|' \
+			-e 's|/doc/spoa-breaker/CHANGELOG.md$|/doc/spoa-breaker/changelog.gz|' \
+			-e 's|/doc/spoa-breaker/README.md$|&.gz|' -e 's|\.8$|.8.gz|'
+	echo /usr/share/doc/spoa-breaker/changelog.Debian.gz
+}
+deb_files() { dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\.||'; }
+same_layout() { diff -u <(make_install_files | sort) <(deb_files | sort); }
+check "the package holds what make install lays out" same_layout
+
+# Built with dpkg-buildflags' hardening: RELRO, BIND_NOW, PIE, FORTIFY,
+# stack protector.
+hardened() {
+	local bin=$TMP/extract/usr/sbin/spoa-breaker
+	dpkg-deb -x "$DEB" "$TMP/extract" &&
+		readelf -lW "$bin" | grep -q GNU_RELRO &&
+		readelf -d "$bin" | grep -q 'BIND_NOW' &&
+		readelf -h "$bin" | grep -q 'DYN (Position-Independent' &&
+		nm -D "$bin" | grep -q '__snprintf_chk' &&
+		nm -D "$bin" | grep -q '__stack_chk_fail'
+}
+check "the packaged binary is hardened (RELRO, BIND_NOW, PIE, FORTIFY, stack protector)" hardened
+
+# What purge must leave as it found it.
+snapshot() {
+	find /etc/haproxy -xdev -printf '%p %m %u %g\n' 2>/dev/null | sort
+	find /etc/haproxy -xdev -type f -exec sha256sum {} + 2>/dev/null | sort
+	getent group haproxy
+	ls -d /etc/spoa-breaker /var/lib/spoa-breaker /usr/share/spoa-breaker /usr/share/doc/spoa-breaker 2>/dev/null
+	ls /var/lib/systemd/deb-systemd-helper-enabled /var/lib/systemd/deb-systemd-helper-masked 2>/dev/null | grep "$PKG"
+}
+snapshot >"$TMP/before"
+
+# Serialised with any other run of this suite on the machine.
+exec 9>/run/lock/spoa-breaker-deb-test.lock
+flock -w 300 9 || { echo "not ok - another run holds the package test's lock"; exit 1; }
+# (check runs its command in a subshell: the flag is set out here.)
+installed=1
+check "dpkg -i installs it" dpkg -i "$DEB" || { finish; exit; }
+
+system_user() {
+	local uid
+	uid=$(id -u "$PKG") && [ "$uid" -lt 1000 ] && getent group "$PKG" >/dev/null
+}
+check "postinst made the system user $PKG" system_user
+conffiles() {
+	dpkg-query -W -f='${Conffiles}\n' "$PKG" | awk 'NF {print $1}' | sort | tr '\n' ' ' |
+		grep -qx '/etc/haproxy/spoe-breaker.conf /etc/spoa-breaker/spoa-breaker.ini '
+}
+check "the INI and the SPOE file are conffiles" conffiles
+names_version() {
+	local expected
+	expected="spoa-breaker $(sed -n 's/^VERSION *:= *//p' Makefile)${REVISION:+ (git $REVISION)}"
+	[ "$(/usr/sbin/spoa-breaker --version)" = "$expected" ] || { /usr/sbin/spoa-breaker --version; return 1; }
+}
+check "the installed agent names its version and git revision" names_version
+check "spoa-breaker --check accepts the shipped /etc/spoa-breaker/spoa-breaker.ini" \
+	/usr/sbin/spoa-breaker --check -f /etc/spoa-breaker/spoa-breaker.ini
+# The server-state file is HAProxy's, which the package leaves alone: its
+# absence is the one warning allowed.
+haproxy_check() {
+	local out
+	out=$(haproxy -c -f /usr/share/spoa-breaker/haproxy/haproxy.cfg 2>&1) || { echo "$out"; return 1; }
+	! echo "$out" | grep -E 'WARNING|ALERT' | grep -v "server state file"
+}
+check "haproxy -c passes on the shipped example as installed" haproxy_check
+check "systemd-analyze verify passes on the installed unit" systemd-analyze verify /lib/systemd/system/spoa-breaker.service
+
+# The installed binary runs as its user, answers /healthz and stops on TERM.
+runs_as_user() {
+	local spop admin pid status
+	spop=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	admin=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	setpriv --reuid="$PKG" --regid="$PKG" --init-groups \
+		/usr/sbin/spoa-breaker -f /etc/spoa-breaker/spoa-breaker.ini \
+		--listen "127.0.0.1:$spop" --admin "127.0.0.1:$admin" &
+	pid=$!
+	for _ in $(seq 50); do curl -sf "http://127.0.0.1:$admin/healthz" >/dev/null && break; sleep 0.1; done
+	curl -sf "http://127.0.0.1:$admin/healthz" || { kill "$pid"; return 1; }
+	kill -TERM "$pid"
+	wait "$pid"
+	status=$?
+	[ "$status" -eq 0 ] || { echo "exit status $status after TERM"; return 1; }
+}
+check "the installed agent runs as $PKG, answers /healthz and exits 0 on TERM" runs_as_user
+
+check "dpkg --purge removes it" dpkg --purge "$PKG" && installed=0
+
+nothing_left() {
+	local left=0 path
+	for path in $(deb_files); do
+		[ -e "$path" ] && { echo "left: $path"; left=1; }
+	done
+	getent passwd "$PKG" && { echo "user $PKG left"; left=1; }
+	getent group "$PKG" && { echo "group $PKG left"; left=1; }
+	dpkg-query -W -f='${Status}\n' "$PKG" 2>/dev/null | grep -qv '^unknown ok not-installed$\|^$' &&
+		{ echo "dpkg still knows $PKG: $(dpkg-query -W -f='${Status}' "$PKG")"; left=1; }
+	snapshot >"$TMP/after"
+	diff -u "$TMP/before" "$TMP/after" || left=1
+	return "$left"
+}
+check "nothing left behind; HAProxy's configuration as it was" nothing_left
+
+finish

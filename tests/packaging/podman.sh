@@ -1,0 +1,114 @@
+# A private podman for the container suites (sourced), set up the way
+# /work/shared/reference/podman-build.md found works on Debian 12 machines
+# with no Docker engine and no registry:
+#  - runc, as crun refuses hybrid cgroup layouts; ulimits podman may set as
+#    root here; configuration, storage and network definitions in a
+#    directory of this run, removed at the end, so that nothing is shared
+#    with another run or with the host's own podman;
+#  - the FROM image, debian:bookworm-slim, made from Debian's archive with
+#    mmdebstrap (the slim variant's exclusions), its tarball cached in
+#    /var/cache/spoa-breaker and made anew after a week.
+# Containers run with --network=none: nothing is bridged or published.
+# shellcheck shell=bash
+
+CACHE=${HAPROXY_CACHE:-/var/cache/spoa-breaker}
+BASE_TAR=$CACHE/debian-bookworm-slim.tar
+BASE_IMAGE=docker.io/library/debian:bookworm-slim
+
+# SPOA_PODMAN_DIR, when set, is a directory check.sh gives the container
+# suites to share (images built once), and removes after them with
+# podman_remove_dir; otherwise a suite makes its own and removes it.
+podman_setup() {
+	if [ -n "${SPOA_PODMAN_DIR:-}" ]; then
+		PODMAN_DIR=$SPOA_PODMAN_DIR
+		PODMAN_OWNED=0
+	else
+		PODMAN_DIR=$(mktemp -d /var/tmp/spoa-breaker-podman.XXXXXX)
+		PODMAN_OWNED=1
+	fi
+	mkdir -p "$PODMAN_DIR/tmp" "$PODMAN_DIR/networks"
+	cat >"$PODMAN_DIR/containers.conf" <<CONF
+[containers]
+default_ulimits = ["nofile=16384:16384", "nproc=16384:16384"]
+[engine]
+runtime = "runc"
+[network]
+network_config_dir = "$PODMAN_DIR/networks"
+CONF
+	cat >"$PODMAN_DIR/storage.conf" <<CONF
+[storage]
+driver = "overlay"
+graphroot = "$PODMAN_DIR/storage"
+runroot = "$PODMAN_DIR/run"
+CONF
+	export CONTAINERS_CONF=$PODMAN_DIR/containers.conf
+	export CONTAINERS_STORAGE_CONF=$PODMAN_DIR/storage.conf
+	export TMPDIR=$PODMAN_DIR/tmp
+}
+
+# Removes the suite's containers and volumes (named PREFIX-...), and the
+# whole directory if the suite made it.
+podman_teardown() { # PREFIX
+	[ -n "${PODMAN_DIR:-}" ] && [ -d "$PODMAN_DIR" ] || return 0
+	local ids
+	ids=$(podman ps --all --quiet --filter "name=^$1-")
+	[ -z "$ids" ] || podman rm --force --time 0 $ids >/dev/null 2>&1
+	ids=$(podman volume ls --quiet --filter "name=^$1-")
+	[ -z "$ids" ] || podman volume rm --force $ids >/dev/null 2>&1
+	[ "$PODMAN_OWNED" = 1 ] && podman_remove_dir "$PODMAN_DIR"
+}
+
+# Everything in a podman directory, then the directory.
+podman_remove_dir() { # DIR
+	CONTAINERS_CONF=$1/containers.conf CONTAINERS_STORAGE_CONF=$1/storage.conf TMPDIR=$1/tmp \
+		sh -c 'podman rm --all --force --time 0; podman volume rm --all --force; podman rmi --all --force' \
+		>/dev/null 2>&1
+	rm -rf "$1"
+}
+
+# podman, less the error it logs for each health check timer it cannot set
+# up where systemd does not run.
+PODMAN_NOISE='unable to get systemd connection'
+podman_quiet() { podman "$@" 2> >(grep -v "$PODMAN_NOISE" >&2); }
+
+# "URI SUITE" for each Debian 12 suite this machine's apt uses.
+apt_suites() {
+	{
+		awk 'function emit() { if (u != "") for (i in s) print u, s[i]; u = ""; delete s }
+			/^URIs:/ { u = $2 } /^Suites:/ { for (i = 2; i <= NF; i++) s[i] = $i }
+			/^[ \t]*$/ { emit() } END { emit() }' /etc/apt/sources.list.d/*.sources 2>/dev/null
+		awk '$1 == "deb" { print $2, $3 }' /etc/apt/sources.list 2>/dev/null
+	} | awk '$2 ~ /^bookworm(-updates|-security|\/updates)?$/' | sort -u
+}
+
+# Makes the cached tarball if missing or a week old, then imports it under
+# the names the Dockerfile (and the compose file) use.
+base_image() {
+	if [ ! -s "$BASE_TAR" ] || [ -n "$(find "$BASE_TAR" -mtime +7)" ]; then
+		local sources=() uri suite
+		while read -r uri suite; do
+			sources+=("deb $uri $suite main")
+		done < <(apt_suites)
+		[ "${#sources[@]}" -gt 0 ] || sources=("deb http://deb.debian.org/debian bookworm main"
+			"deb http://deb.debian.org/debian bookworm-updates main"
+			"deb http://deb.debian.org/debian-security bookworm-security main")
+		mkdir -p "$CACHE"
+		mmdebstrap --variant=minbase --mode=root --format=tar --skip=output/dev \
+			--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+			--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+			--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+			--dpkgopt='path-exclude=/usr/share/groff/*' --dpkgopt='path-exclude=/usr/share/lintian/*' \
+			--dpkgopt='path-exclude=/usr/share/locale/*' \
+			--aptopt='DPkg::Post-Invoke {"rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true";}' \
+			--aptopt='Dir::Cache::pkgcache ""' --aptopt='Dir::Cache::srcpkgcache ""' \
+			bookworm "$BASE_TAR.tmp$$" "${sources[@]}" >"$CACHE/debian-bookworm-slim.log" 2>&1 || {
+			tail -n 20 "$CACHE/debian-bookworm-slim.log"
+			rm -f "$BASE_TAR.tmp$$"
+			return 1
+		}
+		mv "$BASE_TAR.tmp$$" "$BASE_TAR"
+	fi
+	podman image exists "$BASE_IMAGE" ||
+		podman import --quiet --change 'CMD ["bash"]' "$BASE_TAR" "$BASE_IMAGE" >/dev/null &&
+		podman tag "$BASE_IMAGE" docker.io/library/debian:12-slim
+}
