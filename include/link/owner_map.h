@@ -46,8 +46,11 @@ bool owner_record_equal(const struct owner_record *a, const struct owner_record 
 /*
  * Finds the map whose file is named OWNER_MAP_NAME in a `show map` reply
  * ("# id (file) description" then "ID (PATH) ..." lines) and copies its
- * path into path (size bytes). False when there is none, or when the path
- * holds anything but letters, digits and "/._-" (it goes into commands).
+ * path into path (size bytes), as HAProxy lists it: absolute, or relative
+ * to the configuration's default-path ("breaker-owned.map"), which is how
+ * the commands must name it too. False when there is none, or when the
+ * path holds anything but letters, digits and "/._-" (it goes into
+ * commands).
  */
 bool owner_map_find(const char *reply, size_t len, char *path, size_t size);
 

@@ -2,6 +2,7 @@
  * owner_map.c - the agent's drains and limits as recorded in HAProxy (see
  * owner_map.h). Pure: builders and parsers over caller-owned buffers.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,9 +58,12 @@ static bool next_line(const char **p, const char *end, struct runtime_api_str *l
 	return true;
 }
 
+/* A map's name as HAProxy lists it - absolute, or relative to its
+ * default-path, exactly as the configuration wrote it - and so as the
+ * commands name it. It goes into commands: nothing but a plain path. */
 static bool path_is_safe(const char *s, size_t len)
 {
-	if (len == 0 || s[0] != '/')
+	if (len == 0)
 		return false;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
@@ -75,7 +79,7 @@ bool owner_map_find(const char *reply, size_t len, char *path, size_t size)
 {
 	const char *p = reply, *end = reply + len;
 	struct runtime_api_str line;
-	static const char name[] = "/" OWNER_MAP_NAME;
+	static const char name[] = OWNER_MAP_NAME;
 	const size_t name_len = sizeof(name) - 1;
 
 	while (next_line(&p, end, &line)) {
@@ -89,7 +93,9 @@ bool owner_map_find(const char *reply, size_t len, char *path, size_t size)
 		if (!close)
 			continue;
 		size_t n = (size_t)(close - rest);
-		if (n < name_len || memcmp(close - name_len, name, name_len) != 0)
+		/* The file itself, or a path that ends with "/" and its name. */
+		if (n < name_len || memcmp(close - name_len, name, name_len) != 0 ||
+		    (n > name_len && close[-(ptrdiff_t)name_len - 1] != '/'))
 			continue;
 		if (!path_is_safe(rest, n) || n >= size)
 			return false;

@@ -51,3 +51,23 @@ teardown() {
 	assert_line "x-breaker-upstream-status: 429"
 	refute_line --regexp '^x-breaker-error'
 }
+
+@test "with the shipped haproxy.cfg the agent finds and keeps HAProxy's record of its drains" {
+	# The shipped agent file has no runtime_api: point this agent at the
+	# shipped HAProxy's socket, and trip w1 by hand through its SPOP port.
+	stop agent
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-shipped.log"
+	start_agent agent --listen "$BREAKER_AGENT" -f "$REPO/packaging/spoa-breaker.ini" \
+		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --admin none
+	wait_port "$AGENT_PORT"
+	local i
+	for i in 1 2 3; do
+		python3 "$SPOP_CLIENT" "$BREAKER_AGENT" notify \
+			"[('breaker-observe', [('be', 'workers'), ('srv', 'w1'), ('status', 500)])]" >/dev/null
+	done
+	# HAProxy lists the map by the name haproxy.cfg gives it (relative to
+	# its default-path); the agent's record is there under that name.
+	wait_until 5 bash -c "echo 'show map breaker-owned.map' | socat -t 2 - UNIX-CONNECT:$BREAKER_ADMIN_SOCKET | grep -q ' workers/w1 drain$'"
+	run grep -c "loads no breaker-owned.map" "$RUN_DIR/agent.log"
+	assert_output 0
+}

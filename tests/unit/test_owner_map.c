@@ -35,6 +35,12 @@ static void test_find(void **state)
 
 	const char none[] = "# id (file) description\n\n";
 	assert_false(owner_map_find(none, strlen(none), path, sizeof(path)));
+	/* Relative to default-path, as the shipped haproxy.cfg loads it:
+	 * listed, and named in commands, exactly so. */
+	const char relative[] = "17 (breaker-owned.map) pattern loaded from file "
+				"'breaker-owned.map' used by map at file 'haproxy/haproxy.cfg' line 83.\n";
+	assert_true(owner_map_find(relative, strlen(relative), path, sizeof(path)));
+	assert_string_equal(path, "breaker-owned.map");
 	/* A name that merely ends the same way is another file. */
 	const char other[] = "0 (/etc/haproxy/not-breaker-owned.map) x\n";
 	assert_false(owner_map_find(other, strlen(other), path, sizeof(path)));
@@ -115,8 +121,11 @@ static void test_commands(void **state)
 	assert_string_equal(buf, "");
 	assert_false(owner_map_cmd(buf, sizeof(buf), path, "workers", "w2; shutdown", &none,
 				   &want_drain));
-	assert_false(owner_map_cmd(buf, sizeof(buf), "relative.map", "workers", "w2", &none,
+	assert_false(owner_map_cmd(buf, sizeof(buf), "x;y.map", "workers", "w2", &none,
 				   &want_drain));
+	assert_true(owner_map_cmd(buf, sizeof(buf), "breaker-owned.map", "workers", "w2", &none,
+				  &want_drain));
+	assert_string_equal(buf, "add map breaker-owned.map workers/w2 drain");
 	assert_false(owner_map_cmd(buf, 20, path, "workers", "w2", &none, &want_drain));
 
 	/* A record taken back is what the agent had done. */
