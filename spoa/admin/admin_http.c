@@ -56,7 +56,6 @@ struct admin_http {
 	char name[128];
 	struct admin_client clients[ADMIN_HTTP_MAX_CONNECTIONS];
 	unsigned nb_clients;
-	uint64_t cut_total;
 };
 
 static const struct {
@@ -207,7 +206,6 @@ static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			continue;
 		shutdown(info->connect_fd, SHUT_RDWR);
 		c->cut = cut = true;
-		h->cut_total++;
 		log_info("admin %s: a client took more than %ds for one request, closing it",
 			 h->name, ADMIN_HTTP_REQUEST_TIMEOUT_S);
 	}
