@@ -50,10 +50,12 @@ CONF
 podman_teardown() { # PREFIX
 	[ -n "${PODMAN_DIR:-}" ] && [ -d "$PODMAN_DIR" ] || return 0
 	local ids
-	# shellcheck disable=SC2086 # $ids: one word per container or volume
+	# $ids: one word per container, then per volume.
 	ids=$(podman ps --all --quiet --filter "name=^$1-")
+	# shellcheck disable=SC2086
 	[ -z "$ids" ] || podman rm --force --time 0 $ids >/dev/null 2>&1
 	ids=$(podman volume ls --quiet --filter "name=^$1-")
+	# shellcheck disable=SC2086
 	[ -z "$ids" ] || podman volume rm --force $ids >/dev/null 2>&1
 	[ "$PODMAN_OWNED" = 1 ] && podman_remove_dir "$PODMAN_DIR"
 }
