@@ -97,8 +97,7 @@ check "a request through HAProxy gets the agent's verdict" answered
 # w3 answers 500: after the threshold's failures the agent drains it,
 # through the socket in the shared volume (srv_admin_state 8).
 w3_drained() {
-	local i
-	for i in $(seq 40); do
+	for _ in $(seq 40); do
 		nsenter --net="$NETNS" curl -s -o /dev/null http://127.0.0.1:8080/
 		[ "$(($(cli "show servers state workers" | awk '$4 == "w3" {print $7}') & 8))" -ne 0 ] && return 0
 	done

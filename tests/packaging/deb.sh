@@ -102,7 +102,8 @@ snapshot() {
 	find /etc/haproxy -xdev -type f -exec sha256sum {} + 2>/dev/null | sort
 	getent group haproxy
 	ls -d /etc/spoa-breaker /var/lib/spoa-breaker /usr/share/spoa-breaker /usr/share/doc/spoa-breaker 2>/dev/null
-	ls /var/lib/systemd/deb-systemd-helper-enabled /var/lib/systemd/deb-systemd-helper-masked 2>/dev/null | grep "$PKG"
+	find /var/lib/systemd/deb-systemd-helper-enabled /var/lib/systemd/deb-systemd-helper-masked \
+		-name "*$PKG*" 2>/dev/null | sort
 }
 snapshot >"$TMP/before"
 

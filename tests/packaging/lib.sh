@@ -5,6 +5,7 @@
 # skip_suite: exit 77, counted as skipped.
 # shellcheck shell=bash
 
+# shellcheck disable=SC2034 # used by the suites that source this
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
 checks=0
@@ -40,8 +41,7 @@ note() { printf '# %s\n' "$*"; }
 # Waits (10 s at most) until HAProxy, through its stats socket, says
 # BACKEND/SERVER is UP.
 wait_server_up() { # SOCKET BACKEND SERVER
-	local i
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		echo "show stat" | socat -t 2 - "UNIX-CONNECT:$1" 2>/dev/null |
 			awk -F, -v b="$2" -v s="$3" '$1 == b && $2 == s {print $18}' | grep -q '^UP' && return 0
 		sleep 0.1

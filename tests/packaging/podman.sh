@@ -1,6 +1,5 @@
-# A private podman for the container suites (sourced), set up the way
-# /work/shared/reference/podman-build.md found works on Debian 12 machines
-# with no Docker engine and no registry:
+# A private podman for the container suites (sourced), set up as it works
+# on Debian 12 machines with no Docker engine and no registry:
 #  - runc, as crun refuses hybrid cgroup layouts; ulimits podman may set as
 #    root here; configuration, storage and network definitions in a
 #    directory of this run, removed at the end, so that nothing is shared
@@ -51,9 +50,12 @@ CONF
 podman_teardown() { # PREFIX
 	[ -n "${PODMAN_DIR:-}" ] && [ -d "$PODMAN_DIR" ] || return 0
 	local ids
+	# $ids: one word per container, then per volume.
 	ids=$(podman ps --all --quiet --filter "name=^$1-")
+	# shellcheck disable=SC2086
 	[ -z "$ids" ] || podman rm --force --time 0 $ids >/dev/null 2>&1
 	ids=$(podman volume ls --quiet --filter "name=^$1-")
+	# shellcheck disable=SC2086
 	[ -z "$ids" ] || podman volume rm --force $ids >/dev/null 2>&1
 	[ "$PODMAN_OWNED" = 1 ] && podman_remove_dir "$PODMAN_DIR"
 }
