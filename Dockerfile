@@ -53,7 +53,7 @@ COPY --from=build /src/build/spoa-breaker /usr/sbin/spoa-breaker
 
 USER spoa-breaker
 WORKDIR /var/lib/spoa-breaker
-# The state snapshot (state.msgpack) will live here; a volume keeps it
+# The state snapshot (state.msgpack) lives here; a volume keeps it
 # across containers.
 VOLUME ["/var/lib/spoa-breaker"]
 
