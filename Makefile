@@ -13,11 +13,10 @@
 #   make uninstall       the same variables; an edited configuration file stays
 
 VERSION    := 0.1.0
-# The git revision --version names, when the build is given one: the
-# Debian package and the container image pass git describe's, as does
-# make REVISION=$(git describe --always --dirty). A plain make leaves it
-# out: --version is then "spoa-breaker X.Y.Z", as tests/e2e pins it.
-REVISION   ?=
+# The git revision --version names: git describe's when built from git
+# (the Debian package and the container image pass it in, as they build
+# from a copy); none otherwise.
+REVISION   ?= $(shell git describe --always --dirty 2>/dev/null)
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 sbindir    ?= $(PREFIX)/sbin

@@ -17,6 +17,7 @@
 #include <ev.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/strbuf.h"
 
@@ -33,8 +34,24 @@ enum admin_page {
 	ADMIN_PAGE_HEALTHZ, /* /healthz: "ok\n" */
 };
 
-/* Appends the page to out; false when it could not be rendered (500). */
-typedef bool (*admin_render_fn)(void *ctx, enum admin_page page, struct strbuf *out);
+/* Where a page's rendering stands between two slices: zeroed before the
+ * first; the renderer keeps its positions in it and sets done with the
+ * last slice. */
+struct admin_cursor {
+	unsigned step;
+	uint32_t family;
+	uint32_t index;
+	uint32_t written;
+	bool done;
+};
+
+/* Appends the next slice of the page to out. The first call writes what
+ * must be read at once (all but what grows with the fleet); each later one
+ * a bounded slice, so that a scrape of 100,000 servers never holds the
+ * loop. False when it could not be rendered: a 500 before anything was
+ * sent, a cut connection after. */
+typedef bool (*admin_render_fn)(void *ctx, enum admin_page page, struct admin_cursor *cursor,
+				struct strbuf *out);
 
 struct admin_http;
 

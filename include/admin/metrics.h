@@ -55,6 +55,26 @@ struct metrics_source {
  */
 bool metrics_render(const struct metrics_source *s, struct strbuf *out);
 
+/* The same in parts, so that a large fleet never holds the event loop for
+ * a whole scrape: first the head - every family whose size does not grow
+ * with the fleet, rendered from s at once (s may borrow what a reload
+ * frees) - then the per-server families, a slice at a time, from the
+ * table alone. */
+struct metrics_cursor {
+	unsigned family; /* of the per-server families */
+	uint32_t index;  /* next table index */
+};
+
+bool metrics_render_head(const struct metrics_source *s, struct strbuf *out);
+
+/* Appends per-server samples from *c on, looking at no more than budget
+ * table entries; true when every per-server family is written (c then
+ * says so), false when more remains. Entries may come and go between two
+ * slices: a scrape is then a mix of two moments, as any Prometheus target
+ * scraped under load is. t (may be NULL) must outlive the cursor. */
+bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor *c,
+			    struct strbuf *out, uint32_t budget);
+
 /* Appends v as the inside of a quoted label value: \ " and newline escaped. */
 void metrics_escape_label(struct strbuf *out, const char *v);
 

@@ -13,6 +13,19 @@
  */
 bool state_json_render(const struct metrics_source *s, struct strbuf *out);
 
+/* The same in parts (see metrics_render_head()): the object up to the
+ * opening of "breakers", then the breakers a slice at a time - no more
+ * than budget table entries looked at per call - and the closing; true
+ * once the closing is written. */
+struct state_json_cursor {
+	uint32_t index;   /* next table index */
+	uint32_t written; /* breakers written so far (for the commas) */
+};
+
+bool state_json_render_head(const struct metrics_source *s, struct strbuf *out);
+bool state_json_render_breakers(const struct breaker_table *t, uint64_t now_ms,
+				struct state_json_cursor *c, struct strbuf *out, uint32_t budget);
+
 /* Appends v as a JSON string, quotes included: " \ and every control
  * character escaped; other bytes are copied (names are ASCII). */
 void state_json_string(struct strbuf *out, const char *v);

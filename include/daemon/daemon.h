@@ -48,6 +48,7 @@ void daemon_reload(struct daemon *d);
 
 /* The admin pages (admin_pages.c): /metrics, /state, /healthz from the
  * running parts. ctx is the daemon. */
-bool daemon_render_admin_page(void *ctx, enum admin_page page, struct strbuf *out);
+bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_cursor *cursor,
+			      struct strbuf *out);
 
 #endif /* SPOA_DAEMON_H */

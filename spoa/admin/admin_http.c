@@ -94,6 +94,91 @@ static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status
 	return respond(conn, status, body, strlen(text), "text/plain; charset=utf-8");
 }
 
+/* A page too large for one go: the rest is rendered as libmicrohttpd asks
+ * for it, one slice per call, on the loop's turn that can send it. */
+struct page_job {
+	struct admin_http *h;
+	enum admin_page page;
+	struct admin_cursor cursor;
+	struct strbuf buf;
+	size_t sent; /* of buf */
+};
+
+static ssize_t read_page(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct page_job *job = cls;
+	(void)pos;
+
+	if (job->sent == job->buf.len) {
+		job->buf.len = 0;
+		job->sent = 0;
+		if (job->buf.data)
+			job->buf.data[0] = '\0';
+		/* Slices of unused table slots write nothing: go on to one that
+		 * does (they cost a look at each slot), never answer "nothing yet". */
+		while (job->buf.len == 0 && !job->cursor.done) {
+			if (!job->h->render(job->h->render_ctx, job->page, &job->cursor, &job->buf) ||
+			    job->buf.failed) {
+				log_warning("admin %s: a page could not be rendered (out of memory)",
+					    job->h->name);
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			}
+		}
+		if (job->buf.len == 0)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+	size_t n = job->buf.len - job->sent;
+	if (n > max)
+		n = max;
+	memcpy(out, job->buf.data + job->sent, n);
+	job->sent += n;
+	return (ssize_t)n;
+}
+
+static void free_page(void *cls)
+{
+	struct page_job *job = cls;
+	strbuf_free(&job->buf);
+	free(job);
+}
+
+/* Answers with what the first slice wrote and, when more remains, the
+ * rest as it is asked for. */
+static enum MHD_Result respond_page(struct admin_http *h, struct MHD_Connection *conn,
+				    enum admin_page page, const char *content_type)
+{
+	struct page_job *job = calloc(1, sizeof(*job));
+	if (!job)
+		return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error\n");
+	job->h = h;
+	job->page = page;
+	strbuf_init(&job->buf);
+	if (!h->render(h->render_ctx, page, &job->cursor, &job->buf) || job->buf.failed) {
+		free_page(job);
+		log_warning("admin %s: a page could not be rendered (out of memory)", h->name);
+		return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error\n");
+	}
+	if (job->cursor.done) { /* small: one buffer, as before */
+		size_t len;
+		char *body = strbuf_steal(&job->buf, &len);
+		free_page(job);
+		if (!body)
+			body = strdup(""), len = 0;
+		return body ? respond(conn, MHD_HTTP_OK, body, len, content_type) : MHD_NO;
+	}
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_page, job, free_page);
+	if (!r) {
+		free_page(job);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
@@ -112,18 +197,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
 		if (strcmp(url, pages[i].path) != 0)
 			continue;
-		struct strbuf out;
-		strbuf_init(&out);
-		bool ok = h->render(h->render_ctx, pages[i].page, &out);
-		size_t len;
-		char *body = strbuf_steal(&out, &len);
-		if (!ok || !body) {
-			free(body);
-			log_warning("admin %s: %s could not be rendered (out of memory)", h->name,
-				    pages[i].path);
-			return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error\n");
-		}
-		return respond(conn, MHD_HTTP_OK, body, len, pages[i].content_type);
+		return respond_page(h, conn, pages[i].page, pages[i].content_type);
 	}
 	return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found: /metrics, /state, /healthz\n");
 }

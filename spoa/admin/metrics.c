@@ -69,13 +69,6 @@ static void server_sample_end(struct strbuf *o, uint64_t value)
 	strbuf_printf(o, "} %llu\n", (unsigned long long)value);
 }
 
-/* Every entry in use, in index order (stable from one scrape to the next). */
-#define FOR_EACH_ENTRY(t, e)                                                                       \
-	for (uint32_t e##_i = 0; (t) && e##_i < (t)->allocated; e##_i++)                         \
-		for (const struct breaker_table_entry *e = breaker_table_at((t), e##_i); e;        \
-		     e = NULL)                                                                      \
-			if (e->in_use)
-
 static const enum breaker_outcome outcomes[] = {
 	BREAKER_OUTCOME_SUCCESS, BREAKER_OUTCOME_CLIENT_ERROR, BREAKER_OUTCOME_BACKPRESSURE,
 	BREAKER_OUTCOME_FAILURE, BREAKER_OUTCOME_IGNORED,
@@ -102,47 +95,90 @@ static unsigned state_value(enum breaker_state s)
 	return 0;
 }
 
-static void render_breakers(const struct metrics_source *s, struct strbuf *o)
+static void requests_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++) {
+		server_sample_begin(o, "worker_requests_total", e);
+		strbuf_printf(o, ",outcome=\"%s\"", breaker_outcome_name(outcomes[i]));
+		server_sample_end(o, e->counters.outcomes[outcomes[i]]);
+	}
+}
+
+static void state_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	server_sample_begin(o, "breaker_state", e);
+	server_sample_end(o, state_value(e->breaker.state));
+}
+
+static void transitions_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	for (int from = BREAKER_CLOSED; from <= BREAKER_HALF_OPEN; from++) {
+		for (int to = BREAKER_CLOSED; to <= BREAKER_HALF_OPEN; to++) {
+			uint64_t n = e->counters.transitions[from][to];
+			if (from == to || (!n && !transition_possible(from, to)))
+				continue;
+			server_sample_begin(o, "breaker_transitions_total", e);
+			strbuf_printf(o, ",from=\"%s\",to=\"%s\"", breaker_state_name(from),
+				      breaker_state_name(to));
+			server_sample_end(o, n);
+		}
+	}
+}
+
+static void streak_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	server_sample_begin(o, "breaker_failure_streak", e);
+	server_sample_end(o, e->breaker.failure_streak);
+}
+
+/* The families with one sample (or a few) per server: what grows with
+ * the fleet, and so what is rendered a slice at a time. */
+static const struct {
+	const char *name, *type, *help;
+	void (*samples)(struct strbuf *o, const struct breaker_table_entry *e);
+} server_families[] = {
+	{"worker_requests_total", "counter",
+	 "Worker responses judged over SPOP, by outcome (HAProxy-counter faults are in "
+	 "faults_polled_total).",
+	 requests_of},
+	{"breaker_state", "gauge", "Breaker state: 0 closed, 1 open, 2 half_open.", state_of},
+	{"breaker_transitions_total", "counter", "Breaker state changes, by from and to.",
+	 transitions_of},
+	{"breaker_failure_streak", "gauge", "Consecutive failures counted by the breaker.",
+	 streak_of},
+};
+
+bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor *c,
+			    struct strbuf *o, uint32_t budget)
+{
+	const size_t nb = sizeof(server_families) / sizeof(server_families[0]);
+
+	while (c->family < nb) {
+		if (c->index == 0) {
+			/* A family's head goes out with at least one of its
+			 * entries looked at, so a cut never writes it twice. */
+			if (budget == 0)
+				return false;
+			family(o, server_families[c->family].name, server_families[c->family].type,
+			       server_families[c->family].help);
+		}
+		for (; t && c->index < t->allocated; c->index++) {
+			if (budget == 0)
+				return false;
+			budget--;
+			const struct breaker_table_entry *e = breaker_table_at(t, c->index);
+			if (e->in_use)
+				server_families[c->family].samples(o, e);
+		}
+		c->family++;
+		c->index = 0;
+	}
+	return true;
+}
+
+static void render_table(const struct metrics_source *s, struct strbuf *o)
 {
 	const struct breaker_table *t = s->table;
-
-	family(o, "worker_requests_total", "counter",
-	       "Worker responses judged over SPOP, by outcome (HAProxy-counter faults are in "
-	       "faults_polled_total).");
-	FOR_EACH_ENTRY (t, e) {
-		for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++) {
-			server_sample_begin(o, "worker_requests_total", e);
-			strbuf_printf(o, ",outcome=\"%s\"", breaker_outcome_name(outcomes[i]));
-			server_sample_end(o, e->counters.outcomes[outcomes[i]]);
-		}
-	}
-
-	family(o, "breaker_state", "gauge", "Breaker state: 0 closed, 1 open, 2 half_open.");
-	FOR_EACH_ENTRY (t, e) {
-		server_sample_begin(o, "breaker_state", e);
-		server_sample_end(o, state_value(e->breaker.state));
-	}
-
-	family(o, "breaker_transitions_total", "counter", "Breaker state changes, by from and to.");
-	FOR_EACH_ENTRY (t, e) {
-		for (int from = BREAKER_CLOSED; from <= BREAKER_HALF_OPEN; from++) {
-			for (int to = BREAKER_CLOSED; to <= BREAKER_HALF_OPEN; to++) {
-				uint64_t n = e->counters.transitions[from][to];
-				if (from == to || (!n && !transition_possible(from, to)))
-					continue;
-				server_sample_begin(o, "breaker_transitions_total", e);
-				strbuf_printf(o, ",from=\"%s\",to=\"%s\"", breaker_state_name(from),
-					      breaker_state_name(to));
-				server_sample_end(o, n);
-			}
-		}
-	}
-
-	family(o, "breaker_failure_streak", "gauge", "Consecutive failures counted by the breaker.");
-	FOR_EACH_ENTRY (t, e) {
-		server_sample_begin(o, "breaker_failure_streak", e);
-		server_sample_end(o, e->breaker.failure_streak);
-	}
 
 	family(o, "breaker_table_entries", "gauge", "Servers tracked.");
 	sample(o, "breaker_table_entries", t ? t->count : 0);
@@ -343,7 +379,7 @@ static void render_state(const struct metrics_source *s, struct strbuf *o)
 			sources[i] == st->source);
 }
 
-bool metrics_render(const struct metrics_source *s, struct strbuf *o)
+bool metrics_render_head(const struct metrics_source *s, struct strbuf *o)
 {
 	family(o, "build_info", "gauge", "Always 1; the agent's version as a label.");
 	sample1(o, "build_info", "version", s->version ? s->version : "unknown", 1);
@@ -354,9 +390,19 @@ bool metrics_render(const struct metrics_source *s, struct strbuf *o)
 	family(o, "log_lines_suppressed_total", "counter",
 	       "Log lines held back by the rate limit of their call site (summed up in the log).");
 	sample(o, "log_lines_suppressed_total", s->log_lines_suppressed);
-	render_breakers(s, o);
+	render_table(s, o);
 	render_spop(s, o);
 	render_enforcement(s, o);
 	render_state(s, o);
+	return !o->failed;
+}
+
+bool metrics_render(const struct metrics_source *s, struct strbuf *o)
+{
+	struct metrics_cursor c = {0};
+
+	metrics_render_head(s, o);
+	while (!metrics_render_servers(s->table, &c, o, UINT32_MAX))
+		;
 	return !o->failed;
 }

@@ -113,7 +113,7 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	strbuf_putc(o, '}');
 }
 
-bool state_json_render(const struct metrics_source *s, struct strbuf *o)
+bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 {
 	const struct breaker_table *t = s->table;
 
@@ -133,15 +133,33 @@ bool state_json_render(const struct metrics_source *s, struct strbuf *o)
 	strbuf_puts(o, "},");
 	key(o, "breakers");
 	strbuf_putc(o, '[');
-	bool first = true;
-	for (uint32_t i = 0; t && i < t->allocated; i++) {
-		if (!breaker_table_at(t, i)->in_use)
+	return !o->failed;
+}
+
+bool state_json_render_breakers(const struct breaker_table *t, uint64_t now_ms,
+				struct state_json_cursor *c, struct strbuf *o, uint32_t budget)
+{
+	for (; t && c->index < t->allocated; c->index++) {
+		if (budget == 0)
+			return false;
+		budget--;
+		const struct breaker_table_entry *e = breaker_table_at(t, c->index);
+		if (!e->in_use)
 			continue;
-		if (!first)
+		if (c->written++)
 			strbuf_putc(o, ',');
-		first = false;
-		breaker_object(o, breaker_table_at(t, i), s->now_ms);
+		breaker_object(o, e, now_ms);
 	}
 	strbuf_puts(o, "]}\n");
+	return true;
+}
+
+bool state_json_render(const struct metrics_source *s, struct strbuf *o)
+{
+	struct state_json_cursor c = {0};
+
+	state_json_render_head(s, o);
+	while (!state_json_render_breakers(s->table, s->now_ms, &c, o, UINT32_MAX))
+		;
 	return !o->failed;
 }

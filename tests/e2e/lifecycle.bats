@@ -19,7 +19,7 @@ teardown() {
 	assert_output --partial "--listen"
 	run "$SPOA_BIN" --version
 	assert_success
-	assert_output --regexp '^spoa-breaker [0-9]+\.[0-9]+\.[0-9]+$'
+	assert_output --regexp '^spoa-breaker [0-9]+\.[0-9]+\.[0-9]+( \(git [^)]+\))?$'
 }
 
 @test "bad command lines are refused with a message naming the problem" {

@@ -479,6 +479,39 @@ static void test_every_family_present(void **state)
 	free(text);
 }
 
+/* Rendered a slice at a time, with any budget, a page is the same page. */
+static void test_slices_make_the_same_page(void **state)
+{
+	struct metrics_source s = source();
+	char *whole = render_metrics(&s);
+	static const uint32_t budgets[] = {1, 2, 3, 7, 1024};
+
+	for (size_t b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+		struct strbuf out;
+		struct metrics_cursor c = {0};
+		unsigned calls = 0;
+		strbuf_init(&out);
+		assert_true(metrics_render_head(&s, &out));
+		while (!metrics_render_servers(s.table, &c, &out, budgets[b]))
+			assert_true(++calls < 100000);
+		assert_string_equal(out.data, whole);
+		strbuf_free(&out);
+
+		struct strbuf js, js_whole;
+		struct state_json_cursor jc = {0};
+		strbuf_init(&js);
+		strbuf_init(&js_whole);
+		assert_true(state_json_render(&s, &js_whole));
+		assert_true(state_json_render_head(&s, &js));
+		while (!state_json_render_breakers(s.table, s.now_ms, &jc, &js, budgets[b]))
+			;
+		assert_string_equal(js.data, js_whole.data);
+		strbuf_free(&js);
+		strbuf_free(&js_whole);
+	}
+	free(whole);
+}
+
 static void test_output_passes_the_format_check(void **state)
 {
 	struct metrics_source s = source();
@@ -713,6 +746,7 @@ int main(void)
 		cmocka_unit_test(test_checker_rejects_broken_text),
 		cmocka_unit_test_setup_teardown(test_every_family_present, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_passes_the_format_check, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slices_make_the_same_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_per_server_samples, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_histogram_buckets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
