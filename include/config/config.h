@@ -126,6 +126,10 @@ unsigned config_restart_only_changes(const struct config *running, const struct 
  * agent_check, poll_interval): the enforcement links must be rebuilt. */
 bool config_haproxy_changed(const struct config *a, const struct config *b);
 
+/* For a reload: every key only a restart applies takes its running value
+ * in next (what runs keeps describing what runs), by the key table. */
+void config_keep_restart_only(struct config *next, const struct config *running);
+
 /*
  * Resolves every policy into c->policies through breaker_policies_build(),
  * the core's one resolver: the global one, each backend's over it, each

@@ -33,6 +33,7 @@ struct breaker_cause {
 	enum breaker_outcome outcome;      /* RESPONSE */
 	int status;                        /* RESPONSE */
 	const struct faults_delta *faults; /* COUNTERS */
+	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 
 /* One listener of breaker events. Each function may be NULL. `recorded`

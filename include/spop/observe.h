@@ -31,7 +31,8 @@ struct observe_ctx {
 	/* Called after each recorded observation (may be NULL): publishes it
 	 * to the breakers' subscribers (log, metrics, timer, HAProxy). */
 	void (*observed)(void *observed_ctx, struct breaker_table_entry *entry,
-			 const struct breaker_event *ev, enum breaker_outcome outcome, int status);
+			 const struct breaker_event *ev, enum breaker_outcome outcome, int status,
+			 uint64_t now_ms);
 	void *observed_ctx;
 	uint64_t refused; /* observations answered with `error` */
 };

@@ -44,6 +44,25 @@ unsigned config_restart_only_changes(const struct config *running, const struct 
 	return changed;
 }
 
+void config_keep_restart_only(struct config *next, const struct config *running)
+{
+	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		if ((k->flags & CONFIG_KEY_RELOADABLE) || k->place != CONFIG_IN_CONFIG)
+			continue;
+		size_t size = k->size;
+		if (k->flags & CONFIG_KEY_REPEATABLE) {
+			size *= k->max_count;
+			memcpy((char *)next + k->count_offset, (const char *)running + k->count_offset,
+			       sizeof(unsigned));
+		}
+		memcpy((char *)next + k->offset, (const char *)running + k->offset, size);
+		if (k->flags & CONFIG_KEY_MARKS_GIVEN)
+			memcpy((char *)next + k->given_offset, (const char *)running + k->given_offset,
+			       sizeof(bool));
+	}
+}
+
 bool config_haproxy_changed(const struct config *a, const struct config *b)
 {
 	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {

@@ -67,10 +67,12 @@ static void on_removed(void *ctx, uint32_t index)
 
 /* breaker-observe recorded a response: publish it. */
 static void on_observed(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
-			enum breaker_outcome outcome, int status)
+			enum breaker_outcome outcome, int status, uint64_t now_ms)
 {
-	struct breaker_cause cause = {
-		.kind = BREAKER_CAUSE_RESPONSE, .outcome = outcome, .status = status};
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_RESPONSE,
+				      .outcome = outcome,
+				      .status = status,
+				      .now_ms = now_ms};
 	breakers_publish(ctx, e, ev, &cause);
 }
 
@@ -107,7 +109,9 @@ struct breaker_subscriber breakers_timer_subscriber(struct breakers *b)
 
 static void on_tick_event(struct breaker_table_entry *e, const struct breaker_event *ev, void *ctx)
 {
-	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COOLDOWN};
+	/* The tick entered the new state at its time. */
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COOLDOWN,
+				      .now_ms = e->breaker.state_since_ms};
 	breakers_publish(ctx, e, ev, &cause);
 }
 

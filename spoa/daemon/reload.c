@@ -21,20 +21,6 @@ static void warn_restart_only(void *ctx, const char *key)
 	log_warning("reload: %s changed; it takes effect at the next restart", key);
 }
 
-/* Restart-only settings keep describing what runs. */
-static void keep_restart_only(struct config *next, const struct config *now)
-{
-	next->agent = now->agent;
-	next->max_breakers = now->max_breakers;
-	next->use_syslog = now->use_syslog;
-	memcpy(next->listen, now->listen, sizeof(next->listen));
-	next->nb_listen = now->nb_listen;
-	memcpy(next->admin, now->admin, sizeof(next->admin));
-	next->admin_set = now->admin_set;
-	memcpy(next->state_file, now->state_file, sizeof(next->state_file));
-	next->state_file_set = now->state_file_set;
-}
-
 static void refuse(struct config *fresh, const char *why)
 {
 	log_error("reload refused: %s; the running configuration stays in effect", why);
@@ -103,7 +89,7 @@ void daemon_reload(struct daemon *d)
 		d->enforcer = enforcer;
 	}
 	config_restart_only_changes(&d->config, &fresh, warn_restart_only, NULL);
-	keep_restart_only(&fresh, &d->config);
+	config_keep_restart_only(&fresh, &d->config);
 	log_init(fresh.log_level, fresh.use_syslog, "spoa-breaker");
 	config_free(&d->config);
 	d->config = fresh;

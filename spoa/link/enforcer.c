@@ -199,7 +199,7 @@ static void on_recorded(void *ctx, struct breaker_table_entry *entry,
 	struct enforcer *e = ctx;
 
 	if (cause->kind == BREAKER_CAUSE_RESPONSE)
-		e->last_spop_ms[breaker_table_index(e->table, entry)] = clock_now_ms();
+		e->last_spop_ms[breaker_table_index(e->table, entry)] = cause->now_ms;
 	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
 		return;
 	for (unsigned i = 0; i < e->nb_links; i++)
@@ -382,9 +382,9 @@ static void record_faults(struct haproxy_link *link, struct breaker_table_entry 
 	e->stats.redispatches += d.redispatches;
 	if (d.total == 0)
 		return;
-	struct breaker_event ev =
-		breaker_record_poll(&entry->breaker, d.aborted_bodies, d.failures, clock_now_ms());
-	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COUNTERS, .faults = &d};
+	uint64_t now = clock_now_ms();
+	struct breaker_event ev = breaker_record_poll(&entry->breaker, d.aborted_bodies, d.failures, now);
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COUNTERS, .faults = &d, .now_ms = now};
 	breakers_publish(e->breakers, entry, &ev, &cause);
 }
 
@@ -544,9 +544,12 @@ static bool start_look(struct haproxy_link *link)
 	bool queued =
 		runtime_api_submit(link->client, "show info", on_info, link) &&
 		runtime_api_submit(link->client, "show stat -1 4 -1", on_stat, link) &&
-		runtime_api_submit(link->client, "show map", on_map_list, link) &&
-		(!link->owner_map[0] ||
-		 runtime_api_submit(link->client, show_owner, on_owner_map, link)) &&
+		/* The record's name is looked for until found; from then on it
+		 * is read, and a reply that no longer knows it starts the
+		 * search again (on_owner_map). */
+		(link->owner_map[0]
+			 ? runtime_api_submit(link->client, show_owner, on_owner_map, link)
+			 : runtime_api_submit(link->client, "show map", on_map_list, link)) &&
 		runtime_api_submit(link->client, "show servers state", on_servers_state, link);
 	link->looking = queued;
 	if (!queued)

@@ -88,5 +88,5 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
 
 	if (o->observed)
-		o->observed(o->observed_ctx, entry, &ev, outcome, (int)status);
+		o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now);
 }

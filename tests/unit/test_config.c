@@ -575,6 +575,14 @@ static void test_reload_decision(void **state)
 	assert_int_equal(config_restart_only_changes(&running, &next, collect, names), 2);
 	assert_string_equal(names, "listen max_connections ");
 	assert_false(config_haproxy_changed(&running, &next));
+	/* What runs keeps describing what runs; what reloads is the new. */
+	config_keep_restart_only(&next, &running);
+	assert_int_equal(config_restart_only_changes(&running, &next, NULL, NULL), 0);
+	assert_int_equal(next.nb_listen, 1);
+	assert_string_equal(next.listen[0], "127.0.0.1:1");
+	assert_int_equal(next.agent.max_connections, 10);
+	assert_int_equal(next.log_level, LOG_LEVEL_DEBUG);
+	assert_int_equal(next.global.values.threshold, 4);
 	config_free(&next);
 
 	/* The admin listener turned off; a longer poll. */
