@@ -130,6 +130,49 @@ bool runtime_api_parse_stat(const char *buf, size_t len, runtime_api_stat_fn fn,
 		      struct runtime_api_parse_report *report);
 
 /*
+ * The same parser, fed a reply as it arrives, so a `show stat` of tens of
+ * thousands of servers is never held whole nor parsed in one go:
+ *
+ *   runtime_api_stat_stream_init(&s, fn, ctx);
+ *   each time bytes arrive: used = runtime_api_stat_stream_feed(&s, buf, len, false);
+ *     (buf is what the last feed left unused followed by the new bytes;
+ *      rows are called back for every complete record, and `used` says
+ *      where the first incomplete one starts - keep the rest for later)
+ *   at the end of the reply: runtime_api_stat_stream_feed(&s, rest, n, true);
+ *   runtime_api_stat_stream_usable(&s), s.report: as runtime_api_parse_stat.
+ *
+ * Any split of a reply gives the same rows and report as the whole
+ * (test_runtime_api_parse, fuzz_runtime_api). A refused reply is known at
+ * its first two bytes and consumes everything after. Fields are private.
+ */
+#define RUNTIME_API_STAT_COLS 16
+struct runtime_api_stat_columns {
+	size_t nb_fields;
+	struct {
+		size_t index;
+		unsigned col;
+	} want[RUNTIME_API_STAT_COLS]; /* by increasing field index */
+	unsigned nb_want;
+	bool has_type;
+};
+
+struct runtime_api_stat_stream {
+	runtime_api_stat_fn fn;
+	void *ctx;
+	struct runtime_api_parse_report report;
+	struct runtime_api_stat_columns columns;
+	unsigned lineno;
+	bool header_read;
+	bool refused; /* no usable header: report.error says why */
+	bool ended;   /* a record was cut short by the end */
+};
+
+void runtime_api_stat_stream_init(struct runtime_api_stat_stream *s, runtime_api_stat_fn fn, void *ctx);
+size_t runtime_api_stat_stream_feed(struct runtime_api_stat_stream *s, const char *buf, size_t len,
+				    bool at_end);
+bool runtime_api_stat_stream_usable(const struct runtime_api_stat_stream *s);
+
+/*
  * srv_admin_state bits (HAProxy's enum srv_admin, include/haproxy/server-t.h,
  * the same from 2.6 to 3.2).
  */
@@ -174,6 +217,27 @@ typedef void (*runtime_api_server_state_fn)(void *ctx, const struct runtime_api_
  */
 bool runtime_api_parse_servers_state(const char *buf, size_t len, runtime_api_server_state_fn fn, void *ctx,
 			       struct runtime_api_parse_report *report);
+
+/* The same, fed as the reply arrives: complete lines are parsed, the
+ * rest is left unused for the next feed. Same use as the stat stream. */
+#define RUNTIME_API_SERVERS_STATE_COLS 8
+struct runtime_api_servers_state_stream {
+	runtime_api_server_state_fn fn;
+	void *ctx;
+	struct runtime_api_parse_report report;
+	long index_of[RUNTIME_API_SERVERS_STATE_COLS];
+	size_t nb_fields;
+	unsigned lineno;
+	bool header_read;
+	bool refused;
+	bool ended;
+};
+
+void runtime_api_servers_state_stream_init(struct runtime_api_servers_state_stream *s,
+					   runtime_api_server_state_fn fn, void *ctx);
+size_t runtime_api_servers_state_stream_feed(struct runtime_api_servers_state_stream *s,
+					     const char *buf, size_t len, bool at_end);
+bool runtime_api_servers_state_stream_usable(const struct runtime_api_servers_state_stream *s);
 
 struct runtime_api_info {
 	uint64_t pid;

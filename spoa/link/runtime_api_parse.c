@@ -206,17 +206,7 @@ static const char *const stat_col_names[STAT_NB_COLS] = {
 	[STAT_MODE] = "mode",
 };
 
-/* Where the wanted columns are: `want` lists them by increasing field
- * index, so a row is matched in one pass over its fields. */
-struct stat_header {
-	size_t nb_fields;
-	struct {
-		size_t index;
-		enum stat_col col;
-	} want[STAT_NB_COLS];
-	unsigned nb_want;
-	bool has_type;
-};
+_Static_assert(STAT_NB_COLS <= RUNTIME_API_STAT_COLS, "runtime_api.h: RUNTIME_API_STAT_COLS too small");
 
 enum csv_end {
 	CSV_COMMA, /* more fields follow */
@@ -275,7 +265,7 @@ static enum csv_end csv_field(const char **pp, const char *end, struct runtime_a
 	return *p == ',' ? CSV_COMMA : CSV_EOL;
 }
 
-static bool stat_header_parse(struct runtime_api_str line, struct stat_header *h,
+static bool stat_header_parse(struct runtime_api_str line, struct runtime_api_stat_columns *h,
 			      struct runtime_api_parse_report *r)
 {
 	long index_of[STAT_NB_COLS];
@@ -316,7 +306,7 @@ static bool stat_header_parse(struct runtime_api_str line, struct stat_header *h
 			k--;
 		}
 		h->want[k].index = (size_t)index_of[c];
-		h->want[k].col = (enum stat_col)c;
+		h->want[k].col = (unsigned)c;
 	}
 	return true;
 }
@@ -383,55 +373,103 @@ static bool stat_row_fill(const struct runtime_api_str *v, const bool *quoted, s
 	return true;
 }
 
-static bool stat_is_server(const struct stat_header *h, const struct runtime_api_str *v)
+static bool stat_is_server(const struct runtime_api_stat_columns *h, const struct runtime_api_str *v)
 {
 	if (h->has_type)
 		return str_eq(v[STAT_TYPE], "2"); /* 0 frontend, 1 backend, 2 server, 3 listener */
 	return !str_eq(v[STAT_SVNAME], "FRONTEND") && !str_eq(v[STAT_SVNAME], "BACKEND");
 }
 
-bool runtime_api_parse_stat(const char *buf, size_t len, runtime_api_stat_fn fn, void *ctx,
-		      struct runtime_api_parse_report *report)
+void runtime_api_stat_stream_init(struct runtime_api_stat_stream *s, runtime_api_stat_fn fn, void *ctx)
 {
-	struct runtime_api_parse_report local;
-	struct runtime_api_parse_report *r = report ? report : &local;
-	struct stat_header h = {0};
-	struct cursor c;
-	struct runtime_api_str line;
-	bool complete;
+	memset(s, 0, sizeof(*s));
+	s->fn = fn;
+	s->ctx = ctx;
+}
+
+/* The header line, once it is all there. Returns the bytes it took: 0
+ * while it is incomplete, or all of len once the reply is refused. */
+static size_t stat_stream_header(struct runtime_api_stat_stream *s, const char *buf, size_t len,
+				 bool at_end)
+{
+	struct runtime_api_parse_report *r = &s->report;
+	const char *nl = memchr(buf, '\n', len);
+	struct runtime_api_str line = {buf, nl ? (size_t)(nl - buf) : len};
 	char ex[48];
 
-	report_reset(r);
-	cursor_init(&c, buf, len);
-	if (!next_line(&c, &line, &complete))
-		return report_fail(r, "show stat: empty reply");
-	if (line.len < 2 || memcmp(line.ptr, "# ", 2) != 0)
-		return report_fail(r, "show stat: no '# pxname,...' header; reply starts with '%s'",
-				   excerpt(line, ex, sizeof(ex)));
-	if (!complete)
-		return report_fail(r, "show stat: header cut short");
-	if (!stat_header_parse(line, &h, r))
-		return false;
+	/* A reply that does not start with "# " is an error message: said
+	 * as soon as its excerpt (40 bytes) or its first line is there, not
+	 * after waiting for the rest. */
+	if (len >= 2 && memcmp(buf, "# ", 2) != 0 && (nl || len >= 40 || at_end)) {
+		s->refused = true;
+		report_fail(r, "show stat: no '# pxname,...' header; reply starts with '%s'",
+			    excerpt(line, ex, sizeof(ex)));
+		return len;
+	}
+	if (!nl && !at_end)
+		return 0;
+	if (len == 0) {
+		s->refused = true;
+		report_fail(r, "show stat: empty reply");
+		return len;
+	}
+	s->lineno = 1;
+	if (line.len < 2) { /* "#" alone, at the end */
+		s->refused = true;
+		report_fail(r, "show stat: no '# pxname,...' header; reply starts with '%s'",
+			    excerpt(line, ex, sizeof(ex)));
+		return len;
+	}
+	if (!nl) {
+		s->refused = true;
+		report_fail(r, "show stat: header cut short");
+		return len;
+	}
+	if (!stat_header_parse(line, &s->columns, r)) {
+		s->refused = true;
+		return len;
+	}
+	s->header_read = true;
+	return (size_t)(nl + 1 - buf);
+}
+
+size_t runtime_api_stat_stream_feed(struct runtime_api_stat_stream *s, const char *buf, size_t len,
+				    bool at_end)
+{
+	struct runtime_api_parse_report *r = &s->report;
+	const struct runtime_api_stat_columns *h = &s->columns;
+	const char *p = buf, *end = buf + len;
+	char ex[48];
+
+	if (s->refused || s->ended)
+		return len;
+	if (!s->header_read) {
+		p += stat_stream_header(s, buf, len, at_end);
+		if (!s->header_read)
+			return (size_t)(p - buf);
+	}
 
 	/* Rows are read field by field rather than line by line: a quoted
-	 * field may hold a comma (and, in theory, a newline). */
-	const char *p = c.p;
-	const char *end = c.end;
-	unsigned lineno = c.line;
+	 * field may hold a comma (and, in theory, a newline). A record the
+	 * input ends inside is left for the next feed, unless there is none. */
 	while (p < end) {
+		const char *record = p;
 		struct runtime_api_str v[STAT_NB_COLS] = {{0}};
 		bool quoted[STAT_NB_COLS] = {0};
 		size_t i = 0;
 		unsigned k = 0;
 		enum csv_end e;
 
-		lineno++;
 		if (*p == '\n') { /* the terminating empty line */
+			s->lineno++;
 			p++;
 			continue;
 		}
 		if (*p == '#') { /* a comment */
 			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			if (!nl && !at_end)
+				break;
+			s->lineno++;
 			p = nl ? nl + 1 : end;
 			continue;
 		}
@@ -439,41 +477,64 @@ bool runtime_api_parse_stat(const char *buf, size_t len, runtime_api_stat_fn fn,
 			struct runtime_api_str f;
 			bool q;
 			e = csv_field(&p, end, &f, &q);
-			if (k < h.nb_want && h.want[k].index == i) {
-				v[h.want[k].col] = f;
-				quoted[h.want[k].col] = q;
+			if (k < h->nb_want && h->want[k].index == i) {
+				v[h->want[k].col] = f;
+				quoted[h->want[k].col] = q;
 				k++;
 			}
 			i++;
 		} while (e == CSV_COMMA);
 
-		if (e == CSV_CUT) {
-			report_malformed(r, "show stat line %u: cut short", lineno);
+		if (e == CSV_CUT && !at_end) {
+			p = record;
 			break;
+		}
+		s->lineno++;
+		if (e == CSV_CUT) {
+			report_malformed(r, "show stat line %u: cut short", s->lineno);
+			s->ended = true;
+			return len;
 		}
 		if (e == CSV_BAD) {
 			report_malformed(r, "show stat line %u: text after a closing quote",
-					 lineno);
+					 s->lineno);
 			continue;
 		}
-		if (i != h.nb_fields) {
+		if (i != h->nb_fields) {
 			report_malformed(r, "show stat line %u: %zu fields, the header has %zu",
-					 lineno, i, h.nb_fields);
+					 s->lineno, i, h->nb_fields);
 			continue;
 		}
-		if (!stat_is_server(&h, v))
+		if (!stat_is_server(h, v))
 			continue;
 		struct runtime_api_stat_row row;
 		const char *bad = NULL;
 		if (!stat_row_fill(v, quoted, &row, &bad)) {
-			report_malformed(r, "show stat line %u (%s): bad %s", lineno,
+			report_malformed(r, "show stat line %u (%s): bad %s", s->lineno,
 					 excerpt(v[STAT_SVNAME], ex, sizeof(ex)), bad);
 			continue;
 		}
 		r->rows++;
-		fn(ctx, &row);
+		s->fn(s->ctx, &row);
 	}
-	return true;
+	return (size_t)(p - buf);
+}
+
+bool runtime_api_stat_stream_usable(const struct runtime_api_stat_stream *s)
+{
+	return s->header_read && !s->refused;
+}
+
+bool runtime_api_parse_stat(const char *buf, size_t len, runtime_api_stat_fn fn, void *ctx,
+		      struct runtime_api_parse_report *report)
+{
+	struct runtime_api_stat_stream s;
+
+	runtime_api_stat_stream_init(&s, fn, ctx);
+	runtime_api_stat_stream_feed(&s, buf, len, true);
+	if (report)
+		*report = s.report;
+	return runtime_api_stat_stream_usable(&s);
 }
 
 /* --- show servers state --- */
@@ -545,81 +606,147 @@ static size_t state_header_parse(struct runtime_api_str header, long *index_of)
 	}
 }
 
-bool runtime_api_parse_servers_state(const char *buf, size_t len, runtime_api_server_state_fn fn, void *ctx,
-			       struct runtime_api_parse_report *report)
+void runtime_api_servers_state_stream_init(struct runtime_api_servers_state_stream *s,
+					   runtime_api_server_state_fn fn, void *ctx)
 {
-	struct runtime_api_parse_report local;
-	struct runtime_api_parse_report *r = report ? report : &local;
+	memset(s, 0, sizeof(*s));
+	s->fn = fn;
+	s->ctx = ctx;
+	for (int k = 0; k < SS_NB_COLS; k++)
+		s->index_of[k] = -1;
+}
+
+_Static_assert(SS_NB_COLS <= RUNTIME_API_SERVERS_STATE_COLS,
+	       "runtime_api.h: RUNTIME_API_SERVERS_STATE_COLS too small");
+
+/* The version line or the header: false refuses the reply. */
+static bool servers_state_preamble(struct runtime_api_servers_state_stream *s,
+				   struct runtime_api_str line, bool complete)
+{
+	struct runtime_api_parse_report *r = &s->report;
+	char ex[48];
+
+	if (s->lineno == 1) {
+		if (!complete || !str_eq(line, "1"))
+			return report_fail(r, "show servers state: expected format version 1, got '%s'",
+					   excerpt(line, ex, sizeof(ex)));
+		return true;
+	}
+	if (!complete || line.len < 2 || memcmp(line.ptr, "# ", 2) != 0)
+		return report_fail(r, "show servers state: no '# be_id be_name ...' header");
+	s->nb_fields = state_header_parse((struct runtime_api_str){line.ptr + 2, line.len - 2},
+					  s->index_of);
+	for (int k = 0; k < SS_NB_COLS; k++)
+		if (s->index_of[k] < 0)
+			return report_fail(r, "show servers state: header has no '%s' column",
+					   state_col_names[k]);
+	s->header_read = true;
+	return true;
+}
+
+static void servers_state_row(struct runtime_api_servers_state_stream *s, struct runtime_api_str line)
+{
+	struct runtime_api_parse_report *r = &s->report;
+	struct runtime_api_str v[SS_NB_COLS] = {{0}};
+	struct runtime_api_server_state row;
+
+	size_t n = split_spaces(line, s->index_of, SS_NB_COLS, v);
+	if (n != s->nb_fields) {
+		report_malformed(r, "show servers state line %u: %zu fields, the header has %zu",
+				 s->lineno, n, s->nb_fields);
+		return;
+	}
+	row.be_name = v[SS_BE_NAME];
+	row.srv_name = v[SS_SRV_NAME];
+	const char *bad = NULL;
+	if (!parse_u64(v[SS_BE_ID], &row.be_id))
+		bad = "be_id";
+	else if (row.be_name.len == 0)
+		bad = "be_name";
+	else if (!parse_u64(v[SS_SRV_ID], &row.srv_id))
+		bad = "srv_id";
+	else if (row.srv_name.len == 0)
+		bad = "srv_name";
+	else if (!parse_uint(v[SS_OP_STATE], &row.op_state))
+		bad = "srv_op_state";
+	else if (!parse_uint(v[SS_ADMIN_STATE], &row.admin_state))
+		bad = "srv_admin_state";
+	else if (!parse_uint(v[SS_UWEIGHT], &row.uweight))
+		bad = "srv_uweight";
+	else if (!parse_uint(v[SS_IWEIGHT], &row.iweight))
+		bad = "srv_iweight";
+	if (bad) {
+		report_malformed(r, "show servers state line %u: bad %s", s->lineno, bad);
+		return;
+	}
+	r->rows++;
+	s->fn(s->ctx, &row);
+}
+
+size_t runtime_api_servers_state_stream_feed(struct runtime_api_servers_state_stream *s,
+					     const char *buf, size_t len, bool at_end)
+{
 	struct cursor c;
 	struct runtime_api_str line;
 	bool complete;
-	long index_of[SS_NB_COLS];
-	size_t nb_fields;
-	char ex[48];
 
-	report_reset(r);
+	if (s->refused || s->ended)
+		return len;
+	if (len == 0 && at_end && s->lineno == 0) {
+		s->refused = true;
+		report_fail(&s->report, "show servers state: empty reply");
+		return len;
+	}
 	cursor_init(&c, buf, len);
-	if (!next_line(&c, &line, &complete))
-		return report_fail(r, "show servers state: empty reply");
-	if (!complete || !str_eq(line, "1"))
-		return report_fail(r, "show servers state: expected format version 1, got '%s'",
-				   excerpt(line, ex, sizeof(ex)));
-	if (!next_line(&c, &line, &complete) || !complete || line.len < 2 ||
-	    memcmp(line.ptr, "# ", 2) != 0)
-		return report_fail(r, "show servers state: no '# be_id be_name ...' header");
-
-	nb_fields = state_header_parse((struct runtime_api_str){line.ptr + 2, line.len - 2}, index_of);
-	for (int k = 0; k < SS_NB_COLS; k++)
-		if (index_of[k] < 0)
-			return report_fail(r, "show servers state: header has no '%s' column",
-					   state_col_names[k]);
-
-	while (next_line(&c, &line, &complete)) {
-		struct runtime_api_str v[SS_NB_COLS] = {{0}};
-		struct runtime_api_server_state row;
-
+	for (;;) {
+		const char *start = c.p;
+		if (!next_line(&c, &line, &complete))
+			break;
+		if (!complete && !at_end)
+			return (size_t)(start - buf); /* the rest of it comes later */
+		s->lineno++;
+		if (!s->header_read) {
+			if (!servers_state_preamble(s, line, complete)) {
+				s->refused = true;
+				return len;
+			}
+			continue;
+		}
 		if (line.len == 0 && complete)
 			continue; /* the terminating empty line */
 		if (!complete) {
-			report_malformed(r, "show servers state line %u: cut short", c.line);
-			break;
+			report_malformed(&s->report, "show servers state line %u: cut short",
+					 s->lineno);
+			s->ended = true;
+			return len;
 		}
 		if (line.ptr[0] == '#')
 			continue; /* a comment, says the management guide */
-		size_t n = split_spaces(line, index_of, SS_NB_COLS, v);
-		if (n != nb_fields) {
-			report_malformed(
-			    r, "show servers state line %u: %zu fields, the header has %zu", c.line,
-			    n, nb_fields);
-			continue;
-		}
-		row.be_name = v[SS_BE_NAME];
-		row.srv_name = v[SS_SRV_NAME];
-		const char *bad = NULL;
-		if (!parse_u64(v[SS_BE_ID], &row.be_id))
-			bad = "be_id";
-		else if (row.be_name.len == 0)
-			bad = "be_name";
-		else if (!parse_u64(v[SS_SRV_ID], &row.srv_id))
-			bad = "srv_id";
-		else if (row.srv_name.len == 0)
-			bad = "srv_name";
-		else if (!parse_uint(v[SS_OP_STATE], &row.op_state))
-			bad = "srv_op_state";
-		else if (!parse_uint(v[SS_ADMIN_STATE], &row.admin_state))
-			bad = "srv_admin_state";
-		else if (!parse_uint(v[SS_UWEIGHT], &row.uweight))
-			bad = "srv_uweight";
-		else if (!parse_uint(v[SS_IWEIGHT], &row.iweight))
-			bad = "srv_iweight";
-		if (bad) {
-			report_malformed(r, "show servers state line %u: bad %s", c.line, bad);
-			continue;
-		}
-		r->rows++;
-		fn(ctx, &row);
+		servers_state_row(s, line);
 	}
-	return true;
+	if (at_end && !s->header_read) {
+		s->refused = true;
+		report_fail(&s->report, s->lineno == 0 ? "show servers state: empty reply"
+							: "show servers state: no '# be_id be_name ...' header");
+	}
+	return len;
+}
+
+bool runtime_api_servers_state_stream_usable(const struct runtime_api_servers_state_stream *s)
+{
+	return s->header_read && !s->refused;
+}
+
+bool runtime_api_parse_servers_state(const char *buf, size_t len, runtime_api_server_state_fn fn,
+				     void *ctx, struct runtime_api_parse_report *report)
+{
+	struct runtime_api_servers_state_stream s;
+
+	runtime_api_servers_state_stream_init(&s, fn, ctx);
+	runtime_api_servers_state_stream_feed(&s, buf, len, true);
+	if (report)
+		*report = s.report;
+	return runtime_api_servers_state_stream_usable(&s);
 }
 
 /* --- show info --- */

@@ -19,6 +19,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -701,6 +702,180 @@ static void test_stat_garbage(void **state)
 	}
 }
 
+/* --- fed as it arrives --- */
+
+/* What a parse made of a reply, as text: every row's fields (read during
+ * the callback - a streamed row's slices do not outlive it) and the report. */
+struct digest {
+	char text[16384];
+	size_t len;
+};
+
+__attribute__((format(printf, 2, 3))) static void digest_add(struct digest *d, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(d->text + d->len, sizeof(d->text) - d->len, fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && (size_t)n < sizeof(d->text) - d->len);
+	d->len += (size_t)n;
+}
+
+static void digest_stat_row(void *ctx, const struct runtime_api_stat_row *r)
+{
+	digest_add(ctx, "%.*s/%.*s '%.*s' %.*s %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+			" %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+			" %" PRIu64 "\n",
+		   (int)r->pxname.len, r->pxname.ptr, (int)r->svname.len, r->svname.ptr,
+		   (int)r->status.len, r->status.ptr, (int)r->mode.len, r->mode.ptr, r->slim,
+		   r->econ, r->eresp, r->wretr, r->wredis, r->srv_abrt, r->cli_abrt, r->hrsp_5xx,
+		   r->weight, r->iid, r->sid);
+}
+
+static void digest_state_row(void *ctx, const struct runtime_api_server_state *r)
+{
+	digest_add(ctx, "%" PRIu64 " %.*s %" PRIu64 " %.*s %u %u %u %u\n", r->be_id,
+		   (int)r->be_name.len, r->be_name.ptr, r->srv_id, (int)r->srv_name.len,
+		   r->srv_name.ptr, r->op_state, r->admin_state, r->uweight, r->iweight);
+}
+
+static void digest_report(struct digest *d, bool usable, const struct runtime_api_parse_report *r)
+{
+	digest_add(d, "usable %d rows %u malformed %u error '%s'\n", usable, r->rows, r->malformed,
+		   r->error);
+}
+
+/*
+ * Feeds reply `chunk` bytes at a time as the client does: each feed sees
+ * what the last one left unused followed by the new bytes, in a buffer of
+ * exactly that size (ASan sees a read past it), and the last is at_end.
+ */
+static void stream_reply(const char *reply, size_t len, size_t chunk, bool servers_state,
+			 struct digest *d)
+{
+	struct runtime_api_stat_stream st;
+	struct runtime_api_servers_state_stream ss;
+	char *pending = NULL;
+	size_t pending_len = 0, pos = 0;
+
+	runtime_api_stat_stream_init(&st, digest_stat_row, d);
+	runtime_api_servers_state_stream_init(&ss, digest_state_row, d);
+	for (;;) {
+		size_t n = len - pos < chunk ? len - pos : chunk;
+		bool at_end = pos + n == len;
+		char *buf = malloc(pending_len + n ? pending_len + n : 1);
+		assert_non_null(buf);
+		memcpy(buf, pending, pending_len);
+		memcpy(buf + pending_len, reply + pos, n);
+		size_t have = pending_len + n;
+		pos += n;
+		size_t used = servers_state ? runtime_api_servers_state_stream_feed(&ss, buf, have, at_end)
+					    : runtime_api_stat_stream_feed(&st, buf, have, at_end);
+		assert_true(used <= have);
+		if (at_end)
+			assert_int_equal(used, have);
+		free(pending);
+		pending_len = have - used;
+		pending = malloc(pending_len ? pending_len : 1);
+		assert_non_null(pending);
+		memcpy(pending, buf + used, pending_len);
+		free(buf);
+		if (at_end)
+			break;
+	}
+	free(pending);
+	if (servers_state)
+		digest_report(d, runtime_api_servers_state_stream_usable(&ss), &ss.report);
+	else
+		digest_report(d, runtime_api_stat_stream_usable(&st), &st.report);
+}
+
+static void whole_reply(const char *reply, size_t len, bool servers_state, struct digest *d)
+{
+	struct runtime_api_parse_report rep;
+	char *buf = exact_copy(reply, len);
+	bool ok = servers_state ? runtime_api_parse_servers_state(buf, len, digest_state_row, d, &rep)
+				: runtime_api_parse_stat(buf, len, digest_stat_row, d, &rep);
+	digest_report(d, ok, &rep);
+	free(buf);
+}
+
+/* Any way a reply is cut into arrivals, the rows and the report are those
+ * of the whole reply. */
+static void check_any_split(const char *reply, size_t len, bool servers_state)
+{
+	static const size_t chunks[] = {1, 2, 3, 7, 64, 100000};
+	static struct digest whole, fed;
+
+	whole.len = 0;
+	whole_reply(reply, len, servers_state, &whole);
+	for (size_t i = 0; i < ARRAY_SIZE(chunks); i++) {
+		fed.len = 0;
+		stream_reply(reply, len, chunks[i], servers_state, &fed);
+		if (fed.len != whole.len || memcmp(fed.text, whole.text, whole.len) != 0)
+			fail_msg("fed %zu bytes at a time:\n%.*s\nwhole:\n%.*s", chunks[i],
+				 (int)fed.len, fed.text, (int)whole.len, whole.text);
+	}
+}
+
+static void test_stat_stream_any_split(void **state)
+{
+	char text[2048];
+
+	for (size_t i = 0; i < ARRAY_SIZE(captured_stats); i++)
+		check_any_split(captured_stats[i].reply, strlen(captured_stats[i].reply), false);
+	for (size_t i = 0; i < ARRAY_SIZE(bad_stats); i++)
+		check_any_split(bad_stats[i].reply, strlen(bad_stats[i].reply), false);
+	for (size_t i = 0; i < ARRAY_SIZE(bad_stat_rows); i++) {
+		size_t rows_len = bad_stat_rows[i].rows[0] == '\x01' ? 7 : strlen(bad_stat_rows[i].rows);
+		size_t len = strlen(STAT_HEADER) + rows_len;
+		memcpy(text, STAT_HEADER, strlen(STAT_HEADER));
+		memcpy(text + strlen(STAT_HEADER), bad_stat_rows[i].rows, rows_len);
+		check_any_split(text, len, false);
+	}
+	/* Garbage after a real header, and garbage alone. */
+	uint32_t seed = 777;
+	const char alphabet[] = "ab,,,\"\"\n\n0123456789 #-";
+	for (int round = 0; round < 300; round++) {
+		size_t len = 0;
+		if (round % 2) {
+			memcpy(text, STAT_HEADER, strlen(STAT_HEADER));
+			len = strlen(STAT_HEADER);
+		}
+		size_t extra = (seed = seed * 1103515245 + 12345) % 300;
+		for (size_t k = 0; k < extra; k++) {
+			seed = seed * 1103515245 + 12345;
+			text[len++] = alphabet[(seed >> 16) % (sizeof(alphabet) - 1)];
+		}
+		check_any_split(text, len, false);
+	}
+}
+
+/* An error message is refused once its first line (or 40 bytes of it, all
+ * a log line shows) is there, without waiting for the rest; a header is
+ * waited for until its line ends. */
+static void test_stat_stream_early(void **state)
+{
+	static const char error[] = "Unknown command. Please enter one of the following commands";
+	struct runtime_api_stat_stream s;
+	struct stat_seen seen = {0};
+
+	runtime_api_stat_stream_init(&s, collect_stat, &seen);
+	assert_int_equal(runtime_api_stat_stream_feed(&s, "# pxname,svn", 12, false), 0);
+	assert_false(runtime_api_stat_stream_usable(&s));
+	assert_string_equal(s.report.error, "");
+
+	runtime_api_stat_stream_init(&s, collect_stat, &seen);
+	assert_int_equal(runtime_api_stat_stream_feed(&s, error, 39, false), 0);
+	assert_string_equal(s.report.error, "");
+	assert_int_equal(runtime_api_stat_stream_feed(&s, error, 40, false), 40);
+	assert_false(runtime_api_stat_stream_usable(&s));
+	assert_non_null(strstr(s.report.error, "reply starts with 'Unknown command."));
+	/* Whatever follows is taken and ignored. */
+	assert_int_equal(runtime_api_stat_stream_feed(&s, "# pxname\n", 9, true), 9);
+	assert_int_equal(seen.n, 0);
+}
+
 /* --- show servers state --- */
 
 struct state_expect {
@@ -847,6 +1022,13 @@ static void test_servers_state_cut_everywhere(void **state)
 }
 
 /* --- show info --- */
+
+static void test_servers_state_stream_any_split(void **state)
+{
+	check_any_split(SERVERS_STATE_26, strlen(SERVERS_STATE_26), true);
+	for (size_t i = 0; i < ARRAY_SIZE(bad_states); i++)
+		check_any_split(bad_states[i].reply, strlen(bad_states[i].reply), true);
+}
 
 static void test_info_captured(void **state)
 {
@@ -1010,9 +1192,12 @@ int main(void)
 		cmocka_unit_test(test_stat_bad),
 		cmocka_unit_test(test_stat_cut_everywhere),
 		cmocka_unit_test(test_stat_garbage),
+		cmocka_unit_test(test_stat_stream_any_split),
+		cmocka_unit_test(test_stat_stream_early),
 		cmocka_unit_test(test_servers_state_captured),
 		cmocka_unit_test(test_servers_state_bad),
 		cmocka_unit_test(test_servers_state_cut_everywhere),
+		cmocka_unit_test(test_servers_state_stream_any_split),
 		cmocka_unit_test(test_info_captured),
 		cmocka_unit_test(test_info_bad),
 		cmocka_unit_test(test_split_captured),
