@@ -355,6 +355,26 @@ void runtime_api_client_free(struct runtime_api_client *c);
  */
 bool runtime_api_submit(struct runtime_api_client *c, const char *command, runtime_api_reply_fn fn, void *ctx);
 
+/*
+ * Hands the reply to stream as it arrives instead of whole: for replies
+ * too large to hold (`show stat` of a large fleet). The command goes alone
+ * in its exchange. Each time bytes arrive, stream(ctx, buf, len, false)
+ * gets what it left unused last time followed by them, and returns how
+ * many it used (complete records; the rest is kept, up to
+ * RUNTIME_API_STREAM_WINDOW bytes); when HAProxy closes, stream(...,
+ * true) gets the rest, and then fn is called: RUNTIME_API_OK with an empty
+ * reply if the output ended with its empty line, RUNTIME_API_FAILED
+ * otherwise - possibly after stream saw part of the reply, which the
+ * caller must then not trust as whole. max_reply does not apply; the
+ * timeout bounds a silence, and the whole reply may take up to
+ * RUNTIME_API_STREAM_TIMEOUTS times it. Otherwise as runtime_api_submit.
+ */
+typedef size_t (*runtime_api_stream_fn)(void *ctx, const char *buf, size_t len, bool at_end);
+#define RUNTIME_API_STREAM_WINDOW   (64u << 10)
+#define RUNTIME_API_STREAM_TIMEOUTS 16
+bool runtime_api_submit_streamed(struct runtime_api_client *c, const char *command,
+				 runtime_api_stream_fn stream, runtime_api_reply_fn fn, void *ctx);
+
 const struct runtime_api_stats *runtime_api_client_stats(const struct runtime_api_client *c);
 const char *runtime_api_client_address(const struct runtime_api_client *c);
 /* Commands queued or in flight. */

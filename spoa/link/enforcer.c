@@ -5,8 +5,9 @@
  *   - a transition converges its server at once, on every HAProxy, from
  *     what the last look said, and remembers what it sent as what HAProxy
  *     now holds;
- *   - every poll_interval a round of looks (`show info; show stat -1 4 -1;
- *     show servers state`, one batch per HAProxy) refreshes that picture,
+ *   - every poll_interval a round of looks (`show info; show map`, then
+ *     `show stat -1 4 -1` and `show servers state`, parsed as they
+ *     arrive; queued together on each HAProxy) refreshes that picture,
  *     records the fault counters' deltas, re-plans every breaker (what
  *     restores a drain an HAProxy reload forgot) and, once every HAProxy
  *     was read, confirms the successes seen before it and drops breakers
@@ -39,10 +40,16 @@ struct haproxy_link {
 	struct enforce_entry *entries; /* one per table entry index */
 	struct runtime_api_info info;
 	bool info_known;
-	uint32_t look_id;      /* completed looks */
+	/* The look under way or last made, counted from 1: rows mark what
+	 * they saw with it, so a look that failed half-way leaves nothing a
+	 * later look could mistake for its own. */
+	uint32_t look_id;
 	bool looked_once;
 	bool looking;          /* a look is queued or in flight */
 	bool stat_read;        /* the look in flight read `show stat` */
+	/* The look's two large replies, parsed as they arrive. */
+	struct runtime_api_stat_stream stat_stream;
+	struct runtime_api_servers_state_stream state_stream;
 	bool restarted;        /* the look in flight found a new HAProxy process */
 	uint64_t commands;     /* commands sent so far */
 	uint64_t look_queued_after; /* `commands` when the look in flight was queued */
@@ -285,7 +292,7 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 		return; /* not an HTTP server: show stat created the others */
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	en->seen.known = true;
-	en->seen_in_look = link->look_id + 1;
+	en->seen_in_look = link->look_id;
 	/* Our command went out after this look was queued: the look shows
 	 * HAProxy before it, and would undo what we know. */
 	if (en->last_command > link->look_queued_after)
@@ -331,7 +338,7 @@ static void on_owner_entry(void *ctx, struct runtime_api_str backend, struct run
 	if (!entry)
 		return;
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
-	en->owner_in_look = link->look_id + 1;
+	en->owner_in_look = link->look_id;
 	if (en->last_command > link->look_queued_after)
 		return; /* our own command went out after this look was queued */
 	en->owner = *rec;
@@ -416,16 +423,24 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 	record_faults(link, entry, en, row);
 }
 
+static size_t on_stat_bytes(void *ctx, const char *buf, size_t len, bool at_end)
+{
+	struct haproxy_link *link = ctx;
+	return runtime_api_stat_stream_feed(&link->stat_stream, buf, len, at_end);
+}
+
+/* `show stat` is streamed: its rows were recorded as they came. */
 static void on_stat(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
 	struct haproxy_link *link = ctx;
-	struct runtime_api_parse_report report;
+	(void)reply;
+	(void)len;
 
 	link->stat_read = result == RUNTIME_API_OK &&
-			  runtime_api_parse_stat(reply, len, on_stat_row, link, &report);
+			  runtime_api_stat_stream_usable(&link->stat_stream);
 	if (result == RUNTIME_API_OK && !link->stat_read)
 		log_warning("HAProxy %s: unreadable 'show stat': %s",
-			    runtime_api_client_address(link->client), report.error);
+			    runtime_api_client_address(link->client), link->stat_stream.report.error);
 }
 
 /* One HAProxy's look is complete: converge every breaker on it. */
@@ -433,7 +448,6 @@ static void reconcile(struct haproxy_link *link)
 {
 	struct enforcer *e = link->owner;
 
-	link->look_id++;
 	link->looked_once = true;
 	if (link->owner_read)
 		link->owner_known = true;
@@ -506,20 +520,28 @@ static void end_round(struct enforcer *e)
 	}
 }
 
-/* The last answer of a look. */
+static size_t on_servers_state_bytes(void *ctx, const char *buf, size_t len, bool at_end)
+{
+	struct haproxy_link *link = ctx;
+	return runtime_api_servers_state_stream_feed(&link->state_stream, buf, len, at_end);
+}
+
+/* The last answer of a look; streamed, like `show stat`. */
 static void on_servers_state(void *ctx, enum runtime_api_result result, const char *reply,
 			     size_t len)
 {
 	struct haproxy_link *link = ctx;
 	struct enforcer *e = link->owner;
-	struct runtime_api_parse_report report;
+	(void)reply;
+	(void)len;
 
 	link->looking = false;
 	bool states_read = result == RUNTIME_API_OK &&
-			   runtime_api_parse_servers_state(reply, len, on_server_state, link, &report);
+			   runtime_api_servers_state_stream_usable(&link->state_stream);
 	if (result == RUNTIME_API_OK && !states_read)
 		log_warning("HAProxy %s: unreadable 'show servers state': %s",
-			    runtime_api_client_address(link->client), report.error);
+			    runtime_api_client_address(link->client),
+			    link->state_stream.report.error);
 	/* Without the servers' states every breaker would look unknown and be
 	 * dropped: a partial look converges nothing. */
 	if (states_read && link->stat_read) {
@@ -534,23 +556,31 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 
 static bool start_look(struct haproxy_link *link)
 {
-	/* One batch: the answers describe the same moment. The ownership map
-	 * is read before the servers' states, whose answer converges. */
+	/* Queued together, the answers follow each other at once: `show info`
+	 * and the ownership map in one exchange, then the two replies that
+	 * grow with the fleet, each streamed in an exchange of its own (parsed
+	 * as they arrive, never held whole). The servers' states come last:
+	 * their answer converges. */
 	char show_owner[OWNER_MAP_PATH_MAX + 16];
+	link->look_id++;
 	link->stat_read = false;
 	link->owner_read = false;
 	link->look_queued_after = link->commands;
+	runtime_api_stat_stream_init(&link->stat_stream, on_stat_row, link);
+	runtime_api_servers_state_stream_init(&link->state_stream, on_server_state, link);
 	snprintf(show_owner, sizeof(show_owner), "show map %s", link->owner_map);
 	bool queued =
 		runtime_api_submit(link->client, "show info", on_info, link) &&
-		runtime_api_submit(link->client, "show stat -1 4 -1", on_stat, link) &&
 		/* The record's name is looked for until found; from then on it
 		 * is read, and a reply that no longer knows it starts the
 		 * search again (on_owner_map). */
 		(link->owner_map[0]
 			 ? runtime_api_submit(link->client, show_owner, on_owner_map, link)
 			 : runtime_api_submit(link->client, "show map", on_map_list, link)) &&
-		runtime_api_submit(link->client, "show servers state", on_servers_state, link);
+		runtime_api_submit_streamed(link->client, "show stat -1 4 -1", on_stat_bytes, on_stat,
+					    link) &&
+		runtime_api_submit_streamed(link->client, "show servers state",
+					    on_servers_state_bytes, on_servers_state, link);
 	link->looking = queued;
 	if (!queued)
 		log_warning("HAProxy %s: queue full, look postponed",

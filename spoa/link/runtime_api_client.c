@@ -8,6 +8,12 @@
  * and call back in order. Everything is bounded: the queue (max_queue), the
  * line (RUNTIME_API_MAX_LINE), the reply (max_reply) and the time (timeout).
  *
+ * A streamed command goes alone in its exchange, so its reply is all its
+ * output: it is handed to the caller as it arrives, one read of at most
+ * RUNTIME_API_STREAM_WINDOW bytes per loop turn, and never held whole -
+ * a `show stat` of tens of thousands of servers neither waits for its
+ * last byte nor stalls the loop while it is parsed.
+ *
  * Phases: IDLE -> CONNECTING -> WRITING -> READING -> IDLE, or -> BACKOFF
  * after a failure to reach HAProxy, then IDLE again when the backoff ends.
  * A batch is only ever started from a loop callback (the kick timer, the
@@ -43,6 +49,7 @@ enum runtime_api_phase {
 struct runtime_api_entry {
 	char *command;
 	size_t len;
+	runtime_api_stream_fn stream; /* NULL: the reply is handed over whole */
 	runtime_api_reply_fn fn;
 	void *ctx;
 	ev_tstamp queued_at;
@@ -68,8 +75,13 @@ struct runtime_api_client {
 
 	char line[RUNTIME_API_MAX_LINE]; /* the batch as sent */
 	size_t line_len, line_sent;
-	char *in; /* the reply so far; grows up to max_reply */
+	char *in; /* the reply so far (grows up to max_reply), or what the
+		   * stream left unused */
 	size_t in_len, in_cap;
+	bool streaming;	      /* the exchange is one streamed command */
+	size_t streamed;      /* bytes of its reply so far */
+	char stream_tail[2];  /* its last two bytes: "\n\n" ends a whole output */
+	ev_tstamp started;    /* when the exchange began */
 	struct runtime_api_str *parts; /* max_batch outputs of the split reply */
 
 	bool down;		  /* unreachable since the last failed attempt */
@@ -229,7 +241,8 @@ static const char *command_problem(const char *command, size_t len)
 
 static void arm_expire(struct runtime_api_client *c);
 
-bool runtime_api_submit(struct runtime_api_client *c, const char *command, runtime_api_reply_fn fn, void *ctx)
+static bool submit(struct runtime_api_client *c, const char *command, runtime_api_stream_fn stream,
+		   runtime_api_reply_fn fn, void *ctx)
 {
 	if (c->freeing || !command || !fn)
 		return false;
@@ -260,7 +273,7 @@ bool runtime_api_submit(struct runtime_api_client *c, const char *command, runti
 	memcpy(copy, command, len + 1);
 
 	struct runtime_api_entry *e = &c->queue[(c->head + c->count) % c->settings.max_queue];
-	*e = (struct runtime_api_entry){copy, len, fn, ctx, ev_now(c->loop)};
+	*e = (struct runtime_api_entry){copy, len, stream, fn, ctx, ev_now(c->loop)};
 	c->count++;
 
 	if (c->phase == PHASE_IDLE && !ev_is_active(&c->kick))
@@ -268,6 +281,17 @@ bool runtime_api_submit(struct runtime_api_client *c, const char *command, runti
 	else if (c->phase == PHASE_BACKOFF)
 		arm_expire(c);
 	return true;
+}
+
+bool runtime_api_submit(struct runtime_api_client *c, const char *command, runtime_api_reply_fn fn, void *ctx)
+{
+	return submit(c, command, NULL, fn, ctx);
+}
+
+bool runtime_api_submit_streamed(struct runtime_api_client *c, const char *command,
+				 runtime_api_stream_fn stream, runtime_api_reply_fn fn, void *ctx)
+{
+	return stream ? submit(c, command, stream, fn, ctx) : false;
 }
 
 /* --- reachability --- */
@@ -422,7 +446,8 @@ static void watch(struct runtime_api_client *c, int events)
 	ev_io_start(c->loop, &c->io);
 }
 
-/* Joins as many queued commands as fit into one line. */
+/* Joins as many queued commands as fit into one line; a streamed command
+ * goes alone, so that its reply is its output and nothing else. */
 static void build_line(struct runtime_api_client *c)
 {
 	size_t len = 0;
@@ -431,17 +456,22 @@ static void build_line(struct runtime_api_client *c)
 	while (n < c->count && n < c->settings.max_batch) {
 		const struct runtime_api_entry *e = queue_at(c, n);
 		size_t sep = n > 0 ? 2 : 0;
-		if (len + sep + e->len + 1 > sizeof(c->line))
+		if (len + sep + e->len + 1 > sizeof(c->line) || (e->stream && n > 0))
 			break;
 		memcpy(c->line + len, "; ", sep);
 		memcpy(c->line + len + sep, e->command, e->len);
 		len += sep + e->len;
 		n++;
+		if (e->stream)
+			break;
 	}
 	c->line[len++] = '\n';
 	c->line_len = len;
 	c->line_sent = 0;
 	c->inflight = n;
+	c->streaming = n == 1 && queue_at(c, 0)->stream;
+	c->streamed = 0;
+	c->stream_tail[0] = c->stream_tail[1] = '\0';
 }
 
 static void start_batch(struct runtime_api_client *c)
@@ -450,6 +480,7 @@ static void start_batch(struct runtime_api_client *c)
 
 	build_line(c);
 	c->in_len = 0;
+	c->started = ev_now(c->loop);
 	c->stats.connects++;
 	c->fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
@@ -600,6 +631,94 @@ static void read_reply(struct runtime_api_client *c)
 	}
 }
 
+/* A streamed reply ended with the connection: the rest goes to the
+ * stream, and the command is answered. */
+static void finish_stream(struct runtime_api_client *c)
+{
+	const struct runtime_api_entry *e = queue_at(c, 0);
+
+	close_connection(c);
+	if (c->streamed == 0) {
+		fail_unreachable(c, "closed without answering");
+		return;
+	}
+	e->stream(e->ctx, c->in, c->in_len, true);
+	c->in_len = 0;
+	/* An output ends with an empty line; without it the reply was cut. */
+	if (c->stream_tail[0] != '\n' || c->stream_tail[1] != '\n') {
+		fail_unsplittable(c, "reply cut short (no empty line at its end)");
+		return;
+	}
+	mark_up(c);
+	c->phase = PHASE_IDLE;
+	answer_oldest(c, RUNTIME_API_OK, "", 0);
+	kick_next(c);
+}
+
+/* Reads what has arrived of a streamed reply and hands it over. */
+static void read_stream(struct runtime_api_client *c)
+{
+	const struct runtime_api_entry *e = queue_at(c, 0);
+	char reason[160];
+
+	if (c->in_cap < RUNTIME_API_STREAM_WINDOW) {
+		char *grown = realloc(c->in, RUNTIME_API_STREAM_WINDOW);
+		if (!grown) {
+			fail_unsplittable(c, "out of memory for the reply");
+			return;
+		}
+		c->in = grown;
+		c->in_cap = RUNTIME_API_STREAM_WINDOW;
+	}
+	/* One read per loop turn: what is parsed in a turn stays bounded by
+	 * the window, whatever the size of the reply. */
+	ssize_t n = read(c->fd, c->in + c->in_len, RUNTIME_API_STREAM_WINDOW - c->in_len);
+	if (n == 0) {
+		finish_stream(c);
+		return;
+	}
+	if (n < 0) {
+		if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+			return;
+		snprintf(reason, sizeof(reason), "read: %s", strerror(errno));
+		fail_unreachable(c, reason);
+		return;
+	}
+	if (n >= 2) {
+		memcpy(c->stream_tail, c->in + c->in_len + n - 2, 2);
+	} else {
+		c->stream_tail[0] = c->stream_tail[1];
+		c->stream_tail[1] = c->in[c->in_len];
+	}
+	c->in_len += (size_t)n;
+	c->streamed += (size_t)n;
+	size_t used = e->stream(e->ctx, c->in, c->in_len, false);
+	if (used > c->in_len)
+		used = c->in_len;
+	memmove(c->in, c->in + used, c->in_len - used);
+	c->in_len -= used;
+	if (c->in_len == RUNTIME_API_STREAM_WINDOW) {
+		snprintf(reason, sizeof(reason), "a line of the reply is longer than %u bytes",
+			 RUNTIME_API_STREAM_WINDOW);
+		fail_unsplittable(c, reason);
+		return;
+	}
+	/* The deadline bounds a silence, not a reply that keeps coming; a
+	 * reply that trickles on is cut at RUNTIME_API_STREAM_TIMEOUTS times
+	 * the timeout. */
+	ev_tstamp now = ev_now(c->loop);
+	if (now - c->started > c->settings.timeout * RUNTIME_API_STREAM_TIMEOUTS) {
+		c->stats.timeouts++;
+		snprintf(reason, sizeof(reason), "reply still coming after %.1fs",
+			 now - c->started);
+		fail_unsplittable(c, reason);
+		return;
+	}
+	ev_timer_stop(c->loop, &c->deadline);
+	ev_timer_set(&c->deadline, c->settings.timeout, 0.);
+	ev_timer_start(c->loop, &c->deadline);
+}
+
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct runtime_api_client *c = (struct runtime_api_client *)w;
@@ -613,6 +732,8 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	if (c->phase == PHASE_WRITING)
 		write_line(c);
+	else if (c->phase == PHASE_READING && c->streaming)
+		read_stream(c);
 	else if (c->phase == PHASE_READING)
 		read_reply(c);
 }

@@ -216,7 +216,7 @@ static int group_teardown(void **state)
 	}
 	if (hap.dir[0]) {
 		const char *files[] = {"haproxy.cfg", "haproxy.log", "admin.sock", "late.sock",
-				       "mute.sock", "refused.sock"};
+				       "mute.sock", "refused.sock", "fake.sock"};
 		char path[160];
 		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 			snprintf(path, sizeof(path), "%s/%s", hap.dir, files[i]);
@@ -788,6 +788,214 @@ static void test_reply_too_large(void **state)
 	recorder_free(rec);
 }
 
+/* --- streamed replies --- */
+
+/* A stream that takes complete lines and keeps a copy of what it took;
+ * its answer goes to a slot like any other. */
+struct streamed {
+	struct slot *slot;
+	unsigned feeds;
+	size_t largest_feed;
+	bool at_end;
+	char *copy;
+	size_t len, cap;
+	struct runtime_api_stat_stream stat;
+	bool parse_stat;
+};
+
+static size_t take_lines(void *ctx, const char *buf, size_t len, bool at_end)
+{
+	struct streamed *t = ctx;
+	size_t used = len;
+
+	t->feeds++;
+	if (len > t->largest_feed)
+		t->largest_feed = len;
+	assert_false(t->at_end); /* at_end comes once, last */
+	t->at_end = at_end;
+	if (!at_end) {
+		const char *nl = memrchr(buf, '\n', len);
+		used = nl ? (size_t)(nl + 1 - buf) : 0;
+	}
+	if (t->len + used > t->cap) {
+		t->cap = (t->len + used) * 2;
+		t->copy = realloc(t->copy, t->cap);
+		assert_non_null(t->copy);
+	}
+	memcpy(t->copy + t->len, buf, used);
+	t->len += used;
+	if (t->parse_stat)
+		assert_int_equal(runtime_api_stat_stream_feed(&t->stat, buf, used, at_end), used);
+	return used;
+}
+
+static void on_streamed_reply(void *ctx, enum runtime_api_result result, const char *reply,
+			      size_t len)
+{
+	struct streamed *t = ctx;
+	on_reply(t->slot, result, reply, len);
+}
+
+static bool submit_streamed(struct runtime_api_client *c, struct recorder *rec, unsigned i,
+			    const char *command, struct streamed *t)
+{
+	t->slot = &rec->slots[i];
+	rec->in_submit = true;
+	bool ok = runtime_api_submit_streamed(c, command, take_lines, on_streamed_reply, t);
+	rec->in_submit = false;
+	return ok;
+}
+
+static void count_row(void *ctx, const struct runtime_api_stat_row *row)
+{
+	(void)row;
+	(*(unsigned *)ctx)++;
+}
+
+/* A streamed `show stat` goes alone in its exchange, is not bound by
+ * max_reply, and is answered in its place among the others. */
+static void test_streamed_show_stat(void **state)
+{
+	require_haproxy();
+	struct runtime_api_settings s;
+	runtime_api_settings_default(&s);
+	s.max_reply = 100;
+	struct recorder *rec = recorder_new();
+	struct runtime_api_client *c = client_for(rec, hap.sock, &s);
+	struct streamed t = {.parse_stat = true};
+	unsigned rows = 0;
+
+	runtime_api_stat_stream_init(&t.stat, count_row, &rows);
+	assert_true(submit(c, rec, 0, "set maxconn server be_app/w1 0"));
+	assert_true(submit_streamed(c, rec, 1, "show stat -1 4 -1", &t));
+	assert_true(submit(c, rec, 2, "set maxconn server be_app/w2 0"));
+	expect_answers(rec, 3, 3.0);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(rec->slots[i].result, RUNTIME_API_OK);
+		assert_int_equal(rec->slots[i].order, i);
+		assert_int_equal(rec->slots[i].len, 0);
+	}
+	assert_true(t.at_end);
+	assert_true(t.len > 100);
+	assert_true(runtime_api_stat_stream_usable(&t.stat));
+	assert_int_equal(rows, 3);
+	/* before, alone, after */
+	assert_int_equal(runtime_api_client_stats(c)->connects, 3);
+	free(t.copy);
+	runtime_api_client_free(c);
+	recorder_free(rec);
+}
+
+/* A peer that answers one connection with `reply`, then exits. */
+static pid_t fake_haproxy(const char *path, const char *reply, size_t len)
+{
+	unlink(path);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int conn = accept(fd, NULL, NULL);
+		char line[512];
+		size_t got = 0;
+		while (got < sizeof(line)) { /* the command line */
+			ssize_t n = read(conn, line + got, sizeof(line) - got);
+			if (n <= 0 || memchr(line + got, '\n', (size_t)n))
+				break;
+			got += (size_t)n;
+		}
+		for (size_t sent = 0; sent < len;) {
+			ssize_t n = write(conn, reply + sent, len - sent);
+			if (n <= 0)
+				_exit(1);
+			sent += (size_t)n;
+		}
+		close(conn);
+		_exit(0);
+	}
+	close(fd);
+	return pid;
+}
+
+/* Streams `reply` from a fake HAProxy into t; returns the answer's slot. */
+static struct slot run_streamed(const char *reply, size_t len, struct streamed *t)
+{
+	char path[96], address[128];
+	snprintf(path, sizeof(path), "%s/fake.sock", hap.dir);
+	snprintf(address, sizeof(address), "unix:%s", path);
+	pid_t pid = fake_haproxy(path, reply, len);
+
+	struct recorder *rec = recorder_new();
+	struct runtime_api_client *c = client_for(rec, address, NULL);
+	assert_true(submit_streamed(c, rec, 0, "show stat", t));
+	expect_answers(rec, 1, 5.0);
+	struct slot answer = rec->slots[0];
+	assert_true(runtime_api_client_reachable(c));
+	runtime_api_client_free(c);
+	recorder_free(rec);
+	int status;
+	waitpid(pid, &status, 0);
+	unlink(path);
+	return answer;
+}
+
+/* 200 KB reach the stream in pieces of at most the window, byte for byte. */
+static void test_streamed_in_pieces(void **state)
+{
+	require_haproxy(); /* for its directory */
+	size_t len = 0, cap = 210000;
+	char *reply = malloc(cap);
+	assert_non_null(reply);
+	for (unsigned i = 0; len < 200000; i++)
+		len += (size_t)snprintf(reply + len, cap - len, "line %u of a long reply\n", i);
+	reply[len++] = '\n';
+
+	struct streamed t = {0};
+	struct slot answer = run_streamed(reply, len, &t);
+	assert_int_equal(answer.result, RUNTIME_API_OK);
+	assert_true(t.at_end);
+	assert_int_equal(t.len, len);
+	assert_memory_equal(t.copy, reply, len);
+	assert_true(t.feeds >= 1 + len / RUNTIME_API_STREAM_WINDOW);
+	assert_true(t.largest_feed <= RUNTIME_API_STREAM_WINDOW);
+	free(t.copy);
+	free(reply);
+}
+
+/* Without the empty line that ends an output the reply was cut: the
+ * command fails, though the stream saw its beginning. */
+static void test_streamed_cut_short(void **state)
+{
+	require_haproxy();
+	static const char reply[] = "# pxname,svname\nbe,s1\n";
+	struct streamed t = {0};
+	struct slot answer = run_streamed(reply, strlen(reply), &t);
+	assert_int_equal(answer.result, RUNTIME_API_FAILED);
+	assert_string_equal(answer.reply, "reply cut short (no empty line at its end)");
+	assert_true(t.at_end);
+	free(t.copy);
+}
+
+/* A line the window cannot hold fails the command rather than grow. */
+static void test_streamed_line_too_long(void **state)
+{
+	require_haproxy();
+	size_t len = RUNTIME_API_STREAM_WINDOW + 100;
+	char *reply = malloc(len);
+	assert_non_null(reply);
+	memset(reply, 'x', len);
+	reply[len - 2] = reply[len - 1] = '\n';
+	struct streamed t = {0};
+	struct slot answer = run_streamed(reply, len, &t);
+	assert_int_equal(answer.result, RUNTIME_API_FAILED);
+	assert_non_null(strstr(answer.reply, "a line of the reply is longer than 65536 bytes"));
+	free(t.copy);
+	free(reply);
+}
+
 /* What would shift every reply after it is never sent. */
 static void test_refuses_commands(void **state)
 {
@@ -916,6 +1124,10 @@ int main(void)
 		cmocka_unit_test(test_queue_bound),
 		cmocka_unit_test(test_batches_and_submit_from_callback),
 		cmocka_unit_test(test_reply_too_large),
+		cmocka_unit_test(test_streamed_show_stat),
+		cmocka_unit_test(test_streamed_in_pieces),
+		cmocka_unit_test(test_streamed_cut_short),
+		cmocka_unit_test(test_streamed_line_too_long),
 		cmocka_unit_test(test_refuses_commands),
 		cmocka_unit_test(test_free_answers_pending),
 		cmocka_unit_test(test_addresses_and_settings),
