@@ -338,7 +338,7 @@ static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 			s->runtime_api[i].reachable);
 
 	family(o, "haproxy_looks_total", "counter",
-	       "Looks at HAProxy (show info; show servers state; show stat), by result.");
+	       "Looks at HAProxy (show info, show map, show stat, show servers state), by result.");
 	sample1(o, "haproxy_looks_total", "result", "ok", e->reconciliations);
 	sample1(o, "haproxy_looks_total", "result", "failed", e->looks_failed);
 	family(o, "haproxy_restarts_total", "counter", "New HAProxy processes seen (reloads, restarts).");

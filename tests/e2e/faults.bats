@@ -85,3 +85,31 @@ drives_w2_to_drain() { # REASON_PATTERN
 	is_not_drained w3
 	grep -q "breaker workers/w2: closed -> open (.*redispatched (wredis)" "$RUN_DIR/agent.log"
 }
+
+# A look reads HAProxy's whole `show stat`: 20,000 servers make it over
+# 4 MB, which once failed every look (faults unseen) and, each failed
+# look cutting the reply short, left HAProxy 2.6's Runtime API answering
+# nothing at all. Read as it arrives, it is read whole every time.
+@test "a show stat over 4 MB (20,000 servers) is read at every look: faults still drain" {
+	local fleet=$BATS_TEST_TMPDIR/fleet.cfg i
+	{
+		printf 'backend fleet\n    mode http\n    timeout connect 1s\n    timeout server 1s\n'
+		for i in $(seq 20000); do printf '    server s%d 127.0.0.1:9 disabled\n' "$i"; done
+	} >"$fleet"
+	HAPROXY_EXTRA_ARGS="-f $fleet"
+	ADMIN_PORT=$(free_port)
+	AGENT_ARGS="$AGENT_ARGS --max-breakers 30000 --admin 127.0.0.1:$ADMIN_PORT"
+	scene refused
+	local bytes failed ok
+	bytes=$(haproxy_cli "show stat -1 4 -1" | wc -c)
+	echo "show stat -1 4 -1: $bytes bytes"
+	[ "$bytes" -gt $((4 << 20)) ]
+	# (A look before HAProxy was up failed: count from the first good one.)
+	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 1
+	failed=$(metric 'spoa_breaker_haproxy_looks_total{result="failed"}')
+	drives_w2_to_drain "connect errors (econ)"
+	ok=$(metric 'spoa_breaker_haproxy_looks_total{result="ok"}')
+	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((ok + 3))
+	metric_is 'spoa_breaker_haproxy_looks_total{result="failed"}' "$failed"
+	haproxy_cli "show info" | grep -q '^Pid: '
+}

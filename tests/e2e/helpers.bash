@@ -212,7 +212,8 @@ start_enforce_scene() {
 	wait_port "$AGENT_PORT"
 	echo 1 >"$RUN_DIR/server-state" # an empty state, version 1
 	# Master-worker, so that tests can reload it.
-	start_haproxy "$BATS_TEST_DIRNAME/haproxy-enforce.cfg.in" -W -S "$RUN_DIR/master.sock"
+	# shellcheck disable=SC2086 # HAPROXY_EXTRA_ARGS is a list of options
+	start_haproxy "$BATS_TEST_DIRNAME/haproxy-enforce.cfg.in" -W -S "$RUN_DIR/master.sock" ${HAPROXY_EXTRA_ARGS:-}
 	wait_until 10 agent_is_up
 }
 
