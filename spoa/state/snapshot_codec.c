@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/policy.h"
 #include "state/snapshot.h"
 #include "util/errmsg.h"
 #include "util/names.h"
@@ -500,11 +499,10 @@ uint64_t snapshot_policy_fingerprint(const struct breaker_policy *p)
 	/* The backoff and failure-rate fields only when one differs from its
 	 * default: a policy that leaves them alone keeps the fingerprint an
 	 * agent without them wrote, so an upgrade reports no policy change. */
-	struct breaker_policy d;
-	breaker_policy_defaults(&d);
-	if (p->max_cooldown_ms != d.max_cooldown_ms || p->healthy_for_ms != d.healthy_for_ms ||
-	    p->failure_rate_threshold != d.failure_rate_threshold || p->window != d.window ||
-	    p->minimum_volume != d.minimum_volume) {
+	if (p->max_cooldown_ms != BREAKER_DEFAULT_MAX_COOLDOWN_MS ||
+	    p->healthy_for_ms != BREAKER_DEFAULT_HEALTHY_FOR_MS || p->failure_rate_threshold != 0 ||
+	    p->window != BREAKER_DEFAULT_WINDOW ||
+	    p->minimum_volume != BREAKER_DEFAULT_MINIMUM_VOLUME) {
 		uint64_t fleet[5] = {p->max_cooldown_ms, p->healthy_for_ms, p->failure_rate_threshold,
 				     p->window, p->minimum_volume};
 		h = fnv(h, fleet, sizeof(fleet));
