@@ -126,3 +126,34 @@ flaky_request() { # N (0-based)
 	[ "$(breaker_field workers/w1 window_failures)" = "$failures" ]
 	[ "$(breaker_field workers/w1 failure_rate_percent)" = 40 ]
 }
+
+@test "the backoff survives a restart of the agent: a worker that failed its probe stays out longer" {
+	local state=$BATS_TEST_TMPDIR/state.msgpack
+	AGENT_ARGS="--cooldown 1s --max-cooldown 10s --state-file $state --state-interval 100ms --admin 127.0.0.1:$ADMIN_PORT"
+	start_scene
+	local i
+	for i in $(seq 50); do
+		[[ "$(verdict_of /status/500)" == open* ]] && break
+	done
+	wait_until 5 logged_at_least "open -> half_open" 1
+	run verdict_of /status/500
+	assert_output --regexp '^open failure [0-9]+ half_open->open$'
+	[ "$(breaker_field workers/w1 trips_in_a_row)" = 2 ]
+
+	# TERM writes the snapshot; the next agent reads it back.
+	stop agent
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-stopped.log"
+	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	wait_port "$ADMIN_PORT"
+	wait_until 5 breaker_known workers/w1
+	[ "$(breaker_field workers/w1 trips_in_a_row)" = 2 ]
+	[ "$(breaker_field workers/w1 opened_by)" = probe_failed ]
+	# Still open with the backed-off time (2 s), or its cool-down ran out
+	# during the restart and the next trip would get 4 s.
+	case "$(breaker_field workers/w1 state)" in
+	open) [ "$(breaker_field workers/w1 open_duration_ms)" = 2000 ] ;;
+	half_open) [ "$(breaker_field workers/w1 open_duration_ms)" = 4000 ] ;;
+	*) false ;;
+	esac
+}
