@@ -135,8 +135,8 @@ void breaker_restore_history(struct breaker *b, uint32_t trips_in_a_row, uint64_
 	b->window_volume = (uint8_t)window_volume;
 	b->window_failures = window_failures & window_mask(window_volume);
 	b->last_trip_rule = (unsigned)last_trip_rule < BREAKER_NB_TRIP_RULES
-				    ? (uint8_t)last_trip_rule
-				    : BREAKER_TRIP_NONE;
+				? (uint8_t)last_trip_rule
+				: BREAKER_TRIP_NONE;
 }
 
 /* Every state change goes through here: CLOSED starts a fresh streak, and
@@ -248,7 +248,8 @@ static void add_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
 		 * else, so the rate rule, if on, has opened by then. What is
 		 * left (a large counter delta) only adds to the streak. */
 		uint64_t judged = 0;
-		while (judged < count && judged < BREAKER_MAX_WINDOW && b->state == BREAKER_CLOSED) {
+		while (judged < count && judged < BREAKER_MAX_WINDOW &&
+		       b->state == BREAKER_CLOSED) {
 			failure_while_closed(b, now_ms);
 			judged++;
 		}

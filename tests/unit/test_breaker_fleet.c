@@ -64,7 +64,8 @@ static void test_backoff_doubles_per_failed_probe_up_to_max_cooldown(void **stat
 {
 	/* (cooldown, max_cooldown): a cap on a power of two, one between
 	 * two, and no backoff at all. */
-	static const uint64_t cases[][2] = {{1000, 8000}, {1000, 5000}, {30000, 300000}, {500, 500}};
+	static const uint64_t cases[][2] = {
+	    {1000, 8000}, {1000, 5000}, {30000, 300000}, {500, 500}};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct breaker_policy p;
@@ -90,7 +91,8 @@ static void test_backoff_doubles_per_failed_probe_up_to_max_cooldown(void **stat
 			uint64_t t = open_time(&b);
 			assert_int_equal(t, announced);
 			uint64_t doubled = 2 * previous;
-			assert_int_equal(t, doubled < p.max_cooldown_ms ? doubled : p.max_cooldown_ms);
+			assert_int_equal(t,
+					 doubled < p.max_cooldown_ms ? doubled : p.max_cooldown_ms);
 			if (t == previous)
 				break;
 			previous = t;
@@ -222,8 +224,8 @@ static void test_streak_does_not_grow_across_cycles(void **state)
  */
 static const struct rate_row {
 	const char *why;
-	uint32_t threshold;      /* consecutive failures */
-	uint32_t rate;           /* failure_rate_threshold, percent */
+	uint32_t threshold; /* consecutive failures */
+	uint32_t rate;      /* failure_rate_threshold, percent */
 	uint32_t window, minimum_volume;
 	const char *pattern;
 	unsigned rounds;
