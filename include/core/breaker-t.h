@@ -73,6 +73,23 @@ enum breaker_open_late_success {
 #define BREAKER_DEFAULT_THRESHOLD 3
 #define BREAKER_DEFAULT_COOLDOWN_MS 30000
 #define BREAKER_DEFAULT_HALF_OPEN_PROBES 1
+/* The longest a backed-off open may last, unless a level sets it; a
+ * cooldown above it (given without max_cooldown) lifts it to the cooldown,
+ * so that such a file means what it meant before backoff existed. */
+#define BREAKER_DEFAULT_MAX_COOLDOWN_MS 300000
+/* How long a breaker must stay closed for its trips in a row to be
+ * forgotten: twice the default cooldown, and a fixed time rather than a
+ * multiple of the cooldown, because a flapping worker fails again within
+ * seconds of being let back whatever its cooldown. */
+#define BREAKER_DEFAULT_HEALTHY_FOR_MS 60000
+
+/* The failure-rate rule looks at the last `window` judged requests; one
+ * bit each, so the window fits one uint64_t in the breaker. */
+#define BREAKER_MAX_WINDOW 64
+#define BREAKER_DEFAULT_WINDOW BREAKER_MAX_WINDOW
+/* Fewer judged requests than this in the window never open on the rate:
+ * a worker's first two answers failing is not a 100 % failure rate. */
+#define BREAKER_DEFAULT_MINIMUM_VOLUME 20
 
 /* The effective rules of one breaker. Statuses are classified by
  * breaker_outcome(); the three sets never overlap once validated. */
@@ -89,6 +106,17 @@ struct breaker_policy {
 	struct status_set ignore;   /* statuses that record nothing */
 	enum breaker_half_open_backpressure half_open_backpressure;
 	enum breaker_open_late_success open_late_success;
+	/* Open-time backoff: the n-th trip in a row stays open cooldown_ms *
+	 * 2^(n-1), at most max_cooldown_ms (>= cooldown_ms once validated);
+	 * trips in a row are forgotten after healthy_for_ms closed. */
+	uint64_t max_cooldown_ms;
+	uint64_t healthy_for_ms;
+	/* The failure-rate rule: open when at least failure_rate_threshold
+	 * percent of the last `window` judged requests failed, once at least
+	 * minimum_volume of them were judged (<= window). 0 turns it off. */
+	uint32_t failure_rate_threshold; /* percent, 0..100 */
+	uint32_t window;                 /* judged requests, 1..BREAKER_MAX_WINDOW */
+	uint32_t minimum_volume;         /* 1..window */
 };
 
 /* Which fields of a policy one configuration level sets. */
@@ -101,6 +129,11 @@ enum breaker_policy_field {
 	BREAKER_FIELD_IGNORE_SET = 1u << 5,
 	BREAKER_FIELD_HALF_OPEN_BACKPRESSURE = 1u << 6,
 	BREAKER_FIELD_OPEN_LATE_SUCCESS = 1u << 7,
+	BREAKER_FIELD_MAX_COOLDOWN = 1u << 8,
+	BREAKER_FIELD_HEALTHY_FOR = 1u << 9,
+	BREAKER_FIELD_FAILURE_RATE_THRESHOLD = 1u << 10,
+	BREAKER_FIELD_WINDOW = 1u << 11,
+	BREAKER_FIELD_MINIMUM_VOLUME = 1u << 12,
 };
 
 /* One level of configuration (global, a backend, a server): the fields
@@ -116,24 +149,52 @@ struct breaker_policy_layer {
 /* next_deadline value of a breaker that needs no timer. */
 #define BREAKER_NO_DEADLINE UINT64_MAX
 
+/* Which rule opened a breaker (its last trip). */
+enum breaker_trip_rule {
+	BREAKER_TRIP_NONE,           /* never tripped (or restored from an older snapshot) */
+	BREAKER_TRIP_FAILURE_STREAK, /* threshold consecutive failures while closed */
+	BREAKER_TRIP_FAILURE_RATE,   /* failure_rate_threshold over the window */
+	BREAKER_TRIP_PROBE_FAILED,   /* a half-open probe failed */
+};
+#define BREAKER_NB_TRIP_RULES (BREAKER_TRIP_PROBE_FAILED + 1)
+
 struct breaker {
 	const struct breaker_policy *policy; /* not owned; must outlive the breaker */
 	enum breaker_state state;
-	uint32_t failure_streak;  /* consecutive failures; 0 on entering CLOSED */
+	/* Consecutive failures while CLOSED; 0 on entering CLOSED. OPEN and
+	 * HALF_OPEN keep the streak that tripped (a rate trip's may be below
+	 * the threshold): a failed probe is one more trip in a row, not one
+	 * more failure, so the streak never grows across open cycles. */
+	uint32_t failure_streak;
 	/* CLOSED only: the largest streak a success erased since the last
 	 * counter poll (threshold - 1 after a success or backpressure closed
 	 * the breaker). Those successes are provisional: if the poll reports
 	 * aborted bodies, they were 200 heads whose bodies died, and the
 	 * streak comes back (breaker_record_aborted_bodies). 0 elsewhere. */
 	uint32_t erased_streak;
+	uint8_t window_volume;  /* judged requests in window_failures (below) */
+	uint8_t last_trip_rule; /* enum breaker_trip_rule */
 	uint64_t state_since_ms;  /* when the current state began (OPEN: the trip) */
 	uint32_t trips;           /* times it opened, for the record (saturates) */
+	/* Trips with no healthy_for_ms CLOSED stretch between them (a failed
+	 * probe is one): what the open time backs off on. 0 once forgotten. */
+	uint32_t trips_in_a_row;
+	/* The last BREAKER_MAX_WINDOW judged requests while CLOSED, newest in
+	 * bit 0: 1 failed, 0 succeeded (backpressure and ignored statuses
+	 * are neither, seed 001). window_volume of them are real (saturates
+	 * at BREAKER_MAX_WINDOW); emptied on entering CLOSED, kept while
+	 * OPEN and HALF_OPEN to show what tripped. The policy's window reads
+	 * the newest `window` of them, so a reload may change it. */
+	uint64_t window_failures;
 };
 
 /* Whether an operation turned the breaker dirty or clean. A breaker is
- * dirty when it is not CLOSED or has a failure streak: only then can a
- * success change it, which is what lets HAProxy skip notifying successes
- * of clean servers (DESIGN 5.5). */
+ * dirty when it is not CLOSED, has a failure streak, or (under a policy
+ * with the failure-rate rule) a failure in its window: only then can a
+ * success change a decision, which is what lets HAProxy skip notifying
+ * successes of clean servers (DESIGN 5.5). Trips in a row are no part of
+ * it (a success does not change them); breaker_is_forgettable() says
+ * whether a breaker holds anything a fresh one would not. */
 enum breaker_dirty_change {
 	BREAKER_DIRTY_UNCHANGED,
 	BREAKER_BECAME_DIRTY,
@@ -146,6 +207,8 @@ struct breaker_event {
 	enum breaker_state from;
 	enum breaker_state to;
 	enum breaker_dirty_change dirty;
+	/* When to == BREAKER_OPEN: the rule that opened it; NONE otherwise. */
+	enum breaker_trip_rule trip_rule;
 };
 
 /* What one server's breaker has seen, for the metrics endpoint (metrics.c).
@@ -154,6 +217,7 @@ struct breaker_event {
 struct breaker_counters {
 	uint64_t outcomes[BREAKER_OUTCOME_IGNORED + 1]; /* SPOP observations, by outcome */
 	uint64_t transitions[BREAKER_HALF_OPEN + 1][BREAKER_HALF_OPEN + 1]; /* [from][to] */
+	uint64_t trips[BREAKER_NB_TRIP_RULES]; /* openings, by the rule that opened */
 };
 
 /* ---- policies of one configuration (policy.c) ---- */

@@ -83,15 +83,25 @@ void breaker_set_policy(struct breaker *b, const struct breaker_policy *policy);
  * for a state that does not exist. */
 bool breaker_restore(struct breaker *b, enum breaker_state state, uint32_t failure_streak,
 		     uint64_t since_ms, uint32_t trips);
+/* After breaker_restore(): the backoff and the failure-rate window as a
+ * snapshot had them. A volume above BREAKER_MAX_WINDOW is cut to it, bits
+ * beyond the volume are dropped, an unknown rule reads as NONE. */
+void breaker_restore_history(struct breaker *b, uint32_t trips_in_a_row, uint64_t window_failures,
+			     unsigned window_volume, enum breaker_trip_rule last_trip_rule);
 
 /*
  * The transitions of DESIGN 4.2. Each returns what it did; nothing else
  * reports it. None of them allocates or fails.
- *   success:      CLOSED streak := 0; HALF_OPEN => CLOSED; OPEN ignored
- *                 unless open_late_success = close (then => CLOSED).
- *   failure:      CLOSED streak += 1, => OPEN at the threshold; HALF_OPEN =>
- *                 OPEN with a new cool-down; OPEN ignored (the cool-down
- *                 runs from the first trip).
+ *   success:      CLOSED streak := 0, a success in the window; HALF_OPEN =>
+ *                 CLOSED; OPEN ignored unless open_late_success = close
+ *                 (then => CLOSED).
+ *   failure:      CLOSED streak += 1 and a failure in the window, => OPEN
+ *                 at the threshold or at the failure rate (either rule;
+ *                 the event's trip_rule says which); HALF_OPEN => OPEN
+ *                 with a new, longer cool-down, the streak unchanged; OPEN
+ *                 ignored (the cool-down runs from the first trip).
+ *                 Each trip adds one to trips_in_a_row (from CLOSED, after
+ *                 forgetting them if it stayed healthy_for_ms closed).
  *   backpressure: CLOSED nothing, the streak is kept; OPEN ignored;
  *                 HALF_OPEN => CLOSED (policy close) or no sample (policy
  *                 ignore: HAProxy frees the probe's maxconn slot when the
@@ -135,7 +145,9 @@ void breaker_confirm_successes(struct breaker *b);
 bool breaker_would_allow(const struct breaker *b);
 
 /*
- * Time-driven change: OPEN => HALF_OPEN once the cool-down has elapsed.
+ * Time-driven changes: OPEN => HALF_OPEN once the open time (the cooldown,
+ * backed off: breaker_open_duration_ms) has elapsed; CLOSED forgets its
+ * trips in a row once it has been closed healthy_for_ms (no transition).
  * Call it at (or after) breaker_next_deadline(); calling it early does
  * nothing.
  */
@@ -144,12 +156,31 @@ struct breaker_event breaker_tick(struct breaker *b, uint64_t now_ms);
  * It can only move after a record or a tick on this breaker. */
 uint64_t breaker_next_deadline(const struct breaker *b);
 
-/* Dirty: not CLOSED, or a failure streak (DESIGN 5.5). */
+/* Dirty: not CLOSED, a failure streak, or a failure in the window under
+ * a failure-rate policy (DESIGN 5.5). */
 bool breaker_is_dirty(const struct breaker *b);
+/* Holds nothing a fresh breaker would not: clean, and no trips in a row
+ * left to forget. Only such a breaker is evicted, or left out of a
+ * snapshot. */
+bool breaker_is_forgettable(const struct breaker *b);
+
+/* How long the breaker stays OPEN: for an OPEN breaker its current trip's
+ * time, otherwise what the next trip would get. cooldown_ms doubled for
+ * each trip in a row after the first, at most max_cooldown_ms. */
+uint64_t breaker_open_duration_ms(const struct breaker *b);
+/* The same rule for the n-th trip in a row under a policy (n >= 1). */
+uint64_t breaker_backoff_ms(const struct breaker_policy *policy, uint32_t trips_in_a_row);
+
+/* The failure-rate window as the policy reads it: judged requests in the
+ * newest `window` (at most that many), and the failures among them. */
+unsigned breaker_window_volume(const struct breaker *b);
+unsigned breaker_window_failures(const struct breaker *b);
 
 /* Static names for logs, metrics and the ACK variables of DESIGN 4.3. */
 const char *breaker_state_name(enum breaker_state state);     /* "closed", "open", "half_open" */
 const char *breaker_outcome_name(enum breaker_outcome outcome); /* "success", "client_error", ... */
+/* "failure_streak", "failure_rate", "probe_failed"; "none". */
+const char *breaker_trip_rule_name(enum breaker_trip_rule rule);
 /* "closed->open" and the like, or NULL when the event is no transition. */
 const char *breaker_transition_name(const struct breaker_event *ev);
 

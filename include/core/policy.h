@@ -14,7 +14,9 @@
 
 /* The defaults of DESIGN 4.2: threshold 3, cool-down 30 s, 1 probe,
  * capacity {429, 503}, failure 500-599 minus capacity, ignore empty,
- * half-open backpressure `close`, open late success `ignore`. */
+ * half-open backpressure `close`, open late success `ignore`; open-time
+ * backoff up to 5 min, forgotten after 60 s closed; the failure-rate
+ * rule off, over 64 requests with a minimum volume of 20. */
 void breaker_policy_defaults(struct breaker_policy *policy);
 
 /* True if the policy is usable; otherwise false with the first problem in
@@ -28,8 +30,9 @@ bool breaker_policy_validate(const struct breaker_policy *policy, char *err, siz
  * a layer replaces the inherited value, sets included. When no layer sets
  * the failure set it is derived as 500-599 minus the capacity and ignore
  * sets, so moving 503 out of the capacity set makes it a failure and
- * putting a 5xx in the ignore set never creates an overlap. NULL layers are
- * skipped. Validates the result: false with err set if unusable (*out is
+ * putting a 5xx in the ignore set never creates an overlap. Likewise an
+ * unset max_cooldown is at least the cooldown, an unset minimum_volume at
+ * most the window. NULL layers are skipped. Validates the result: false with err set if unusable (*out is
  * then unspecified).
  */
 bool breaker_policy_resolve(struct breaker_policy *out,

@@ -44,6 +44,13 @@ struct snapshot_breaker {
 	uint32_t failure_streak;
 	int64_t since_wall_ms;     /* when the state began (OPEN: the trip) */
 	uint32_t trips;            /* times it opened */
+	/* The backoff and the failure-rate window (struct breaker). Optional
+	 * keys: has_history is false for a snapshot written before them. */
+	bool has_history;
+	uint32_t trips_in_a_row;
+	uint64_t window_failures;
+	unsigned window_volume;    /* 0..BREAKER_MAX_WINDOW */
+	enum breaker_trip_rule last_trip_rule;
 	uint64_t policy_fingerprint; /* of the effective policy it followed */
 	struct snapshot_haproxy haproxy[ENFORCE_MAX_HAPROXY];
 	unsigned nb_haproxy;

@@ -8,7 +8,8 @@
  *      written_at (wall clock, ms), count (breakers that follow);
  *   2. `count` breaker maps: be, srv, state (0 closed, 1 open, 2
  *      half_open), streak, since (wall clock, ms), trips, policy (a
- *      fingerprint), haproxy (an array of {socket, drained, limited,
+ *      fingerprint), optionally trips_in_a_row, window_failures,
+ *      window_volume and trip_rule (all four or none), haproxy (an array of {socket, drained, limited,
  *      own_known, own}), agent_check ({drained, limited, own_known, own}).
  * Keys a reader does not know are skipped, so a later agent may add some
  * without a new format number.

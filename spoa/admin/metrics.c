@@ -131,6 +131,39 @@ static void streak_of(struct strbuf *o, const struct breaker_table_entry *e)
 	server_sample_end(o, e->breaker.failure_streak);
 }
 
+static void trips_in_a_row_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	server_sample_begin(o, "breaker_trips_in_a_row", e);
+	server_sample_end(o, e->breaker.trips_in_a_row);
+}
+
+static const enum breaker_trip_rule trip_rules[] = {
+	BREAKER_TRIP_FAILURE_STREAK, BREAKER_TRIP_FAILURE_RATE, BREAKER_TRIP_PROBE_FAILED,
+};
+
+static void trips_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	for (size_t i = 0; i < sizeof(trip_rules) / sizeof(trip_rules[0]); i++) {
+		server_sample_begin(o, "breaker_trips_total", e);
+		strbuf_printf(o, ",rule=\"%s\"", breaker_trip_rule_name(trip_rules[i]));
+		server_sample_end(o, e->counters.trips[trip_rules[i]]);
+	}
+}
+
+/* The window as two integers: the rate is their ratio in PromQL, and a
+ * volume below minimum_volume says why a high one did not open. */
+static void window_volume_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	server_sample_begin(o, "breaker_window_volume", e);
+	server_sample_end(o, breaker_window_volume(&e->breaker));
+}
+
+static void window_failures_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	server_sample_begin(o, "breaker_window_failures", e);
+	server_sample_end(o, breaker_window_failures(&e->breaker));
+}
+
 /* The families with one sample (or a few) per server: what grows with
  * the fleet, and so what is rendered a slice at a time. */
 static const struct {
@@ -146,6 +179,16 @@ static const struct {
 	 transitions_of},
 	{"breaker_failure_streak", "gauge", "Consecutive failures counted by the breaker.",
 	 streak_of},
+	{"breaker_trips_in_a_row", "gauge",
+	 "Trips with no healthy_for closed stretch between them: the open time doubles with each.",
+	 trips_in_a_row_of},
+	{"breaker_trips_total", "counter",
+	 "Openings, by the rule that opened: failure_streak, failure_rate or probe_failed.",
+	 trips_of},
+	{"breaker_window_volume", "gauge",
+	 "Judged requests in the failure-rate window (backpressure is not judged).",
+	 window_volume_of},
+	{"breaker_window_failures", "gauge", "Failures among them.", window_failures_of},
 };
 
 bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor *c,

@@ -4,7 +4,9 @@
  *
  *   {"enforce":"runtime-api","entries":2,"capacity":10000,"breakers":[
  *     {"backend":"workers","server":"w2","state":"open","failure_streak":3,
- *      "since_ms":1200,"cooldown_left_ms":28800,
+ *      "since_ms":1200,"cooldown_left_ms":58800,"trips":4,"trips_in_a_row":2,
+ *      "opened_by":"probe_failed","window_volume":9,"window_failures":3,
+ *      "failure_rate_percent":33,"open_duration_ms":60000,
  *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}
  */
 #include "admin/state_json.h"
@@ -84,7 +86,12 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 											: "close",
 		     false);
 	string_field(o, "open_late_success",
-		     p->open_late_success == BREAKER_OPEN_LATE_SUCCESS_CLOSE ? "close" : "ignore", true);
+		     p->open_late_success == BREAKER_OPEN_LATE_SUCCESS_CLOSE ? "close" : "ignore", false);
+	u64_field(o, "max_cooldown_ms", p->max_cooldown_ms, false);
+	u64_field(o, "healthy_for_ms", p->healthy_for_ms, false);
+	u64_field(o, "failure_rate_threshold", p->failure_rate_threshold, false);
+	u64_field(o, "window", p->window, false);
+	u64_field(o, "minimum_volume", p->minimum_volume, true);
 	strbuf_putc(o, '}');
 }
 
@@ -94,9 +101,10 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	uint64_t since = now > b->state_since_ms ? now - b->state_since_ms : 0;
 	uint64_t left = 0;
 	if (b->state == BREAKER_OPEN && b->policy) {
-		uint64_t end = b->state_since_ms + b->policy->cooldown_ms;
+		uint64_t end = breaker_next_deadline(b); /* the backed-off open time */
 		left = end > now ? end - now : 0;
 	}
+	unsigned volume = breaker_window_volume(b), failures = breaker_window_failures(b);
 
 	strbuf_putc(o, '{');
 	string_field(o, "backend", e->backend, false);
@@ -105,8 +113,16 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	u64_field(o, "failure_streak", b->failure_streak, false);
 	u64_field(o, "since_ms", since, false);
 	u64_field(o, "cooldown_left_ms", left, false);
-	u64_field(o, "trips", b->trips, !b->policy);
+	u64_field(o, "trips", b->trips, false);
+	u64_field(o, "trips_in_a_row", b->trips_in_a_row, false);
+	string_field(o, "opened_by",
+		     breaker_trip_rule_name((enum breaker_trip_rule)b->last_trip_rule), false);
+	u64_field(o, "window_volume", volume, false);
+	u64_field(o, "window_failures", failures, false);
+	u64_field(o, "failure_rate_percent", volume ? failures * 100u / volume : 0, !b->policy);
 	if (b->policy) {
+		/* The open time of this trip, or of the next one when not open. */
+		u64_field(o, "open_duration_ms", breaker_open_duration_ms(b), false);
 		key(o, "policy");
 		policy_object(o, b->policy);
 	}

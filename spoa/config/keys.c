@@ -234,6 +234,48 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.option = "open-late-success", .arg = "WORD",
 		.help = "what a success admitted before the trip does to an open breaker",
 	},
+	{
+		.name = "max_cooldown", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_DURATION,
+		IN_POLICY(max_cooldown_ms, BREAKER_FIELD_MAX_COOLDOWN), .min = 1,
+		.max = UINT64_MAX, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "max-cooldown", .arg = "DURATION",
+		.help = "the longest a breaker stays open: each trip in a row doubles the "
+			"cooldown up to this; at least the cooldown",
+		.default_text = "5m, or the cooldown when longer",
+	},
+	{
+		.name = "healthy_for", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_DURATION,
+		IN_POLICY(healthy_for_ms, BREAKER_FIELD_HEALTHY_FOR), .min = 1, .max = UINT64_MAX,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "healthy-for", .arg = "DURATION",
+		.help = "closed this long, a breaker forgets its trips in a row: the next trip "
+			"gets the plain cooldown",
+	},
+	{
+		.name = "failure_rate_threshold", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_UINT,
+		IN_POLICY(failure_rate_threshold, BREAKER_FIELD_FAILURE_RATE_THRESHOLD), .min = 0,
+		.max = 100, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "failure-rate-threshold", .arg = "PERCENT",
+		.help = "also open when this percentage of the last window judged requests "
+			"failed (backpressure is neither); 0 turns the rule off",
+	},
+	{
+		.name = "window", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_UINT,
+		IN_POLICY(window, BREAKER_FIELD_WINDOW), .min = 1, .max = BREAKER_MAX_WINDOW,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "window", .arg = "N",
+		.help = "judged requests the failure rate is taken over",
+	},
+	{
+		.name = "minimum_volume", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_UINT,
+		IN_POLICY(minimum_volume, BREAKER_FIELD_MINIMUM_VOLUME), .min = 1,
+		.max = BREAKER_MAX_WINDOW, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "minimum-volume", .arg = "N",
+		.help = "judged requests in the window before the failure rate may open; at "
+			"most the window",
+		.default_text = "20, or the window when smaller",
+	},
 };
 
 const struct config_key *config_key_find(const char *name)

@@ -56,9 +56,40 @@ static uint64_t deadline_after(uint64_t now_ms, uint64_t delay_ms)
 	return now_ms + delay_ms;
 }
 
+/* The newest n bits of a window (n <= BREAKER_MAX_WINDOW). */
+static uint64_t window_mask(unsigned n)
+{
+	return n >= BREAKER_MAX_WINDOW ? UINT64_MAX : (UINT64_C(1) << n) - 1;
+}
+
+unsigned breaker_window_volume(const struct breaker *b)
+{
+	unsigned window = b->policy ? b->policy->window : BREAKER_MAX_WINDOW;
+	return b->window_volume < window ? b->window_volume : window;
+}
+
+unsigned breaker_window_failures(const struct breaker *b)
+{
+	return (unsigned)__builtin_popcountll(b->window_failures &
+					      window_mask(breaker_window_volume(b)));
+}
+
+static bool failure_rate_rule_on(const struct breaker_policy *p)
+{
+	return p && p->failure_rate_threshold > 0;
+}
+
 bool breaker_is_dirty(const struct breaker *b)
 {
-	return b->state != BREAKER_CLOSED || b->failure_streak > 0;
+	/* A failure in the window is only worth a success's notice where the
+	 * rate can open the breaker; elsewhere it changes nothing. */
+	return b->state != BREAKER_CLOSED || b->failure_streak > 0 ||
+	       (failure_rate_rule_on(b->policy) && breaker_window_failures(b) > 0);
+}
+
+bool breaker_is_forgettable(const struct breaker *b)
+{
+	return !breaker_is_dirty(b) && b->trips_in_a_row == 0;
 }
 
 void breaker_init(struct breaker *b, const struct breaker_policy *policy, uint64_t now_ms)
@@ -85,7 +116,27 @@ bool breaker_restore(struct breaker *b, enum breaker_state state, uint32_t failu
 	b->trips = trips;
 	/* Nothing provisional survives a restart: no look can void it. */
 	b->erased_streak = 0;
+	/* An older snapshot says nothing of the backoff: one trip for a
+	 * breaker it saved open or half-open (the open time it had then),
+	 * none for a closed one; and an empty window. */
+	b->trips_in_a_row = state == BREAKER_CLOSED ? 0 : 1;
+	b->window_failures = 0;
+	b->window_volume = 0;
+	b->last_trip_rule = BREAKER_TRIP_NONE;
 	return true;
+}
+
+void breaker_restore_history(struct breaker *b, uint32_t trips_in_a_row, uint64_t window_failures,
+			     unsigned window_volume, enum breaker_trip_rule last_trip_rule)
+{
+	if (window_volume > BREAKER_MAX_WINDOW)
+		window_volume = BREAKER_MAX_WINDOW;
+	b->trips_in_a_row = trips_in_a_row;
+	b->window_volume = (uint8_t)window_volume;
+	b->window_failures = window_failures & window_mask(window_volume);
+	b->last_trip_rule = (unsigned)last_trip_rule < BREAKER_NB_TRIP_RULES
+				? (uint8_t)last_trip_rule
+				: BREAKER_TRIP_NONE;
 }
 
 /* Every state change goes through here: CLOSED starts a fresh streak, and
@@ -97,8 +148,57 @@ static void enter_state(struct breaker *b, enum breaker_state state, uint64_t no
 	b->erased_streak = 0;
 	if (state == BREAKER_OPEN && b->trips < UINT32_MAX)
 		b->trips++;
-	if (state == BREAKER_CLOSED)
+	if (state == BREAKER_CLOSED) {
+		/* A fresh start for both rules: failures from before the trip
+		 * must not reopen a worker that has just proved itself. */
 		b->failure_streak = 0;
+		b->window_failures = 0;
+		b->window_volume = 0;
+	}
+}
+
+/* One judged request while CLOSED, newest in bit 0. */
+static void window_push(struct breaker *b, bool failed)
+{
+	b->window_failures = (b->window_failures << 1) | (failed ? 1u : 0u);
+	if (b->window_volume < BREAKER_MAX_WINDOW)
+		b->window_volume++;
+}
+
+/*
+ * The failure-rate rule, judged on the last `window` requests. Count-based,
+ * not time-based: it needs no clock and no buckets, fits one word, and
+ * reads the same at 1 request a second as at 1000 (a time window would
+ * hold two samples on a quiet worker and thousands on a busy one).
+ * minimum_volume keeps a worker's first few answers from deciding alone.
+ */
+static bool failure_rate_reached(const struct breaker *b)
+{
+	const struct breaker_policy *p = b->policy;
+	if (!failure_rate_rule_on(p))
+		return false;
+	unsigned volume = breaker_window_volume(b);
+	if (volume == 0 || volume < p->minimum_volume)
+		return false;
+	return (uint64_t)breaker_window_failures(b) * 100 >=
+	       (uint64_t)p->failure_rate_threshold * volume;
+}
+
+/*
+ * Every trip goes through here. trips_in_a_row is what the open time
+ * backs off on; a trip from CLOSED first forgets the earlier ones if the
+ * breaker stayed closed healthy_for_ms (breaker_tick normally did it
+ * already: this covers a record that beat the timer).
+ */
+static void trip(struct breaker *b, enum breaker_trip_rule rule, uint64_t now_ms)
+{
+	if (b->state == BREAKER_CLOSED && now_ms >= b->state_since_ms &&
+	    now_ms - b->state_since_ms >= b->policy->healthy_for_ms)
+		b->trips_in_a_row = 0;
+	if (b->trips_in_a_row < UINT32_MAX)
+		b->trips_in_a_row++;
+	b->last_trip_rule = (uint8_t)rule;
+	enter_state(b, BREAKER_OPEN, now_ms);
 }
 
 /*
@@ -120,6 +220,18 @@ static uint32_t saturating_add(uint32_t a, uint64_t b)
 	return b >= (uint64_t)UINT32_MAX - a ? UINT32_MAX : a + (uint32_t)b;
 }
 
+/* One failure while CLOSED: both rules judge it; the streak is named when
+ * both are reached at once (it is the rule operators know). */
+static void failure_while_closed(struct breaker *b, uint64_t now_ms)
+{
+	window_push(b, true);
+	b->failure_streak = saturating_add(b->failure_streak, 1);
+	if (b->failure_streak >= b->policy->threshold)
+		trip(b, BREAKER_TRIP_FAILURE_STREAK, now_ms);
+	else if (failure_rate_reached(b))
+		trip(b, BREAKER_TRIP_FAILURE_RATE, now_ms);
+}
+
 /*
  * `count` failures in a row, exactly as `count` calls of one failure would
  * leave the breaker: CLOSED counts up to the trip and ignores the rest (they
@@ -131,18 +243,27 @@ static void add_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
 		return;
 	switch (b->state) {
 	case BREAKER_CLOSED: {
+		/* One at a time while the rate can still decide: after
+		 * BREAKER_MAX_WINDOW failures in a row the window holds nothing
+		 * else, so the rate rule, if on, has opened by then. What is
+		 * left (a large counter delta) only adds to the streak. */
+		uint64_t judged = 0;
+		while (judged < count && judged < BREAKER_MAX_WINDOW &&
+		       b->state == BREAKER_CLOSED) {
+			failure_while_closed(b, now_ms);
+			judged++;
+		}
+		if (b->state != BREAKER_CLOSED || judged == count)
+			break;
 		uint32_t threshold = b->policy->threshold;
-		uint32_t after = saturating_add(b->failure_streak, count);
+		uint32_t after = saturating_add(b->failure_streak, count - judged);
 		if (after < threshold) {
 			b->failure_streak = after;
 			break;
 		}
-		/* The failure that trips is the first to reach the threshold,
-		 * or the very next one if a lowered threshold is already
-		 * behind the streak (breaker_set_policy). */
-		uint32_t next = saturating_add(b->failure_streak, 1);
-		b->failure_streak = next > threshold ? next : threshold;
-		enter_state(b, BREAKER_OPEN, now_ms);
+		/* The failure that trips is the first to reach the threshold. */
+		b->failure_streak = threshold;
+		trip(b, BREAKER_TRIP_FAILURE_STREAK, now_ms);
 		break;
 	}
 	case BREAKER_OPEN:
@@ -151,9 +272,12 @@ static void add_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
 		 * it runs from the first trip. */
 		break;
 	case BREAKER_HALF_OPEN:
-		/* The probe failed: the worker is still sick. A new cool-down. */
-		b->failure_streak = saturating_add(b->failure_streak, 1);
-		enter_state(b, BREAKER_OPEN, now_ms);
+		/* The probe failed: the worker is still sick. One more trip in
+		 * a row, so a longer cool-down; the streak stays the one that
+		 * tripped: it counts failures of a closed breaker, and growing
+		 * it with every failed probe made a hung worker read as a
+		 * streak of 14 after a minute. */
+		trip(b, BREAKER_TRIP_PROBE_FAILED, now_ms);
 		break;
 	}
 }
@@ -175,7 +299,10 @@ static struct breaker_event event_end(const struct breaker *b, struct before bef
 		.from = before.state,
 		.to = b->state,
 		.dirty = BREAKER_DIRTY_UNCHANGED,
+		.trip_rule = BREAKER_TRIP_NONE,
 	};
+	if (ev.to == BREAKER_OPEN && ev.from != BREAKER_OPEN)
+		ev.trip_rule = (enum breaker_trip_rule)b->last_trip_rule;
 	bool dirty = breaker_is_dirty(b);
 	if (dirty != before.dirty)
 		ev.dirty = dirty ? BREAKER_BECAME_DIRTY : BREAKER_BECAME_CLEAN;
@@ -193,6 +320,7 @@ struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms)
 		if (b->failure_streak > b->erased_streak)
 			b->erased_streak = b->failure_streak;
 		b->failure_streak = 0;
+		window_push(b, false);
 		break;
 	case BREAKER_OPEN:
 		/*
@@ -249,6 +377,10 @@ struct breaker_event breaker_record_failure(struct breaker *b, uint64_t now_ms)
  *   confirmed: its abort still counts, as a plain failure at that poll, but
  *   no longer voids the success. Per-request detail for such bodies needs
  *   HAProxy's log (termination state SD), not counters.
+ * - In the failure-rate window an aborted body is one more failure, and
+ *   the success its head recorded stays: counters do not say which sample
+ *   it was. The rate errs low by at most the aborts since the last look;
+ *   the streak, restored above, is the rule that voids the success.
  * - HALF_OPEN and OPEN ignore aborts. In OPEN they are late, like any
  *   failure. In HALF_OPEN any head would already have closed the breaker
  *   (success, or backpressure under `close`) or recorded nothing
@@ -287,7 +419,10 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 	switch (b->state) {
 	case BREAKER_CLOSED:
 		/* Neutral, and deliberately not a success: the streak is kept, so
-		 * a worker interleaving real faults with 503s still trips. */
+		 * a worker interleaving real faults with 503s still trips. Nor
+		 * is it a sample of the failure rate (seed 001): counted as a
+		 * success it would hide a failing worker behind its own 503s,
+		 * counted as a failure it would open the busiest workers. */
 		break;
 	case BREAKER_OPEN:
 		/* A late 503 must not reset a breaker that has already tripped. */
@@ -330,10 +465,41 @@ bool breaker_would_allow(const struct breaker *b)
 	return b->state != BREAKER_OPEN;
 }
 
+/*
+ * Open-time backoff: the n-th trip in a row stays open cooldown * 2^(n-1),
+ * capped by max_cooldown. Doubling rather than cooldown * n (Envoy's):
+ * every probe of a dead worker is a real request that fails, so the cap
+ * should come after a handful of them (30 s, 1, 2, 4, then 5 min: four
+ * probes) rather than after ten; the cap bounds how late a recovered
+ * worker is let back.
+ */
+uint64_t breaker_backoff_ms(const struct breaker_policy *p, uint32_t trips_in_a_row)
+{
+	uint64_t cap = p->max_cooldown_ms > p->cooldown_ms ? p->max_cooldown_ms : p->cooldown_ms;
+	uint64_t d = p->cooldown_ms;
+
+	for (uint32_t n = 1; n < trips_in_a_row && d < cap; n++)
+		d = d > cap / 2 ? cap : d * 2;
+	return d < cap ? d : cap;
+}
+
+uint64_t breaker_open_duration_ms(const struct breaker *b)
+{
+	uint32_t n = b->trips_in_a_row;
+	if (b->state != BREAKER_OPEN && n < UINT32_MAX)
+		n++; /* the next trip's */
+	return breaker_backoff_ms(b->policy, n);
+}
+
 uint64_t breaker_next_deadline(const struct breaker *b)
 {
 	if (b->state == BREAKER_OPEN)
-		return deadline_after(b->state_since_ms, b->policy->cooldown_ms);
+		return deadline_after(b->state_since_ms, breaker_open_duration_ms(b));
+	/* Forgetting the trips in a row is a deadline too, so that /state,
+	 * the snapshot and eviction see it when it happens, not at the next
+	 * trip. */
+	if (b->state == BREAKER_CLOSED && b->trips_in_a_row > 0)
+		return deadline_after(b->state_since_ms, b->policy->healthy_for_ms);
 	return BREAKER_NO_DEADLINE;
 }
 
@@ -341,8 +507,16 @@ struct breaker_event breaker_tick(struct breaker *b, uint64_t now_ms)
 {
 	struct before before = event_begin(b);
 
-	if (b->state == BREAKER_OPEN && now_ms >= breaker_next_deadline(b))
-		enter_state(b, BREAKER_HALF_OPEN, now_ms);
+	if (now_ms >= breaker_next_deadline(b)) {
+		if (b->state == BREAKER_OPEN)
+			enter_state(b, BREAKER_HALF_OPEN, now_ms);
+		else if (b->state == BREAKER_CLOSED)
+			/* Reset rather than halved: a worker that served
+			 * healthy_for has proved itself, and its next fault
+			 * deserves the plain cooldown; a flapping one never
+			 * stays closed that long, so it keeps its backoff. */
+			b->trips_in_a_row = 0;
+	}
 	return event_end(b, before);
 }
 
@@ -368,6 +542,17 @@ const char *breaker_outcome_name(enum breaker_outcome outcome)
 	case BREAKER_OUTCOME_IGNORED: return "ignored";
 	}
 	return "unknown";
+}
+
+const char *breaker_trip_rule_name(enum breaker_trip_rule rule)
+{
+	switch (rule) {
+	case BREAKER_TRIP_NONE: return "none";
+	case BREAKER_TRIP_FAILURE_STREAK: return "failure_streak";
+	case BREAKER_TRIP_FAILURE_RATE: return "failure_rate";
+	case BREAKER_TRIP_PROBE_FAILED: return "probe_failed";
+	}
+	return "none";
 }
 
 const char *breaker_transition_name(const struct breaker_event *ev)

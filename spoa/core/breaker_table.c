@@ -169,16 +169,17 @@ static void entry_remove(struct breaker_table *t, uint32_t idx)
 }
 
 /*
- * Evicts the least recently used entry that is CLOSED and clean: such a
- * breaker holds nothing a fresh one would not, so forgetting it loses no
- * judgement. Dirty entries are skipped, never evicted. Walks from the
+ * Evicts the least recently used entry that is CLOSED, clean and has no
+ * trips in a row left to forget (breaker_is_forgettable): such a breaker
+ * holds nothing a fresh one would not, so forgetting it loses no judgement
+ * and no backoff. The others are skipped, never evicted. Walks from the
  * tail, so the cost is the number of dirty entries passed over - small
  * unless the fleet is failing, and only paid when the table is full.
  */
 static bool evict_one(struct breaker_table *t)
 {
 	for (uint32_t idx = t->lru_tail; idx != BREAKER_TABLE_NIL; idx = entry_at(t, idx)->lru_prev) {
-		if (!breaker_is_dirty(&entry_at(t, idx)->breaker)) {
+		if (breaker_is_forgettable(&entry_at(t, idx)->breaker)) {
 			entry_remove(t, idx);
 			t->evictions++;
 			return true;

@@ -35,6 +35,12 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	derive_failure_set(policy);
 	policy->half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
 	policy->open_late_success = BREAKER_OPEN_LATE_SUCCESS_IGNORE;
+	policy->max_cooldown_ms = BREAKER_DEFAULT_MAX_COOLDOWN_MS;
+	policy->healthy_for_ms = BREAKER_DEFAULT_HEALTHY_FOR_MS;
+	/* Off: consecutive failures stay the one rule unless asked for. */
+	policy->failure_rate_threshold = 0;
+	policy->window = BREAKER_DEFAULT_WINDOW;
+	policy->minimum_volume = BREAKER_DEFAULT_MINIMUM_VOLUME;
 }
 
 /* Reports a non-empty intersection of two named sets, listing its statuses. */
@@ -79,6 +85,36 @@ bool breaker_policy_validate(const struct breaker_policy *policy, char *err, siz
 		errmsg_set(err, err_size, "open late success policy is neither ignore nor close");
 		return false;
 	}
+	if (policy->max_cooldown_ms < policy->cooldown_ms) {
+		errmsg_set(err, err_size,
+			  "max_cooldown of %llu ms is below cooldown of %llu ms (the backoff "
+			  "starts at the cooldown; raise max_cooldown or lower cooldown)",
+			  (unsigned long long)policy->max_cooldown_ms,
+			  (unsigned long long)policy->cooldown_ms);
+		return false;
+	}
+	if (policy->healthy_for_ms < 1) {
+		errmsg_set(err, err_size, "healthy_for is 0 (expected at least 1 ms)");
+		return false;
+	}
+	if (policy->failure_rate_threshold > 100) {
+		errmsg_set(err, err_size, "failure_rate_threshold is %u (expected 0-100 percent)",
+			  (unsigned)policy->failure_rate_threshold);
+		return false;
+	}
+	if (policy->window < 1 || policy->window > BREAKER_MAX_WINDOW) {
+		errmsg_set(err, err_size, "window is %u (expected 1-%d judged requests)",
+			  (unsigned)policy->window, BREAKER_MAX_WINDOW);
+		return false;
+	}
+	if (policy->minimum_volume < 1 || policy->minimum_volume > policy->window) {
+		errmsg_set(err, err_size,
+			  "minimum_volume is %u, above the window of %u (the failure rate "
+			  "could never be judged; expected 1-%u)",
+			  (unsigned)policy->minimum_volume, (unsigned)policy->window,
+			  (unsigned)policy->window);
+		return false;
+	}
 	return check_disjoint(&policy->capacity, "capacity", &policy->failure, "failure", err,
 			      err_size) &&
 	       check_disjoint(&policy->ignore, "ignore", &policy->capacity, "capacity", err,
@@ -110,22 +146,41 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->half_open_backpressure = v->half_open_backpressure;
 	if (f & BREAKER_FIELD_OPEN_LATE_SUCCESS)
 		p->open_late_success = v->open_late_success;
+	if (f & BREAKER_FIELD_MAX_COOLDOWN)
+		p->max_cooldown_ms = v->max_cooldown_ms;
+	if (f & BREAKER_FIELD_HEALTHY_FOR)
+		p->healthy_for_ms = v->healthy_for_ms;
+	if (f & BREAKER_FIELD_FAILURE_RATE_THRESHOLD)
+		p->failure_rate_threshold = v->failure_rate_threshold;
+	if (f & BREAKER_FIELD_WINDOW)
+		p->window = v->window;
+	if (f & BREAKER_FIELD_MINIMUM_VOLUME)
+		p->minimum_volume = v->minimum_volume;
 }
 
 bool breaker_policy_resolve(struct breaker_policy *out,
 			    const struct breaker_policy_layer *const *layers, size_t nb_layers,
 			    char *err, size_t err_size)
 {
-	bool failure_set_configured = false;
+	unsigned configured = 0;
 
 	breaker_policy_defaults(out);
 	for (size_t i = 0; i < nb_layers; i++) {
 		if (!layers[i])
 			continue;
 		apply_layer(out, layers[i]);
-		if (layers[i]->fields & BREAKER_FIELD_FAILURE_SET)
-			failure_set_configured = true;
+		configured |= layers[i]->fields;
 	}
+	bool failure_set_configured = configured & BREAKER_FIELD_FAILURE_SET;
+	/* Defaults that follow what was set, so that no key given alone turns
+	 * a file that loaded before into an error: a cooldown above the
+	 * default max_cooldown means no backoff (the open time it always
+	 * had), and a window below the default minimum_volume is judged once
+	 * full. Given explicitly, both are checked as written. */
+	if (!(configured & BREAKER_FIELD_MAX_COOLDOWN) && out->max_cooldown_ms < out->cooldown_ms)
+		out->max_cooldown_ms = out->cooldown_ms;
+	if (!(configured & BREAKER_FIELD_MINIMUM_VOLUME) && out->minimum_volume > out->window)
+		out->minimum_volume = out->window;
 	/* An unconfigured failure set follows the capacity and ignore sets
 	 * wherever they were set, so "capacity = 429" alone turns 503 into
 	 * a failure, as an operator moving 503 out would expect. */

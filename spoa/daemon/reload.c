@@ -83,6 +83,9 @@ void daemon_reload(struct daemon *d)
 
 	/* Every step succeeded: swap it all in. */
 	breaker_table_use_policies(&d->breakers.table, &fresh.policies);
+	/* Deadlines follow the policy (cooldown, max_cooldown, healthy_for):
+	 * one that came earlier must not wait for the timer set before. */
+	breakers_rearm(&d->breakers);
 	state_store_set_interval(d->state, fresh.state_interval_ms);
 	if (enforcer) {
 		enforcer_free(d->enforcer);

@@ -1,5 +1,9 @@
 /*
  * transition_log.c - the transition log subscriber (see transition_log.h).
+ *
+ *   breaker be/w1: closed -> open (failure, status 500, failure streak 3):
+ *     the failure streak reached the threshold of 3; trip 1 in a row, open for 30000 ms
+ *   breaker be/w1: open -> half_open (cool-down of 30000 ms elapsed): trip 1 in a row
  */
 #include <stdio.h>
 
@@ -25,24 +29,65 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 			 (unsigned long long)d->redispatches, (unsigned long long)d->aborted_bodies);
 		return;
 	case BREAKER_CAUSE_COOLDOWN:
+		/* The open time that elapsed: the backed-off one of this trip. */
 		snprintf(buf, size, "cool-down of %llu ms elapsed",
-			 (unsigned long long)e->breaker.policy->cooldown_ms);
+			 (unsigned long long)breaker_backoff_ms(e->breaker.policy,
+							       e->breaker.trips_in_a_row));
 		return;
 	}
 	snprintf(buf, size, "unknown cause");
 }
 
+/* After the cause, what the breaker made of it: which rule opened it and
+ * for how long, or which trip's cool-down ended. Empty otherwise. */
+static void format_detail(char *buf, size_t size, const struct breaker_table_entry *e,
+			  const struct breaker_event *ev)
+{
+	const struct breaker *b = &e->breaker;
+	char rule[160];
+
+	buf[0] = '\0';
+	if (ev->to == BREAKER_OPEN) {
+		switch (ev->trip_rule) {
+		case BREAKER_TRIP_FAILURE_STREAK:
+			snprintf(rule, sizeof(rule), "the failure streak reached the threshold of %u",
+				 b->policy->threshold);
+			break;
+		case BREAKER_TRIP_FAILURE_RATE:
+			snprintf(rule, sizeof(rule),
+				 "the failure rate reached %u%%: %u of the last %u judged requests "
+				 "failed (threshold %u%%)",
+				 breaker_window_failures(b) * 100 /
+					 (breaker_window_volume(b) ? breaker_window_volume(b) : 1),
+				 breaker_window_failures(b), breaker_window_volume(b),
+				 b->policy->failure_rate_threshold);
+			break;
+		case BREAKER_TRIP_PROBE_FAILED:
+			snprintf(rule, sizeof(rule), "the half-open probe failed");
+			break;
+		case BREAKER_TRIP_NONE:
+			snprintf(rule, sizeof(rule), "opened");
+			break;
+		}
+		snprintf(buf, size, ": %s; trip %u in a row, open for %llu ms", rule,
+			 b->trips_in_a_row, (unsigned long long)breaker_open_duration_ms(b));
+	} else if (ev->from == BREAKER_OPEN && ev->to == BREAKER_HALF_OPEN) {
+		snprintf(buf, size, ": trip %u in a row", b->trips_in_a_row);
+	}
+}
+
 static void log_transition(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 			   const struct breaker_cause *cause)
 {
-	char reason[256];
+	char reason[256], detail[256];
 	(void)ctx;
 
 	if (!breaker_event_is_transition(ev))
 		return;
 	format_reason(reason, sizeof(reason), e, cause);
-	log_record(LOG_LEVEL_NOTICE, "breaker %s/%s: %s -> %s (%s)", e->backend, e->server,
-		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason);
+	format_detail(detail, sizeof(detail), e, ev);
+	log_record(LOG_LEVEL_NOTICE, "breaker %s/%s: %s -> %s (%s)%s", e->backend, e->server,
+		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason, detail);
 }
 
 struct breaker_subscriber transition_log_subscriber(void)

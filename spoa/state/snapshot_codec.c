@@ -59,12 +59,22 @@ bool snapshot_encode_breaker(msgpack_sbuffer *out, const struct snapshot_breaker
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
-	bool ok = msgpack_pack_map(&pk, b->has_agent_check ? 9 : 8) == 0 && pack_key(&pk, "be") &&
+	unsigned keys = 8 + (b->has_agent_check ? 1 : 0) + (b->has_history ? 4 : 0);
+	bool ok = msgpack_pack_map(&pk, keys) == 0 && pack_key(&pk, "be") &&
 		  pack_str(&pk, b->backend) && pack_key(&pk, "srv") && pack_str(&pk, b->server) &&
 		  pack_key(&pk, "state") && msgpack_pack_uint8(&pk, (uint8_t)b->state) == 0 &&
 		  pack_key(&pk, "streak") && msgpack_pack_uint32(&pk, b->failure_streak) == 0 &&
 		  pack_key(&pk, "since") && msgpack_pack_int64(&pk, b->since_wall_ms) == 0 &&
 		  pack_key(&pk, "trips") && msgpack_pack_uint32(&pk, b->trips) == 0 &&
+		  (!b->has_history ||
+		   (pack_key(&pk, "trips_in_a_row") &&
+		    msgpack_pack_uint32(&pk, b->trips_in_a_row) == 0 &&
+		    pack_key(&pk, "window_failures") &&
+		    msgpack_pack_uint64(&pk, b->window_failures) == 0 &&
+		    pack_key(&pk, "window_volume") &&
+		    msgpack_pack_uint32(&pk, b->window_volume) == 0 &&
+		    pack_key(&pk, "trip_rule") &&
+		    msgpack_pack_uint8(&pk, (uint8_t)b->last_trip_rule) == 0)) &&
 		  pack_key(&pk, "policy") && msgpack_pack_uint64(&pk, b->policy_fingerprint) == 0 &&
 		  pack_key(&pk, "haproxy") && msgpack_pack_array(&pk, b->nb_haproxy) == 0;
 	for (unsigned i = 0; ok && i < b->nb_haproxy; i++)
@@ -371,6 +381,24 @@ static enum snapshot_status read_breaker(struct reader *r, struct snapshot_break
 	}
 	b->failure_streak = (uint32_t)streak;
 	b->trips = (uint32_t)trips;
+	/* The backoff and the window came later: a snapshot without them
+	 * still loads (the breaker then reads them its own way). */
+	if (find(o, "trips_in_a_row")) {
+		uint64_t in_a_row, volume, rule;
+		if (!get_uint(o, "trips_in_a_row", UINT32_MAX, &in_a_row) ||
+		    !get_uint(o, "window_failures", UINT64_MAX, &b->window_failures) ||
+		    !get_uint(o, "window_volume", BREAKER_MAX_WINDOW, &volume) ||
+		    !get_uint(o, "trip_rule", BREAKER_NB_TRIP_RULES - 1, &rule)) {
+			st = fail(r, SNAPSHOT_CORRUPT,
+				  "trips_in_a_row without window_failures, window_volume (0-64) or "
+				  "trip_rule (0-3)");
+			goto out;
+		}
+		b->has_history = true;
+		b->trips_in_a_row = (uint32_t)in_a_row;
+		b->window_volume = (unsigned)volume;
+		b->last_trip_rule = (enum breaker_trip_rule)rule;
+	}
 	const msgpack_object *hap = find(o, "haproxy");
 	if (!hap || hap->type != MSGPACK_OBJECT_ARRAY || hap->via.array.size > ENFORCE_MAX_HAPROXY) {
 		st = fail(r, SNAPSHOT_CORRUPT, "haproxy is not an array of at most 8");
@@ -467,5 +495,17 @@ uint64_t snapshot_policy_fingerprint(const struct breaker_policy *p)
 	h = fnv(h, &p->cooldown_ms, sizeof(p->cooldown_ms));
 	h = fnv(h, p->capacity.bits, sizeof(p->capacity.bits));
 	h = fnv(h, p->failure.bits, sizeof(p->failure.bits));
-	return fnv(h, p->ignore.bits, sizeof(p->ignore.bits));
+	h = fnv(h, p->ignore.bits, sizeof(p->ignore.bits));
+	/* The backoff and failure-rate fields only when one differs from its
+	 * default: a policy that leaves them alone keeps the fingerprint an
+	 * agent without them wrote, so an upgrade reports no policy change. */
+	if (p->max_cooldown_ms != BREAKER_DEFAULT_MAX_COOLDOWN_MS ||
+	    p->healthy_for_ms != BREAKER_DEFAULT_HEALTHY_FOR_MS || p->failure_rate_threshold != 0 ||
+	    p->window != BREAKER_DEFAULT_WINDOW ||
+	    p->minimum_volume != BREAKER_DEFAULT_MINIMUM_VOLUME) {
+		uint64_t fleet[5] = {p->max_cooldown_ms, p->healthy_for_ms, p->failure_rate_threshold,
+				     p->window, p->minimum_volume};
+		h = fnv(h, fleet, sizeof(fleet));
+	}
+	return h;
 }

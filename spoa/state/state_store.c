@@ -144,12 +144,12 @@ static void add_memory(void *ctx, const char *address, const struct enforce_memo
 	h->mem = *mem;
 }
 
-/* A breaker a fresh agent could not rebuild: dirty, or one the agent had
- * changed HAProxy for. A clean one with nothing done costs nothing to
- * forget. */
+/* A breaker a fresh agent could not rebuild: dirty, with trips in a row
+ * (its backoff), or one the agent had changed HAProxy for. A forgettable
+ * one with nothing done costs nothing to forget. */
 static bool worth_keeping(const struct snapshot_breaker *b, const struct breaker *br)
 {
-	return breaker_is_dirty(br) || b->nb_haproxy > 0 || b->has_agent_check;
+	return !breaker_is_forgettable(br) || b->nb_haproxy > 0 || b->has_agent_check;
 }
 
 /* Encodes the snapshot; NULL when out of memory. */
@@ -176,6 +176,11 @@ static msgpack_sbuffer *encode(struct state_store *s)
 		b->failure_streak = e->breaker.failure_streak;
 		b->since_wall_ms = wall - (int64_t)(mono - e->breaker.state_since_ms);
 		b->trips = e->breaker.trips;
+		b->trips_in_a_row = e->breaker.trips_in_a_row;
+		b->window_failures = e->breaker.window_failures;
+		b->window_volume = e->breaker.window_volume;
+		b->last_trip_rule = (enum breaker_trip_rule)e->breaker.last_trip_rule;
+		b->has_history = true;
 		b->policy_fingerprint = snapshot_policy_fingerprint(e->breaker.policy);
 		ok = snapshot_encode_breaker(body, b);
 		count++;
@@ -284,6 +289,11 @@ static bool restore_one(void *ctx, const struct snapshot_breaker *b)
 	if (ago > 0)
 		since = (uint64_t)ago < r->mono ? r->mono - (uint64_t)ago : 0;
 	breaker_restore(&e->breaker, b->state, b->failure_streak, since, b->trips);
+	/* A snapshot of an agent without backoff has no history: restore
+	 * keeps its own reading of it (one trip for an open breaker). */
+	if (b->has_history)
+		breaker_restore_history(&e->breaker, b->trips_in_a_row, b->window_failures,
+					b->window_volume, b->last_trip_rule);
 	if (b->policy_fingerprint != snapshot_policy_fingerprint(e->breaker.policy))
 		r->policy_changed++;
 	uint32_t index = breaker_table_index(t, e);

@@ -50,6 +50,28 @@ teardown() {
 	assert_line --partial "configuration refused"
 }
 
+@test "--check refuses backoff and failure-rate keys that contradict each other" {
+	cat >"$RUN_DIR/fleet.ini" <<-'INI'
+	[breaker]
+	max_cooldown = 1m
+	failure_rate_threshold = 140
+	[server workers/w1]
+	cooldown = 2m
+	[backend flaky]
+	failure_rate_threshold = 30
+	window = 10
+	minimum_volume = 20
+	INI
+	run "$SPOA_BIN" --check -f "$RUN_DIR/fleet.ini"
+	assert_failure 1
+	local f="$RUN_DIR/fleet.ini"
+	assert_line "$f:3: failure_rate_threshold '140': expected 0..100"
+	assert_line --partial "$f:4: [server workers/w1]: max_cooldown of 60000 ms is below cooldown of 120000 ms"
+	assert_line --partial "$f:6: [backend flaky]: minimum_volume is 20, above the window of 10"
+	run "$SPOA_BIN" --check --cooldown 10m --failure-rate-threshold 30 --window 10
+	assert_success
+}
+
 @test "a missing configuration file is a clear error" {
 	run "$SPOA_BIN" --check -f "$RUN_DIR/nope.ini"
 	assert_failure 1

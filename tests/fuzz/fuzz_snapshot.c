@@ -31,7 +31,8 @@ static bool check_and_keep(void *ctx, const struct snapshot_breaker *b)
 	struct kept *k = ctx;
 	if (!name_is_valid(b->backend, strlen(b->backend)) ||
 	    !name_is_valid(b->server, strlen(b->server)) || (unsigned)b->state > BREAKER_HALF_OPEN ||
-	    b->nb_haproxy > ENFORCE_MAX_HAPROXY)
+	    b->nb_haproxy > ENFORCE_MAX_HAPROXY || b->window_volume > BREAKER_MAX_WINDOW ||
+	    (unsigned)b->last_trip_rule >= BREAKER_NB_TRIP_RULES)
 		__builtin_trap();
 	for (unsigned i = 0; i < b->nb_haproxy; i++)
 		if (strnlen(b->haproxy[i].address, sizeof(b->haproxy[i].address)) ==

@@ -387,14 +387,20 @@ static void check_effect(const char *row, const struct cell *c, const struct bre
 	case EFFECT_REOPEN:
 		EXPECT(!breaker_would_allow(b));
 		EXPECT(b->state_since_ms == now);
-		/* The cool-down starts now: for a reopen, later than the first. */
-		EXPECT(breaker_next_deadline(b) == now + p->cooldown_ms);
+		/* The cool-down starts now: for a reopen, later than the first.
+		 * It lasts what the breaker announced before it tripped: the
+		 * cooldown, backed off by the trips in a row. */
+		EXPECT(breaker_next_deadline(b) == now + breaker_open_duration_ms(b));
+		EXPECT(breaker_open_duration_ms(b) == breaker_open_duration_ms(before));
+		EXPECT(breaker_open_duration_ms(b) >= p->cooldown_ms);
 		EXPECT(c->effect == EFFECT_TRIP || now > before->state_since_ms);
 		break;
 	case EFFECT_CLOSE:
 		EXPECT(b->failure_streak == 0);
 		EXPECT(breaker_would_allow(b));
-		EXPECT(breaker_next_deadline(b) == BREAKER_NO_DEADLINE);
+		/* What is left to wait for: forgetting the trips in a row. */
+		EXPECT(b->trips_in_a_row > 0);
+		EXPECT(breaker_next_deadline(b) == now + p->healthy_for_ms);
 		break;
 	case EFFECT_HALF_OPEN:
 		EXPECT(breaker_would_allow(b));

@@ -227,7 +227,8 @@ static void test_script_table(void **state)
 					    b.state_since_ms != opened_at)
 						fail_msg("%s: the cool-down moved", where);
 					assert_int_equal(breaker_next_deadline(&b),
-							 b.state_since_ms + p.cooldown_ms);
+							 b.state_since_ms +
+								 breaker_open_duration_ms(&b));
 					assert_false(breaker_would_allow(&b));
 				}
 				/* Nothing provisional survives outside CLOSED. */
@@ -295,6 +296,7 @@ static void test_every_body_dies_reopens_after_each_probe(void **state)
 	breaker_policy_defaults(&p);
 	breaker_init(&b, &p, now);
 	trip(&b, now);
+	uint64_t previous_open = breaker_open_duration_ms(&b);
 	for (unsigned cycle = 0; cycle < 5; cycle++) {
 		now = breaker_next_deadline(&b);
 		breaker_tick(&b, now);
@@ -304,9 +306,15 @@ static void test_every_body_dies_reopens_after_each_probe(void **state)
 		ev = breaker_record_poll(&b, 1, 0, now + 20);
 		assert_string_equal(breaker_transition_name(&ev), "closed->open");
 		breaker_confirm_successes(&b);
-		/* A new cool-down, from the abort. */
+		/* A new cool-down, from the abort, longer each time: the worker
+		 * never stayed closed healthy_for, so each reopen is one more
+		 * trip in a row (capped by max_cooldown). */
 		assert_int_equal(b.state_since_ms, now + 20);
-		assert_int_equal(breaker_next_deadline(&b), now + 20 + p.cooldown_ms);
+		assert_int_equal(breaker_next_deadline(&b),
+				 now + 20 + breaker_open_duration_ms(&b));
+		assert_true(breaker_open_duration_ms(&b) > previous_open ||
+			    breaker_open_duration_ms(&b) == p.max_cooldown_ms);
+		previous_open = breaker_open_duration_ms(&b);
 	}
 }
 

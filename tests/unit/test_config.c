@@ -238,6 +238,12 @@ static const struct {
 	{"ignore_statuses", "404", "404"},
 	{"half_open_backpressure", "ignore", "ignore"},
 	{"open_late_success", "close", "close"},
+	{"max_cooldown", "10m", "10m"},
+	{"healthy_for", "90s", "90s"},
+	{"failure_rate_threshold", "40", "40"},
+	{"failure_rate_threshold", "0", "0"},
+	{"window", "10", "10"},
+	{"minimum_volume", "64", "64"},
 };
 
 static void test_good_values(void **state)
@@ -295,6 +301,13 @@ static const struct {
 	{"failure_statuses", "", "empty status list"},
 	{"half_open_backpressure", "maybe", "expected close or ignore"},
 	{"open_late_success", "maybe", "expected ignore or close"},
+	{"max_cooldown", "0", "expected a duration above 0 such as 30s or 500ms"},
+	{"healthy_for", "soon", "expected a duration above 0 such as 30s or 500ms"},
+	{"failure_rate_threshold", "101", "expected 0..100"},
+	{"failure_rate_threshold", "40%", "expected 0..100"},
+	{"window", "65", "expected 1..64"},
+	{"window", "0", "expected 1..64"},
+	{"minimum_volume", "0", "expected 1..64"},
 };
 
 static void test_bad_values(void **state)
@@ -552,6 +565,73 @@ static void test_policy_problems_at_their_sections(void **state)
 	assert_errors_have("spoa-breaker: [breaker]: capacity and failure sets overlap on 503");
 }
 
+/* The backoff and failure-rate keys that only make sense together. */
+static void test_backoff_and_rate_keys_checked_together(void **state)
+{
+	char line[600];
+	struct config c;
+
+	/* max_cooldown below the cooldown, in one section or through
+	 * inheritance: reported at the section whose policy is wrong. */
+	const char *path = file("[breaker]\n"
+				"cooldown = 1m\n"
+				"max_cooldown = 30s\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:1: [breaker]: max_cooldown of 30000 ms is below cooldown of 60000 ms", path);
+	assert_errors_have(line);
+	path = file("[breaker]\n"
+		    "max_cooldown = 1m\n"
+		    "[server be/w1]\n"
+		    "cooldown = 2m\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:3: [server be/w1]: max_cooldown of 60000 ms is below cooldown of 120000 ms",
+		 path);
+	assert_errors_have(line);
+	assert_int_equal(STATUS("--check", "--cooldown", "2m", "--max-cooldown", "1m"), 1);
+	assert_errors_have("spoa-breaker: [breaker]: max_cooldown of 60000 ms is below cooldown");
+
+	/* A long cooldown alone still loads: the unset cap follows it. */
+	path = file("[breaker]\ncooldown = 10m\n");
+	assert_int_equal(RUN(&c, "--check", "-f", path), 0);
+	config_free(&c);
+
+	/* minimum_volume above the window. */
+	path = file("[breaker]\n"
+		    "failure_rate_threshold = 30\n"
+		    "[backend be]\n"
+		    "window = 10\n"
+		    "minimum_volume = 20\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line), "%s:3: [backend be]: minimum_volume is 20, above the window of 10",
+		 path);
+	assert_errors_have(line);
+
+	/* A whole valid set, layered: the server's policy has all of it. */
+	path = file("[breaker]\n"
+		    "cooldown = 1s\n"
+		    "max_cooldown = 8s\n"
+		    "healthy_for = 20s\n"
+		    "[backend be]\n"
+		    "failure_rate_threshold = 30\n"
+		    "window = 10\n"
+		    "[server be/w1]\n"
+		    "minimum_volume = 5\n");
+	assert_int_equal(RUN(&c, "-f", path), -1);
+	const struct breaker_policy *p = breaker_policies_for(&c.policies, "be", 2, "w1", 2);
+	assert_int_equal(p->cooldown_ms, 1000);
+	assert_int_equal(p->max_cooldown_ms, 8000);
+	assert_int_equal(p->healthy_for_ms, 20000);
+	assert_int_equal(p->failure_rate_threshold, 30);
+	assert_int_equal(p->window, 10);
+	assert_int_equal(p->minimum_volume, 5);
+	p = breaker_policies_for(&c.policies, "other", 5, "w1", 2);
+	assert_int_equal(p->failure_rate_threshold, 0);
+	assert_int_equal(p->minimum_volume, BREAKER_DEFAULT_MINIMUM_VOLUME);
+	config_free(&c);
+}
+
 /* ---- reload ---- */
 
 static void collect(void *ctx, const char *key)
@@ -620,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_conflict_reported_at_its_key),
 		cmocka_unit_test(test_probe_timeout_warns),
 		cmocka_unit_test(test_policy_problems_at_their_sections),
+		cmocka_unit_test(test_backoff_and_rate_keys_checked_together),
 		cmocka_unit_test(test_reload_decision),
 	};
 	int failed = cmocka_run_group_tests(tests, setup, teardown);

@@ -433,6 +433,10 @@ static void test_every_family_present(void **state)
 		{"breaker_state", "gauge"},
 		{"breaker_transitions_total", "counter"},
 		{"breaker_failure_streak", "gauge"},
+		{"breaker_trips_in_a_row", "gauge"},
+		{"breaker_trips_total", "counter"},
+		{"breaker_window_volume", "gauge"},
+		{"breaker_window_failures", "gauge"},
 		{"breaker_table_entries", "gauge"},
 		{"breaker_table_capacity", "gauge"},
 		{"breaker_table_evictions_total", "counter"},
@@ -553,6 +557,12 @@ static void test_per_server_samples(void **state)
 		"breaker_transitions_total{backend=\"workers\",server=\"w1\",from=\"closed\",to=\"open\"} 0\n",
 		"breaker_transitions_total{backend=\"workers\",server=\"w2\",from=\"half_open\",to=\"closed\"} 0\n",
 		"breaker_failure_streak{backend=\"workers\",server=\"w2\"} 3\n",
+		"breaker_trips_in_a_row{backend=\"workers\",server=\"w2\"} 1\n",
+		"breaker_trips_total{backend=\"workers\",server=\"w2\",rule=\"failure_streak\"} 1\n",
+		"breaker_trips_total{backend=\"workers\",server=\"w2\",rule=\"failure_rate\"} 0\n",
+		"breaker_trips_total{backend=\"workers\",server=\"w1\",rule=\"probe_failed\"} 0\n",
+		"breaker_window_volume{backend=\"workers\",server=\"w1\"} 2\n",
+		"breaker_window_failures{backend=\"workers\",server=\"w2\"} 3\n",
 		"breaker_table_entries 2\n",
 		"breaker_table_capacity 16\n",
 		"spop_connections_total{result=\"accepted\"} 5\n",
@@ -666,11 +676,21 @@ static void test_state_json(void **state)
 			      "\"restored\":2,\"up_to_date\":true},\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
-			      "\"trips\":1,\"policy\":{\"threshold\":3,"
+			      "\"trips\":1,\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
+			      "\"window_volume\":3,\"window_failures\":3,\"failure_rate_percent\":100,"
+			      "\"open_duration_ms\":30000,\"policy\":{\"threshold\":3,"
 			      "\"cooldown_ms\":30000,\"half_open_probes\":1,"
 			      "\"capacity_statuses\":\"429,503\","
 			      "\"failure_statuses\":\"500-502,504-599\",\"ignore_statuses\":\"none\","
-			      "\"half_open_backpressure\":\"close\",\"open_late_success\":\"ignore\"}}");
+			      "\"half_open_backpressure\":\"close\",\"open_late_success\":\"ignore\","
+			      "\"max_cooldown_ms\":300000,\"healthy_for_ms\":60000,"
+			      "\"failure_rate_threshold\":0,\"window\":64,\"minimum_volume\":20}}");
+	/* Backpressure is not judged: w1's four 503s are not in its window. */
+	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
+			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
+			      "\"trips_in_a_row\":0,\"opened_by\":\"none\",\"window_volume\":2,"
+			      "\"window_failures\":0,\"failure_rate_percent\":0,"
+			      "\"open_duration_ms\":30000,");
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0");
 	assert_contains(text, "\"backend\":\"we\\\"ird\",\"server\":\"s\\u0001\"");

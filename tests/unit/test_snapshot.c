@@ -2,7 +2,9 @@
  * test_snapshot.c - the state snapshot's format: what is written reads
  * back the same; every prefix, a flipped byte, foreign and newer files and
  * sizes that lie are each refused with their status and a place, never
- * read outside the buffer; restoring a breaker; the policy fingerprint.
+ * read outside the buffer; restoring a breaker, its backoff and its
+ * failure-rate window (and an older snapshot without them); the policy
+ * fingerprint.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +30,15 @@ static struct snapshot_breaker sample(unsigned i)
 	b.failure_streak = 3 + i;
 	b.since_wall_ms = 1764500000000LL + i;
 	b.trips = i;
+	/* Even ones carry the backoff and the window; odd ones are what an
+	 * agent before them wrote, and must read back without them. */
+	if (i % 2 == 0) {
+		b.has_history = true;
+		b.trips_in_a_row = 1 + i;
+		b.window_failures = UINT64_C(0xa5a5a5a5a5a5a5a5) >> i;
+		b.window_volume = 60 + i % 5;
+		b.last_trip_rule = (enum breaker_trip_rule)(i % BREAKER_NB_TRIP_RULES);
+	}
 	b.policy_fingerprint = UINT64_C(0xfedcba9876543210) + i;
 	if (i % 2) {
 		b.nb_haproxy = 2;
@@ -233,6 +244,25 @@ static void test_bad_fields(void **state)
 	assert_non_null(strstr(err, "breaker 1 at byte"));
 	msgpack_sbuffer_free(buf);
 
+	/* The backoff fields out of range. */
+	static const struct {
+		unsigned volume;
+		unsigned rule;
+	} bad_history[] = {{BREAKER_MAX_WINDOW + 1, 0}, {0, BREAKER_NB_TRIP_RULES}};
+	for (size_t i = 0; i < NB(bad_history); i++) {
+		buf = msgpack_sbuffer_new();
+		b = sample(0);
+		b.window_volume = bad_history[i].volume;
+		b.last_trip_rule = (enum breaker_trip_rule)bad_history[i].rule;
+		assert_true(snapshot_encode_header(buf, &hd));
+		assert_true(snapshot_encode_breaker(buf, &b));
+		assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err,
+						 sizeof(err)),
+				 SNAPSHOT_CORRUPT);
+		assert_non_null(strstr(err, "trips_in_a_row without"));
+		msgpack_sbuffer_free(buf);
+	}
+
 	buf = make(1);
 	msgpack_sbuffer_write(buf, "\x00", 1);
 	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err, sizeof(err)),
@@ -265,6 +295,83 @@ static void test_restore_and_fingerprint(void **state)
 	/* Trips count each opening. */
 	breaker_record_failure(&b, 100001);
 	assert_int_equal(b.trips, 8);
+
+	/* The backoff and failure-rate fields are part of a policy; left at
+	 * their defaults they leave the fingerprint as it was before them. */
+	struct breaker_policy r = p;
+	r.max_cooldown_ms++;
+	assert_true(snapshot_policy_fingerprint(&p) != snapshot_policy_fingerprint(&r));
+	r = p;
+	r.healthy_for_ms++;
+	assert_true(snapshot_policy_fingerprint(&p) != snapshot_policy_fingerprint(&r));
+	r = p;
+	r.failure_rate_threshold = 50;
+	assert_true(snapshot_policy_fingerprint(&p) != snapshot_policy_fingerprint(&r));
+	r = p;
+	r.window = 10;
+	assert_true(snapshot_policy_fingerprint(&p) != snapshot_policy_fingerprint(&r));
+	r = p;
+	r.minimum_volume = 10;
+	assert_true(snapshot_policy_fingerprint(&p) != snapshot_policy_fingerprint(&r));
+}
+
+/* What the agent writes, the next one restores: a breaker backed off and
+ * with failures in its window comes back with both, and a breaker from a
+ * snapshot without them gets the open time it had then. */
+static void test_history_survives_a_round_trip(void **state)
+{
+	struct breaker_policy p;
+	struct breaker live, back;
+	breaker_policy_defaults(&p);
+	p.cooldown_ms = 1000;
+	p.failure_rate_threshold = 50;
+	breaker_init(&live, &p, 5000);
+	/* Three trips in a row: a trip, two failed probes. */
+	for (unsigned n = 0; n < 100 && breaker_would_allow(&live); n++)
+		breaker_record_failure(&live, 5000);
+	for (int probe = 0; probe < 2; probe++) {
+		uint64_t now = breaker_next_deadline(&live);
+		breaker_tick(&live, now);
+		breaker_record_failure(&live, now);
+	}
+	assert_int_equal(live.trips_in_a_row, 3);
+
+	struct snapshot_breaker sb;
+	memset(&sb, 0, sizeof(sb));
+	snprintf(sb.backend, sizeof(sb.backend), "be");
+	snprintf(sb.server, sizeof(sb.server), "w1");
+	sb.state = live.state;
+	sb.failure_streak = live.failure_streak;
+	sb.trips = live.trips;
+	sb.has_history = true;
+	sb.trips_in_a_row = live.trips_in_a_row;
+	sb.window_failures = live.window_failures;
+	sb.window_volume = live.window_volume;
+	sb.last_trip_rule = (enum breaker_trip_rule)live.last_trip_rule;
+	msgpack_sbuffer *buf = msgpack_sbuffer_new();
+	struct snapshot_header hd = {.format = SNAPSHOT_FORMAT, .count = 1};
+	assert_true(snapshot_encode_header(buf, &hd));
+	assert_true(snapshot_encode_breaker(buf, &sb));
+	struct snapshot_header h;
+	struct collected got = {0};
+	char err[256];
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, collect, &got, err, sizeof(err)),
+			 SNAPSHOT_OK);
+	msgpack_sbuffer_free(buf);
+	const struct snapshot_breaker *r = &got.items[0];
+	assert_true(r->has_history);
+
+	breaker_init(&back, &p, 9000);
+	assert_true(breaker_restore(&back, r->state, r->failure_streak, live.state_since_ms,
+				    r->trips));
+	breaker_restore_history(&back, r->trips_in_a_row, r->window_failures, r->window_volume,
+				r->last_trip_rule);
+	assert_int_equal(back.trips_in_a_row, 3);
+	assert_int_equal(breaker_open_duration_ms(&back), breaker_open_duration_ms(&live));
+	assert_int_equal(breaker_next_deadline(&back), breaker_next_deadline(&live));
+	assert_int_equal(breaker_window_volume(&back), breaker_window_volume(&live));
+	assert_int_equal(breaker_window_failures(&back), breaker_window_failures(&live));
+	assert_int_equal(back.last_trip_rule, BREAKER_TRIP_PROBE_FAILED);
 }
 
 int main(void)
@@ -277,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_sizes_that_lie),
 		cmocka_unit_test(test_bad_fields),
 		cmocka_unit_test(test_restore_and_fingerprint),
+		cmocka_unit_test(test_history_survives_a_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# Protecting the fleet from one worker, through a real HAProxy: a worker
+# that keeps failing its probes stays out longer each time, and a flaky one
+# that never fails three times in a row is opened by its failure rate.
+
+load helpers
+
+setup() {
+	ADMIN_PORT=$(free_port)
+	export ADMIN_PORT
+}
+
+teardown() {
+	stop_all
+}
+
+# Milliseconds since the epoch of the Nth (1-based) agent log line that
+# contains TEXT; nothing when there is no such line.
+logged_at_ms() { # TEXT N
+	grep -F -- "$1" "$RUN_DIR/agent.log" | sed -n "${2}p" | python3 -c '
+import datetime, sys
+line = sys.stdin.read().strip()
+if line:
+    t = datetime.datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+    print(int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000))
+'
+}
+
+# How many agent log lines contain TEXT.
+logged_count() { grep -c -F -- "$1" "$RUN_DIR/agent.log" || true; }
+logged_at_least() { [ "$(logged_count "$1")" -ge "$2" ]; }
+
+@test "a worker failing its probes stays open longer on its second trip than on its first" {
+	AGENT_ARGS="--cooldown 400ms --max-cooldown 5s --admin 127.0.0.1:$ADMIN_PORT"
+	start_scene
+	local i tripped=""
+	for i in $(seq 50); do
+		run verdict_of /status/500
+		if [[ "$output" == "open failure "* ]]; then tripped=$output; break; fi
+	done
+	[ -n "$tripped" ]
+	local streak
+	streak=$(echo "$tripped" | awk '{print $3}')
+	grep -q "closed -> open (failure, status 500, failure streak $streak): the failure streak reached the threshold of $streak; trip 1 in a row, open for 400 ms" "$RUN_DIR/agent.log"
+
+	# The cool-down ends; the probe fails: a second trip in a row, twice as
+	# long, and the streak stays the one that tripped.
+	wait_until 5 logged_at_least "open -> half_open" 1
+	run verdict_of /status/502
+	assert_output "open failure $streak half_open->open"
+	grep -q "half_open -> open (failure, status 502, failure streak $streak): the half-open probe failed; trip 2 in a row, open for 800 ms" "$RUN_DIR/agent.log"
+	[ "$(breaker_field workers/w1 trips_in_a_row)" = 2 ]
+	[ "$(breaker_field workers/w1 opened_by)" = probe_failed ]
+	[ "$(breaker_field workers/w1 open_duration_ms)" = 800 ]
+	[ "$(breaker_field workers/w1 failure_streak)" = "$streak" ]
+
+	# Both open times, measured from the log lines.
+	wait_until 5 logged_at_least "open -> half_open" 2
+	local opened1 half1 opened2 half2 first second
+	opened1=$(logged_at_ms "closed -> open" 1)
+	half1=$(logged_at_ms "open -> half_open" 1)
+	opened2=$(logged_at_ms "half_open -> open" 1)
+	half2=$(logged_at_ms "open -> half_open" 2)
+	first=$((half1 - opened1))
+	second=$((half2 - opened2))
+	echo "# open for $first ms, then $second ms" >&3
+	[ "$first" -ge 400 ]
+	[ "$second" -ge 800 ]
+	[ "$second" -gt $((first + 200)) ]
+	grep -q "open -> half_open (cool-down of 800 ms elapsed): trip 2 in a row" "$RUN_DIR/agent.log"
+
+	# A probe that succeeds closes it; the trips in a row wait healthy_for.
+	run verdict_of /status/200
+	assert_output "closed success 0 half_open->closed"
+	[ "$(breaker_field workers/w1 trips_in_a_row)" = 2 ]
+	[ "$(breaker_field workers/w1 open_duration_ms)" = 1600 ]
+}
+
+# 500, 200, 500, 200, 200: 40 % failures, never two in a row.
+flaky_request() { # N (0-based)
+	case $(($1 % 5)) in
+	0 | 2) echo /status/500 ;;
+	*) echo /status/200 ;;
+	esac
+}
+
+@test "a flaky worker at 40 % failures is opened by the failure rate, not by the streak" {
+	AGENT_ARGS="--cooldown 5s --failure-rate-threshold 30 --window 10 --minimum-volume 10 --admin 127.0.0.1:$ADMIN_PORT"
+	start_scene
+	local i opened=""
+	for i in $(seq 0 99); do
+		run verdict_of "$(flaky_request "$i")"
+		if [[ "$output" == open* ]]; then opened=$output; break; fi
+		# Until then closed, and the streak never reaches the threshold.
+		[[ "$output" == "closed "* ]]
+		[ "$(echo "$output" | awk '{print $3}')" -le 1 ]
+	done
+	[ -n "$opened" ]
+	assert_equal "$opened" "open failure 1 closed->open"
+	grep -q "closed -> open (failure, status 500, failure streak 1): the failure rate reached [0-9]*%: [0-9]* of the last 10 judged requests failed (threshold 30%)" "$RUN_DIR/agent.log"
+	run grep -c "the failure streak reached" "$RUN_DIR/agent.log"
+	assert_output 0
+	[ "$(breaker_field workers/w1 opened_by)" = failure_rate ]
+	[ "$(breaker_field workers/w1 window_volume)" = 10 ]
+	[ "$(metric 'spoa_breaker_breaker_trips_total{backend="workers",server="w1",rule="failure_rate"}')" = 1 ]
+	[ "$(metric 'spoa_breaker_breaker_trips_total{backend="workers",server="w1",rule="failure_streak"}')" = 0 ]
+}
+
+@test "the same flaky worker with the rate rule off, and busy answers between, stays closed" {
+	AGENT_ARGS="--cooldown 5s --admin 127.0.0.1:$ADMIN_PORT"
+	start_scene
+	local i
+	for i in $(seq 0 39); do
+		run verdict_of "$(flaky_request "$i")"
+		[[ "$output" == "closed "* ]]
+	done
+	# Backpressure is no sample of the rate: 503s move neither number.
+	local volume failures
+	volume=$(breaker_field workers/w1 window_volume)
+	failures=$(breaker_field workers/w1 window_failures)
+	for i in $(seq 10); do
+		run verdict_of /status/503
+		assert_output --regexp '^closed backpressure [01] $'
+	done
+	[ "$(breaker_field workers/w1 window_volume)" = "$volume" ]
+	[ "$(breaker_field workers/w1 window_failures)" = "$failures" ]
+	[ "$(breaker_field workers/w1 failure_rate_percent)" = 40 ]
+}
+
+@test "the backoff survives a restart of the agent: a worker that failed its probe stays out longer" {
+	local state=$BATS_TEST_TMPDIR/state.msgpack
+	AGENT_ARGS="--cooldown 1s --max-cooldown 10s --state-file $state --state-interval 100ms --admin 127.0.0.1:$ADMIN_PORT"
+	start_scene
+	local i
+	for i in $(seq 50); do
+		[[ "$(verdict_of /status/500)" == open* ]] && break
+	done
+	wait_until 5 logged_at_least "open -> half_open" 1
+	run verdict_of /status/500
+	assert_output --regexp '^open failure [0-9]+ half_open->open$'
+	[ "$(breaker_field workers/w1 trips_in_a_row)" = 2 ]
+
+	# TERM writes the snapshot; the next agent reads it back.
+	stop agent
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-stopped.log"
+	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
+	wait_port "$ADMIN_PORT"
+	wait_until 5 breaker_known workers/w1
+	[ "$(breaker_field workers/w1 trips_in_a_row)" = 2 ]
+	[ "$(breaker_field workers/w1 opened_by)" = probe_failed ]
+	# Still open with the backed-off time (2 s), or its cool-down ran out
+	# during the restart and the next trip would get 4 s.
+	case "$(breaker_field workers/w1 state)" in
+	open) [ "$(breaker_field workers/w1 open_duration_ms)" = 2000 ] ;;
+	half_open) [ "$(breaker_field workers/w1 open_duration_ms)" = 4000 ] ;;
+	*) false ;;
+	esac
+}
