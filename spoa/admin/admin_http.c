@@ -51,6 +51,11 @@ struct admin_http {
 	ev_timer sweep; /* the request timeout, once a second while clients are in */
 	ev_timer pause; /* out of descriptors: MHD waits */
 	bool out_of_fds; /* MHD said so during the last run */
+	/* The render budget (read_page): the loop turn it counts, the bytes
+	 * rendered in it, and whether a page waits for the next turn. */
+	unsigned render_turn;
+	size_t rendered_in_turn;
+	bool more_to_render;
 	admin_render_fn render;
 	void *render_ctx;
 	char name[128];
@@ -104,12 +109,33 @@ struct page_job {
 	size_t sent; /* of buf */
 };
 
+/*
+ * Bytes rendered per loop turn, all pages together. MHD keeps asking for
+ * more while the client's socket takes it - on loopback, megabytes in one
+ * run - so without a bound one turn rendered dozens of slices (measured:
+ * turns of 14 ms during a 156 MB scrape of 100,000 servers; rendering runs
+ * at about 40 MB/s, printf-bound). Past the budget read_page answers
+ * "nothing yet"; MHD asks again on its next run, which the loop starts at
+ * once, after serving what else is ready.
+ */
+#define ADMIN_BYTES_PER_TURN (48u << 10)
+
 static ssize_t read_page(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct page_job *job = cls;
+	struct admin_http *h = job->h;
 	(void)pos;
 
 	if (job->sent == job->buf.len) {
+		unsigned turn = ev_iteration(h->loop);
+		if (turn != h->render_turn) {
+			h->render_turn = turn;
+			h->rendered_in_turn = 0;
+		}
+		if (h->rendered_in_turn >= ADMIN_BYTES_PER_TURN) {
+			h->more_to_render = true;
+			return 0;
+		}
 		job->buf.len = 0;
 		job->sent = 0;
 		if (job->buf.data)
@@ -126,6 +152,7 @@ static ssize_t read_page(void *cls, uint64_t pos, char *out, size_t max)
 		}
 		if (job->buf.len == 0)
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		h->rendered_in_turn += job->buf.len;
 	}
 	size_t n = job->buf.len - job->sent;
 	if (n > max)
@@ -213,6 +240,7 @@ static unsigned mhd_connections(struct admin_http *h)
 static void run(struct admin_http *h)
 {
 	unsigned before = mhd_connections(h);
+	h->more_to_render = false;
 	MHD_run(h->mhd);
 	/* MHD takes its listening socket out of its epoll set while every
 	 * slot is taken, and puts it back only at the start of a run. After
@@ -234,7 +262,11 @@ static void run(struct admin_http *h)
 	}
 	ev_timer_stop(h->loop, &h->timer);
 	MHD_UNSIGNED_LONG_LONG ms;
-	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
+	if (h->more_to_render) {
+		/* The slice budget held a page back: go on next turn. */
+		ev_timer_set(&h->timer, 0., 0.);
+		ev_timer_start(h->loop, &h->timer);
+	} else if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
 		ev_timer_set(&h->timer, (double)ms / 1000.0, 0.);
 		ev_timer_start(h->loop, &h->timer);
 	}

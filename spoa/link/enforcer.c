@@ -52,6 +52,9 @@ struct haproxy_link {
 	struct runtime_api_servers_state_stream state_stream;
 	bool restarted;        /* the look in flight found a new HAProxy process */
 	uint64_t commands;     /* commands sent so far */
+	/* The look was read: the next table index to converge, or
+	 * SWEEP_NONE (see sweep_cb). */
+	uint32_t reconcile_next;
 	uint64_t look_queued_after; /* `commands` when the look in flight was queued */
 	/* HAProxy's record of the agent's drains and limits (owner_map.h):
 	 * its file, empty until `show map` names it; owner_known once a look
@@ -71,8 +74,11 @@ struct enforcer {
 	unsigned nb_links;
 	ev_timer look_timer;
 	double poll_interval;
-	unsigned round_pending; /* looks of the current round not answered yet */
+	unsigned round_pending; /* looks of the current round not answered yet,
+				 * or answered and still converging */
 	bool round_ok;          /* every look of the current round succeeded */
+	uint32_t end_round_next; /* the next index end_round looks at, or SWEEP_NONE */
+	ev_timer sweep_timer;    /* 0 s: the next slice of the sweep */
 	struct enforce_memory *agent_check_mem; /* agent-check mode: one per entry index */
 	/* When SPOP last spoke of each entry's server (clock_now_ms(); 0:
 	 * never): a server no HAProxy lists is kept while traffic for it
@@ -443,26 +449,45 @@ static void on_stat(void *ctx, enum runtime_api_result result, const char *reply
 			    runtime_api_client_address(link->client), link->stat_stream.report.error);
 }
 
-/* One HAProxy's look is complete: converge every breaker on it. */
-static void reconcile(struct haproxy_link *link)
+/*
+ * What follows a look walks the whole table: converging every breaker on
+ * what the look said, then, at the end of a round, confirming successes
+ * and dropping servers no HAProxy has. At 100,000 servers that is several
+ * milliseconds, so it is done in slices of SWEEP_SLICE entries, one per
+ * loop turn, SPOP served in between. The round is not over until its
+ * sweep is, so no look starts meanwhile. Entries created or removed by
+ * SPOP during a sweep are handled as at any other moment between looks.
+ */
+#define SWEEP_SLICE 8192
+#define SWEEP_NONE UINT32_MAX
+
+/* One entry of a look that was read whole. */
+static void reconcile_entry(struct haproxy_link *link, struct breaker_table_entry *entry)
 {
 	struct enforcer *e = link->owner;
+	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 
-	link->looked_once = true;
-	if (link->owner_read)
-		link->owner_known = true;
-	e->stats.reconciliations++;
-	for (struct breaker_table_entry *entry = breaker_table_next(e->table, NULL); entry;
-	     entry = breaker_table_next(e->table, entry)) {
-		struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
-		if (en->seen_in_look != link->look_id)
-			en->seen.known = false;
-		if (link->owner_read && en->owner_in_look != link->look_id &&
-		    en->last_command <= link->look_queued_after)
-			en->owner.present = false; /* the map does not list it */
-		if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
-			converge_entry(link, entry);
+	if (en->seen_in_look != link->look_id)
+		en->seen.known = false;
+	if (link->owner_read && en->owner_in_look != link->look_id &&
+	    en->last_command <= link->look_queued_after)
+		en->owner.present = false; /* the map does not list it */
+	if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
+		converge_entry(link, entry);
+}
+
+/* Converges up to *budget entries of the link's look; true when done. */
+static bool reconcile_slice(struct haproxy_link *link, uint32_t *budget)
+{
+	struct breaker_table *t = link->owner->table;
+
+	while (link->reconcile_next < t->allocated && *budget > 0) {
+		struct breaker_table_entry *entry = breaker_table_at(t, link->reconcile_next++);
+		(*budget)--;
+		if (entry->in_use)
+			reconcile_entry(link, entry);
 	}
+	return link->reconcile_next >= t->allocated;
 }
 
 /* How long a breaker whose server no HAProxy lists is kept after SPOP
@@ -495,29 +520,73 @@ static bool keep_unlisted(struct enforcer *e, struct breaker_table_entry *entry,
  * happens: a success stays provisional until a complete round, and an
  * unread HAProxy may still have the server.
  */
-static void end_round(struct enforcer *e)
+static void end_round_entry(struct enforcer *e, struct breaker_table_entry *entry)
 {
-	struct breaker_table_entry *entry, *next;
+	uint32_t index = breaker_table_index(e->table, entry);
+	bool known_anywhere = false;
 
-	if (!e->round_ok)
+	for (unsigned i = 0; i < e->nb_links; i++)
+		known_anywhere |= e->links[i].entries[index].seen.known;
+	if (known_anywhere) {
+		breaker_confirm_successes(&entry->breaker);
 		return;
-	for (entry = breaker_table_next(e->table, NULL); entry; entry = next) {
-		next = breaker_table_next(e->table, entry);
-		uint32_t index = breaker_table_index(e->table, entry);
-		bool known_anywhere = false;
-		for (unsigned i = 0; i < e->nb_links; i++)
-			known_anywhere |= e->links[i].entries[index].seen.known;
-		if (known_anywhere) {
-			breaker_confirm_successes(&entry->breaker);
-			continue;
-		}
-		if (keep_unlisted(e, entry, index))
-			continue;
-		log_notice("breaker %s/%s dropped: no HAProxy has this server", entry->backend,
-			   entry->server);
-		e->stats.dropped_breakers++;
-		breaker_table_remove(e->table, entry);
 	}
+	if (keep_unlisted(e, entry, index))
+		return;
+	log_notice("breaker %s/%s dropped: no HAProxy has this server", entry->backend,
+		   entry->server);
+	e->stats.dropped_breakers++;
+	breaker_table_remove(e->table, entry);
+}
+
+/* Up to *budget entries of end_round; true when done. */
+static bool end_round_slice(struct enforcer *e, uint32_t *budget)
+{
+	struct breaker_table *t = e->table;
+
+	while (e->end_round_next < t->allocated && *budget > 0) {
+		struct breaker_table_entry *entry = breaker_table_at(t, e->end_round_next++);
+		(*budget)--;
+		if (entry->in_use)
+			end_round_entry(e, entry);
+	}
+	return e->end_round_next >= t->allocated;
+}
+
+/* One look fewer to wait for; the last one ends the round. */
+static void look_finished(struct enforcer *e)
+{
+	if (e->round_pending > 0 && --e->round_pending == 0 && e->round_ok)
+		e->end_round_next = 0;
+}
+
+/* A slice of whatever sweep is under way; re-armed until all are done. */
+static void sweep(struct enforcer *e)
+{
+	uint32_t budget = SWEEP_SLICE;
+
+	for (unsigned i = 0; i < e->nb_links && budget > 0; i++) {
+		struct haproxy_link *link = &e->links[i];
+		if (link->reconcile_next == SWEEP_NONE || !reconcile_slice(link, &budget))
+			continue;
+		link->reconcile_next = SWEEP_NONE;
+		look_finished(e);
+	}
+	if (e->end_round_next != SWEEP_NONE && budget > 0 && end_round_slice(e, &budget))
+		e->end_round_next = SWEEP_NONE;
+
+	bool more = e->end_round_next != SWEEP_NONE;
+	for (unsigned i = 0; i < e->nb_links; i++)
+		more |= e->links[i].reconcile_next != SWEEP_NONE;
+	if (more && !ev_is_active(&e->sweep_timer))
+		ev_timer_start(e->loop, &e->sweep_timer);
+}
+
+static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	sweep(container_of(w, struct enforcer, sweep_timer));
 }
 
 static size_t on_servers_state_bytes(void *ctx, const char *buf, size_t len, bool at_end)
@@ -545,13 +614,18 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 	/* Without the servers' states every breaker would look unknown and be
 	 * dropped: a partial look converges nothing. */
 	if (states_read && link->stat_read) {
-		reconcile(link);
+		link->looked_once = true;
+		if (link->owner_read)
+			link->owner_known = true;
+		e->stats.reconciliations++;
+		link->reconcile_next = 0;
 	} else {
 		e->stats.looks_failed++;
 		e->round_ok = false;
+		look_finished(e);
 	}
-	if (e->round_pending > 0 && --e->round_pending == 0)
-		end_round(e);
+	/* A table of one slice is swept at once; a larger one from the loop. */
+	sweep(e);
 }
 
 static bool start_look(struct haproxy_link *link)
@@ -594,9 +668,9 @@ static void look_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 
-	/* A slow HAProxy still answering the last round: wait for it rather
-	 * than pile looks up in its queue. */
-	if (e->round_pending > 0)
+	/* A slow HAProxy still answering the last round, or the round still
+	 * being swept: wait for it rather than pile looks up in its queue. */
+	if (e->round_pending > 0 || e->end_round_next != SWEEP_NONE)
 		return;
 	e->round_ok = true;
 	for (unsigned i = 0; i < e->nb_links; i++) {
@@ -605,8 +679,10 @@ static void look_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		else
 			e->round_ok = false;
 	}
-	if (e->round_pending == 0)
-		end_round(e);
+	if (e->round_pending == 0 && e->round_ok) {
+		e->end_round_next = 0;
+		sweep(e);
+	}
 }
 
 /* ---- agent-check ---- */
@@ -686,6 +762,8 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	e->table = &breakers->table;
 	e->poll_interval = (double)c->poll_ms / 1000.0;
 	ev_timer_init(&e->look_timer, look_timer_cb, 0., e->poll_interval);
+	ev_timer_init(&e->sweep_timer, sweep_cb, 0., 0.);
+	e->end_round_next = SWEEP_NONE;
 	e->capacity = nb_entries;
 	e->last_spop_ms = calloc(nb_entries, sizeof(*e->last_spop_ms));
 	if (!e->last_spop_ms) {
@@ -698,6 +776,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		struct haproxy_link *link = &e->links[e->nb_links];
 		char why[256];
 		link->owner = e;
+		link->reconcile_next = SWEEP_NONE;
 		link->index = e->nb_links;
 		link->entries = calloc(nb_entries, sizeof(*link->entries));
 		link->client = runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
@@ -748,6 +827,7 @@ void enforcer_free(struct enforcer *e)
 		return;
 	breakers_unsubscribe(e->breakers, e);
 	ev_timer_stop(e->loop, &e->look_timer);
+	ev_timer_stop(e->loop, &e->sweep_timer);
 	if (e->agent_check_open)
 		agent_check_close(&e->agent_check);
 	for (unsigned i = 0; i < e->nb_links; i++) {
