@@ -18,7 +18,8 @@
  * Policy keys: threshold, cooldown, half_open_probes, capacity_statuses,
  * failure_statuses, ignore_statuses, half_open_backpressure (close|ignore),
  * open_late_success (ignore|close), max_cooldown, healthy_for,
- * failure_rate_threshold (percent, 0 off), window, minimum_volume. A status set given at a level replaces
+ * failure_rate_threshold (percent, 0 off), window, minimum_volume,
+ * wedged_after (0 off). A status set given at a level replaces
  * the inherited one (never merged). Durations take a unit (ms, s, m); a
  * bare number is milliseconds, as in HAProxy.
  *

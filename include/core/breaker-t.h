@@ -117,6 +117,11 @@ struct breaker_policy {
 	uint32_t failure_rate_threshold; /* percent, 0..100 */
 	uint32_t window;                 /* judged requests, 1..BREAKER_MAX_WINDOW */
 	uint32_t minimum_volume;         /* 1..window */
+	/* A worker wedged at 503: only capacity statuses for this long, at
+	 * least minimum_volume of them, while another server of its backend
+	 * succeeded meanwhile, opens the breaker (breaker_is_wedged()).
+	 * 0 turns it off (the default). */
+	uint64_t wedged_after_ms;
 };
 
 /* Which fields of a policy one configuration level sets. */
@@ -134,6 +139,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_FAILURE_RATE_THRESHOLD = 1u << 10,
 	BREAKER_FIELD_WINDOW = 1u << 11,
 	BREAKER_FIELD_MINIMUM_VOLUME = 1u << 12,
+	BREAKER_FIELD_WEDGED_AFTER = 1u << 15,
 };
 
 /* One level of configuration (global, a backend, a server): the fields
@@ -155,8 +161,9 @@ enum breaker_trip_rule {
 	BREAKER_TRIP_FAILURE_STREAK, /* threshold consecutive failures while closed */
 	BREAKER_TRIP_FAILURE_RATE,   /* failure_rate_threshold over the window */
 	BREAKER_TRIP_PROBE_FAILED,   /* a half-open probe failed */
+	BREAKER_TRIP_WEDGED,         /* only capacity statuses for wedged_after, others succeeding */
 };
-#define BREAKER_NB_TRIP_RULES (BREAKER_TRIP_PROBE_FAILED + 1)
+#define BREAKER_NB_TRIP_RULES (BREAKER_TRIP_WEDGED + 1)
 
 struct breaker {
 	const struct breaker_policy *policy; /* not owned; must outlive the breaker */
@@ -174,6 +181,11 @@ struct breaker {
 	uint32_t erased_streak;
 	uint8_t window_volume;  /* judged requests in window_failures (below) */
 	uint8_t last_trip_rule; /* enum breaker_trip_rule */
+	/* CLOSED only: capacity statuses in a row (no success, no failure in
+	 * between; saturates) and when the first of them came (0: none) -
+	 * what breaker_is_wedged() judges. Reset on entering any state. */
+	uint32_t capacity_run;
+	uint64_t capacity_run_since_ms;
 	uint64_t state_since_ms;  /* when the current state began (OPEN: the trip) */
 	uint32_t trips;           /* times it opened, for the record (saturates) */
 	/* Trips with no healthy_for_ms CLOSED stretch between them (a failed
@@ -307,6 +319,24 @@ struct breaker_table_hooks {
 	void *ctx;
 };
 
+/* When a backend last had a success, and from which server (entry index):
+ * see backend_successes.c. */
+struct backend_success {
+	uint64_t hash;        /* of the name; 0: an empty slot */
+	uint64_t last_ms;     /* the latest success, 0: none yet */
+	uint64_t other_ms;    /* the latest by a server other than last_server */
+	uint32_t last_server;
+	uint32_t servers;     /* breakers of this backend in the table */
+	uint8_t name_len;
+	char name[BREAKER_NAME_MAX + 1];
+};
+
+struct backend_successes {
+	struct backend_success *slots; /* NULL until the first backend */
+	uint32_t mask;                 /* slot count - 1 */
+	uint32_t used;
+};
+
 /*
  * Breakers keyed by (backend, server). Entries come a chunk at a time, when
  * no free one is left and max_entries is not reached; the hash index is
@@ -328,6 +358,7 @@ struct breaker_table {
 	uint32_t free_head;   /* first unused entry, or BREAKER_TABLE_NIL */
 	uint64_t evictions;   /* idle entries dropped to make room */
 	uint64_t full_refusals; /* lookups refused: full and nothing evictable */
+	struct backend_successes backends; /* one record per backend with a breaker */
 	struct breaker_policies policies; /* owned; every breaker points into it */
 	struct breaker_table_hooks hooks;
 };

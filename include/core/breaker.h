@@ -142,6 +142,17 @@ void breaker_confirm_successes(struct breaker *b);
 /* Admission as HAProxy applies it: CLOSED and HALF_OPEN take traffic (in
  * HALF_OPEN, at most half_open_probes at once, which HAProxy's maxconn
  * enforces), OPEN takes none. */
+/*
+ * Whether a CLOSED breaker's server is wedged at capacity statuses: only
+ * those for policy->wedged_after_ms, at least minimum_volume of them, and
+ * another server of its backend succeeded since the run began
+ * (others_succeeded_ms, from breaker_table_others_succeeded(); 0: never).
+ * False whenever wedged_after_ms is 0.
+ */
+bool breaker_is_wedged(const struct breaker *b, uint64_t now_ms, uint64_t others_succeeded_ms);
+/* Opens a CLOSED breaker with trip rule "wedged"; no-op in other states. */
+struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms);
+
 bool breaker_would_allow(const struct breaker *b);
 
 /*
@@ -243,6 +254,35 @@ struct breaker_table_entry *breaker_table_get_quiet(struct breaker_table *t, con
 						    size_t backend_len, const char *server,
 						    size_t server_len, uint64_t now_ms,
 						    enum breaker_table_status *status);
+
+/*
+ * The backend side of breaker_is_wedged(): breaker_table_note_outcome()
+ * records a success of e's server for its backend;
+ * breaker_table_others_succeeded() is when another server of e's backend
+ * last succeeded (0: never, or the backend is untracked).
+ */
+/*
+ * A worker's response to e's breaker: breaker_record(), then what its
+ * backend's other servers make of it - a capacity status may find the
+ * server wedged (breaker_is_wedged()) and open it. The one way SPOP
+ * responses reach a breaker in the table.
+ */
+struct breaker_event breaker_table_record_response(struct breaker_table *t,
+						   struct breaker_table_entry *e,
+						   enum breaker_outcome outcome, uint64_t now_ms);
+void breaker_table_note_outcome(struct breaker_table *t, const struct breaker_table_entry *e,
+				enum breaker_outcome outcome, uint64_t now_ms);
+uint64_t breaker_table_others_succeeded(const struct breaker_table *t,
+					const struct breaker_table_entry *e);
+
+/* backend_successes.c, kept by the table. */
+void backend_successes_free(struct backend_successes *s);
+void backend_successes_add_server(struct backend_successes *s, const char *name, size_t len);
+void backend_successes_remove_server(struct backend_successes *s, const char *name, size_t len);
+void backend_successes_record(struct backend_successes *s, const char *name, size_t len,
+			      uint32_t server, uint64_t now_ms);
+uint64_t backend_successes_by_others(const struct backend_successes *s, const char *name,
+				     size_t len, uint32_t server);
 
 /* The stable index of an entry (0..max_entries-1), for state kept beside
  * the table: below t->allocated, which only grows. */

@@ -91,7 +91,8 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	u64_field(o, "healthy_for_ms", p->healthy_for_ms, false);
 	u64_field(o, "failure_rate_threshold", p->failure_rate_threshold, false);
 	u64_field(o, "window", p->window, false);
-	u64_field(o, "minimum_volume", p->minimum_volume, true);
+	u64_field(o, "minimum_volume", p->minimum_volume, false);
+	u64_field(o, "wedged_after_ms", p->wedged_after_ms, true);
 	strbuf_putc(o, '}');
 }
 
@@ -119,7 +120,12 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 		     breaker_trip_rule_name((enum breaker_trip_rule)b->last_trip_rule), false);
 	u64_field(o, "window_volume", volume, false);
 	u64_field(o, "window_failures", failures, false);
-	u64_field(o, "failure_rate_percent", volume ? failures * 100u / volume : 0, !b->policy);
+	u64_field(o, "failure_rate_percent", volume ? failures * 100u / volume : 0, false);
+	/* Capacity statuses in a row and for how long: what wedged_after judges. */
+	u64_field(o, "capacity_run", b->capacity_run, false);
+	u64_field(o, "capacity_run_ms",
+		  b->capacity_run && now > b->capacity_run_since_ms ? now - b->capacity_run_since_ms : 0,
+		  !b->policy);
 	if (b->policy) {
 		/* The open time of this trip, or of the next one when not open. */
 		u64_field(o, "open_duration_ms", breaker_open_duration_ms(b), false);

@@ -276,6 +276,16 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"most the window",
 		.default_text = "20, or the window when smaller",
 	},
+	{
+		.name = "wedged_after", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_DURATION,
+		IN_POLICY(wedged_after_ms, BREAKER_FIELD_WEDGED_AFTER), .min = 0, .max = UINT64_MAX,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "wedged-after", .arg = "DURATION",
+		.help = "open a breaker whose server answered only capacity statuses this long "
+			"(at least minimum_volume of them) while another server of its backend "
+			"succeeded; 0 turns the rule off",
+		.default_text = "0 (off)",
+	},
 };
 
 const struct config_key *config_key_find(const char *name)

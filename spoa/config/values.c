@@ -171,7 +171,8 @@ static bool set_duration(const struct config_key *k, unsigned char *field, const
 		format_duration(k->min, min, sizeof(min));
 		format_duration(k->max, max, sizeof(max));
 		errmsg_set(err, err_size, "expected a duration %s%s%s%s such as 30s or 500ms",
-			   k->min <= 1 ? "above 0" : "of at least ", k->min <= 1 ? "" : min,
+			   k->min == 0 ? "(0 for none)" : k->min == 1 ? "above 0" : "of at least ",
+			   k->min <= 1 ? "" : min,
 			   k->max == UINT64_MAX ? "" : " and at most ",
 			   k->max == UINT64_MAX ? "" : max);
 		return false;

@@ -146,6 +146,8 @@ static void enter_state(struct breaker *b, enum breaker_state state, uint64_t no
 	b->state = state;
 	b->state_since_ms = now_ms;
 	b->erased_streak = 0;
+	b->capacity_run = 0;
+	b->capacity_run_since_ms = 0;
 	if (state == BREAKER_OPEN && b->trips < UINT32_MAX)
 		b->trips++;
 	if (state == BREAKER_CLOSED) {
@@ -243,6 +245,7 @@ static void add_failures(struct breaker *b, uint64_t count, uint64_t now_ms)
 		return;
 	switch (b->state) {
 	case BREAKER_CLOSED: {
+		b->capacity_run = 0; /* a fault is judged by the other rules */
 		/* One at a time while the rate can still decide: after
 		 * BREAKER_MAX_WINDOW failures in a row the window holds nothing
 		 * else, so the rate rule, if on, has opened by then. What is
@@ -321,6 +324,7 @@ struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms)
 			b->erased_streak = b->failure_streak;
 		b->failure_streak = 0;
 		window_push(b, false);
+		b->capacity_run = 0; /* it answered: not wedged */
 		break;
 	case BREAKER_OPEN:
 		/*
@@ -422,7 +426,12 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 		 * a worker interleaving real faults with 503s still trips. Nor
 		 * is it a sample of the failure rate (seed 001): counted as a
 		 * success it would hide a failing worker behind its own 503s,
-		 * counted as a failure it would open the busiest workers. */
+		 * counted as a failure it would open the busiest workers.
+		 * Only the run of them is kept, for breaker_is_wedged(). */
+		if (b->capacity_run == 0)
+			b->capacity_run_since_ms = now_ms;
+		if (b->capacity_run < UINT32_MAX)
+			b->capacity_run++;
 		break;
 	case BREAKER_OPEN:
 		/* A late 503 must not reset a breaker that has already tripped. */
@@ -458,6 +467,35 @@ struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outc
 		break;
 	}
 	return event_end(b, event_begin(b));
+}
+
+/*
+ * The seeds' blind spot, closed carefully: status alone cannot tell busy
+ * from broken, so a 503 stays backpressure. But a worker that has answered
+ * nothing else for wedged_after, at least minimum_volume times, while
+ * another server of the same backend succeeded in that time, is not busy:
+ * its neighbours under the same load are serving. Under a global overload
+ * every server answers 503 and none succeeds, so nobody is wedged - which
+ * is why the neighbours' success is required, not just the run.
+ */
+bool breaker_is_wedged(const struct breaker *b, uint64_t now_ms, uint64_t others_succeeded_ms)
+{
+	const struct breaker_policy *p = b->policy;
+
+	return p->wedged_after_ms > 0 && b->state == BREAKER_CLOSED &&
+	       b->capacity_run >= p->minimum_volume && now_ms >= b->capacity_run_since_ms &&
+	       now_ms - b->capacity_run_since_ms >= p->wedged_after_ms &&
+	       others_succeeded_ms >= b->capacity_run_since_ms && others_succeeded_ms != 0;
+}
+
+struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+
+	/* A failure's trip, with its own reason: backoff and probes as any. */
+	if (b->state == BREAKER_CLOSED)
+		trip(b, BREAKER_TRIP_WEDGED, now_ms);
+	return event_end(b, before);
 }
 
 bool breaker_would_allow(const struct breaker *b)
@@ -551,6 +589,7 @@ const char *breaker_trip_rule_name(enum breaker_trip_rule rule)
 	case BREAKER_TRIP_FAILURE_STREAK: return "failure_streak";
 	case BREAKER_TRIP_FAILURE_RATE: return "failure_rate";
 	case BREAKER_TRIP_PROBE_FAILED: return "probe_failed";
+	case BREAKER_TRIP_WEDGED: return "wedged";
 	}
 	return "none";
 }

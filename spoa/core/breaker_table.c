@@ -159,6 +159,7 @@ static void entry_remove(struct breaker_table *t, uint32_t idx)
 
 	if (slot_lookup(t, e->hash, e->backend, e->backend_len, e->server, e->server_len, &slot))
 		slot_delete(t, slot);
+	backend_successes_remove_server(&t->backends, e->backend, e->backend_len);
 	lru_unlink(t, idx);
 	e->in_use = false;
 	e->lru_prev = BREAKER_TABLE_NIL;
@@ -260,6 +261,7 @@ static bool grow(struct breaker_table *t)
 void breaker_table_free(struct breaker_table *t)
 {
 	breaker_policies_free(&t->policies);
+	backend_successes_free(&t->backends);
 	uint32_t nb_chunks = (t->max_entries + BREAKER_TABLE_CHUNK - 1) / BREAKER_TABLE_CHUNK;
 	for (uint32_t i = 0; t->chunks && i < nb_chunks; i++)
 		free(t->chunks[i]);
@@ -358,6 +360,7 @@ static struct breaker_table_entry *get_entry(struct breaker_table *t, const char
 	e->server_len = (uint8_t)server_len;
 	e->hash = hash;
 	e->in_use = true;
+	backend_successes_add_server(&t->backends, backend, backend_len);
 	memset(&e->counters, 0, sizeof(e->counters));
 	breaker_init(&e->breaker,
 		     breaker_policies_for(&t->policies, backend, backend_len, server, server_len),
@@ -461,4 +464,35 @@ const char *breaker_table_status_name(enum breaker_table_status status)
 	case BREAKER_TABLE_BAD_NAME: return "bad name";
 	}
 	return "unknown";
+}
+
+/* ---- backends ---- */
+
+struct breaker_event breaker_table_record_response(struct breaker_table *t,
+						   struct breaker_table_entry *e,
+						   enum breaker_outcome outcome, uint64_t now_ms)
+{
+	struct breaker *b = &e->breaker;
+	struct breaker_event ev = breaker_record(b, outcome, now_ms);
+
+	breaker_table_note_outcome(t, e, outcome, now_ms);
+	if (outcome == BREAKER_OUTCOME_BACKPRESSURE &&
+	    breaker_is_wedged(b, now_ms, breaker_table_others_succeeded(t, e)))
+		ev = breaker_trip_wedged(b, now_ms);
+	return ev;
+}
+
+void breaker_table_note_outcome(struct breaker_table *t, const struct breaker_table_entry *e,
+				enum breaker_outcome outcome, uint64_t now_ms)
+{
+	/* A client error is the worker answering correctly: a success here
+	 * as in the breaker. */
+	if (outcome == BREAKER_OUTCOME_SUCCESS || outcome == BREAKER_OUTCOME_CLIENT_ERROR)
+		backend_successes_record(&t->backends, e->backend, e->backend_len, e->index, now_ms);
+}
+
+uint64_t breaker_table_others_succeeded(const struct breaker_table *t,
+					const struct breaker_table_entry *e)
+{
+	return backend_successes_by_others(&t->backends, e->backend, e->backend_len, e->index);
 }

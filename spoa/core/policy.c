@@ -41,6 +41,8 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	policy->failure_rate_threshold = 0;
 	policy->window = BREAKER_DEFAULT_WINDOW;
 	policy->minimum_volume = BREAKER_DEFAULT_MINIMUM_VOLUME;
+	/* Off: a 503 stays backpressure unless asked for (seed 000). */
+	policy->wedged_after_ms = 0;
 }
 
 /* Reports a non-empty intersection of two named sets, listing its statuses. */
@@ -156,6 +158,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->window = v->window;
 	if (f & BREAKER_FIELD_MINIMUM_VOLUME)
 		p->minimum_volume = v->minimum_volume;
+	if (f & BREAKER_FIELD_WEDGED_AFTER)
+		p->wedged_after_ms = v->wedged_after_ms;
 }
 
 bool breaker_policy_resolve(struct breaker_policy *out,

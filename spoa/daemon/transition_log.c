@@ -65,6 +65,13 @@ static void format_detail(char *buf, size_t size, const struct breaker_table_ent
 		case BREAKER_TRIP_PROBE_FAILED:
 			snprintf(rule, sizeof(rule), "the half-open probe failed");
 			break;
+		case BREAKER_TRIP_WEDGED:
+			snprintf(rule, sizeof(rule),
+				 "wedged: only capacity statuses for %llu ms (at least %u) while "
+				 "another server of the backend succeeded",
+				 (unsigned long long)b->policy->wedged_after_ms,
+				 b->policy->minimum_volume);
+			break;
 		case BREAKER_TRIP_NONE:
 			snprintf(rule, sizeof(rule), "opened");
 			break;

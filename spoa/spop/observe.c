@@ -78,7 +78,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 
 	struct breaker *b = &entry->breaker;
 	enum breaker_outcome outcome = breaker_outcome(b->policy, (int)status);
-	struct breaker_event ev = breaker_record(b, outcome, now);
+	struct breaker_event ev = breaker_table_record_response(o->table, entry, outcome, now);
 
 	dispatch_set_int(reply, "upstream_status", status);
 	dispatch_set_string(reply, "outcome", breaker_outcome_name(outcome));

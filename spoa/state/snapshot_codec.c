@@ -502,9 +502,9 @@ uint64_t snapshot_policy_fingerprint(const struct breaker_policy *p)
 	if (p->max_cooldown_ms != BREAKER_DEFAULT_MAX_COOLDOWN_MS ||
 	    p->healthy_for_ms != BREAKER_DEFAULT_HEALTHY_FOR_MS || p->failure_rate_threshold != 0 ||
 	    p->window != BREAKER_DEFAULT_WINDOW ||
-	    p->minimum_volume != BREAKER_DEFAULT_MINIMUM_VOLUME) {
-		uint64_t fleet[5] = {p->max_cooldown_ms, p->healthy_for_ms, p->failure_rate_threshold,
-				     p->window, p->minimum_volume};
+	    p->minimum_volume != BREAKER_DEFAULT_MINIMUM_VOLUME || p->wedged_after_ms != 0) {
+		uint64_t fleet[6] = {p->max_cooldown_ms, p->healthy_for_ms, p->failure_rate_threshold,
+				     p->window, p->minimum_volume, p->wedged_after_ms};
 		h = fnv(h, fleet, sizeof(fleet));
 	}
 	return h;

@@ -157,3 +157,46 @@ flaky_request() { # N (0-based)
 	*) false ;;
 	esac
 }
+
+# A worker wedged at 503 beside two that serve: with wedged_after, its
+# breaker opens (and the server is drained) with its own reason.
+@test "a worker answering only 503 while its neighbours serve is opened as wedged" {
+	W2_BEHAVIOUR=503
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --wedged-after 1s --minimum-volume 5 --admin 127.0.0.1:$ADMIN_PORT"
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	local i
+	for i in $(seq 200); do
+		curl -s -o /dev/null -m 3 "http://127.0.0.1:$FE_PORT/" || true
+		is_drained w2 && break
+		sleep 0.02
+	done
+	is_drained w2
+	is_not_drained w1
+	is_not_drained w3
+	grep -q "breaker workers/w2: closed -> open (backpressure, status 503.*wedged: only capacity statuses for 1000 ms" "$RUN_DIR/agent.log"
+	[ "$(breaker_field workers/w2 opened_by)" = wedged ]
+	metric_is 'spoa_breaker_breaker_trips_total{backend="workers",server="w2",rule="wedged"}' 1
+}
+
+# Everyone answers 503 - the backend is overloaded as a whole - for three
+# times wedged_after, well past the volume: nobody is wedged, nothing opens.
+@test "a backend answering only 503 everywhere has no wedged worker" {
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --wedged-after 1s --minimum-volume 5 --admin 127.0.0.1:$ADMIN_PORT"
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	local end=$((SECONDS + 4))
+	while [ "$SECONDS" -lt "$end" ]; do
+		curl -s -o /dev/null -m 3 "http://127.0.0.1:$FE_PORT/status/503" || true
+		sleep 0.02
+	done
+	# The runs were long enough and large enough: only the neighbours'
+	# success was missing.
+	[ "$(breaker_field workers/w2 capacity_run)" -ge 5 ]
+	[ "$(breaker_field workers/w2 capacity_run_ms)" -ge 1000 ]
+	run grep -c "closed -> open" "$RUN_DIR/agent.log"
+	assert_output "0"
+	is_not_drained w1
+	is_not_drained w2
+	is_not_drained w3
+}

@@ -244,6 +244,8 @@ static const struct {
 	{"failure_rate_threshold", "0", "0"},
 	{"window", "10", "10"},
 	{"minimum_volume", "64", "64"},
+	{"wedged_after", "2m", "2m"},
+	{"wedged_after", "0", "0ms"},
 };
 
 static void test_good_values(void **state)
@@ -308,6 +310,7 @@ static const struct {
 	{"window", "65", "expected 1..64"},
 	{"window", "0", "expected 1..64"},
 	{"minimum_volume", "0", "expected 1..64"},
+	{"wedged_after", "soon", "expected a duration (0 for none) such as 30s or 500ms"},
 };
 
 static void test_bad_values(void **state)

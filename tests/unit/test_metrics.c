@@ -678,19 +678,21 @@ static void test_state_json(void **state)
 			      "\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
 			      "\"trips\":1,\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
 			      "\"window_volume\":3,\"window_failures\":3,\"failure_rate_percent\":100,"
+			      "\"capacity_run\":0,\"capacity_run_ms\":0,"
 			      "\"open_duration_ms\":30000,\"policy\":{\"threshold\":3,"
 			      "\"cooldown_ms\":30000,\"half_open_probes\":1,"
 			      "\"capacity_statuses\":\"429,503\","
 			      "\"failure_statuses\":\"500-502,504-599\",\"ignore_statuses\":\"none\","
 			      "\"half_open_backpressure\":\"close\",\"open_late_success\":\"ignore\","
 			      "\"max_cooldown_ms\":300000,\"healthy_for_ms\":60000,"
-			      "\"failure_rate_threshold\":0,\"window\":64,\"minimum_volume\":20}}");
+			      "\"failure_rate_threshold\":0,\"window\":64,\"minimum_volume\":20,"
+			      "\"wedged_after_ms\":0}}");
 	/* Backpressure is not judged: w1's four 503s are not in its window. */
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
 			      "\"trips_in_a_row\":0,\"opened_by\":\"none\",\"window_volume\":2,"
 			      "\"window_failures\":0,\"failure_rate_percent\":0,"
-			      "\"open_duration_ms\":30000,");
+			      "\"capacity_run\":0,\"capacity_run_ms\":0,\"open_duration_ms\":30000,");
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0");
 	assert_contains(text, "\"backend\":\"we\\\"ird\",\"server\":\"s\\u0001\"");
