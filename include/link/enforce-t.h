@@ -22,6 +22,7 @@ struct enforce_seen {
 	bool drained;     /* admin state has the forced-drain bit */
 	bool maint;       /* admin state has a maintenance bit */
 	uint32_t maxconn; /* current maxconn; 0 = unlimited */
+	uint32_t sessions; /* requests in flight there (scur), as of the last look */
 };
 
 /* What the agent has changed in HAProxy for one server. */

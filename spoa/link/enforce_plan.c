@@ -44,9 +44,28 @@ struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_pro
 		break;
 	case BREAKER_HALF_OPEN:
 		learn_own_maxconn(seen, mem);
-		if (seen->drained)
-			plan.set_ready = true;
-		mem->drained_by_us = false;
+		/*
+		 * At most half_open_probes requests an episode, hung or not.
+		 * maxconn alone lets a hung probe's slot go to the next request
+		 * the moment `timeout server` ends it - before any look can
+		 * report the timeout - so a hung worker got two probes an
+		 * episode. Once a look sees the probes out (scur at the limit),
+		 * the server is drained until one of them has an outcome: its
+		 * answer closes or reopens the breaker, and a probe that ended
+		 * with no outcome (a 503 under half_open_backpressure = ignore)
+		 * leaves scur below the limit, so the next look opens the door
+		 * again. A probe that hangs for less than poll_interval can
+		 * still be followed by a second one.
+		 */
+		if (seen->sessions >= half_open_probes) {
+			if (!seen->drained)
+				plan.set_drain = true;
+			mem->drained_by_us = true;
+		} else {
+			if (seen->drained)
+				plan.set_ready = true;
+			mem->drained_by_us = false;
+		}
 		if (seen->maxconn != half_open_probes) {
 			plan.set_maxconn = true;
 			plan.maxconn = half_open_probes;

@@ -426,6 +426,7 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	if (en->last_command <= link->look_queued_after)
 		en->seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
+	en->seen.sessions = row->scur > UINT32_MAX ? UINT32_MAX : (uint32_t)row->scur;
 	record_faults(link, entry, en, row);
 }
 

@@ -183,6 +183,8 @@ enum stat_col {
 	STAT_TYPE,
 	/* optional: the proxy's mode ("http", "tcp"), "" when absent */
 	STAT_MODE,
+	/* optional: current sessions, 0 when absent */
+	STAT_SCUR,
 	STAT_NB_COLS,
 };
 #define STAT_NB_REQUIRED STAT_TYPE
@@ -204,6 +206,7 @@ static const char *const stat_col_names[STAT_NB_COLS] = {
 	[STAT_SID] = "sid",
 	[STAT_TYPE] = "type",
 	[STAT_MODE] = "mode",
+	[STAT_SCUR] = "scur",
 };
 
 _Static_assert(STAT_NB_COLS <= RUNTIME_API_STAT_COLS, "runtime_api.h: RUNTIME_API_STAT_COLS too small");
@@ -343,6 +346,7 @@ static bool stat_row_fill(const struct runtime_api_str *v, const bool *quoted, s
 	    {STAT_WEIGHT, offsetof(struct runtime_api_stat_row, weight)},
 	    {STAT_IID, offsetof(struct runtime_api_stat_row, iid)},
 	    {STAT_SID, offsetof(struct runtime_api_stat_row, sid)},
+	    {STAT_SCUR, offsetof(struct runtime_api_stat_row, scur)},
 	};
 
 	row->pxname = v[STAT_PXNAME];

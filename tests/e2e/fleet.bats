@@ -200,3 +200,59 @@ flaky_request() { # N (0-based)
 	is_not_drained w2
 	is_not_drained w3
 }
+
+# Requests that reached w2 in each complete half-open episode, one count a
+# line: an episode runs from an "open -> half_open" line of the agent's log
+# to the next "half_open -> " line.
+arrivals_per_episode() {
+	python3 - "$RUN_DIR/agent.log" "$RUN_DIR/w2.arrivals" <<'PY'
+import datetime, sys
+def ms(line):
+    t = datetime.datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+    return int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+episodes, start = [], None
+for line in open(sys.argv[1]):
+    if "breaker workers/w2: open -> half_open" in line:
+        start = ms(line)
+    elif "breaker workers/w2: half_open -> " in line and start is not None:
+        episodes.append((start, ms(line)))
+        start = None
+try:
+    arrivals = [int(x) for x in open(sys.argv[2])]
+except FileNotFoundError:
+    arrivals = []
+for a, b in episodes:
+    print(sum(1 for t in arrivals if a <= t <= b))
+PY
+}
+
+# A hung probe holds HAProxy's one slot until `timeout server`; when it
+# frees, HAProxy would send the next request before the agent's next look
+# reports the timeout - two probes an episode. The look that sees the probe
+# out (scur at half_open_probes) drains the server until an outcome.
+@test "a hung worker gets one probe per half-open episode" {
+	W2_BEHAVIOUR=hang
+	TIMEOUT_SERVER=1500ms
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --cooldown 1s --max-cooldown 1s --half-open-probes 1 --admin 127.0.0.1:$ADMIN_PORT"
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	# Six clients for 12 s (each request bounded by curl's 3 s).
+	local c pids=()
+	for c in $(seq 6); do
+		(
+			end=$((SECONDS + 12))
+			while [ "$SECONDS" -lt "$end" ]; do
+				curl -s -o /dev/null -m 3 "http://127.0.0.1:$FE_PORT/" || true
+			done
+		) &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	local counts
+	counts=$(arrivals_per_episode)
+	echo "requests at w2 per half-open episode: $(echo $counts)" >&3
+	# Not vacuous: at least two episodes got their probe ...
+	[ "$(echo "$counts" | awk '$1 >= 1' | wc -l)" -ge 2 ]
+	# ... and none got more than half_open_probes.
+	[ "$(echo "$counts" | awk '$1 > 1' | wc -l)" -eq 0 ]
+}

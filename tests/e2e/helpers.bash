@@ -204,7 +204,10 @@ start_enforce_scene() {
 	blackhole) # (a connect to it would hang: wait for the listener instead)
 		spawn w2 python3 "$REPO/tests/lib/blackhole.py" --port "$W2_PORT"
 		wait_until 5 bash -c "ss -ltn \"sport = :$W2_PORT\" | grep -q LISTEN" ;;
-	*) start_worker w2 "$W2_PORT" "${W2_BEHAVIOUR:-200}" ;;
+	*)
+		spawn w2 python3 "$WORKER" --name w2 --port "$W2_PORT" --behaviour "${W2_BEHAVIOUR:-200}" \
+			--arrivals "$RUN_DIR/w2.arrivals"
+		wait_port "$W2_PORT" ;;
 	esac
 	start_worker w3 "$W3_PORT" 200
 	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options

@@ -10,7 +10,9 @@ form /status/NNN overrides for one request:
   garbage   answer bytes that are not HTTP (invalid response)
   midbody   send a 200 head announcing a long body, then close mid-body
 
-Every response carries `x-worker: NAME`. Binds 127.0.0.1 only.
+Every response carries `x-worker: NAME`. Binds 127.0.0.1 only. With
+--arrivals FILE, the arrival time of every request (milliseconds since the
+epoch) is appended to FILE, one per line, before it is answered.
 """
 import argparse
 import socket
@@ -31,6 +33,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/status/"):
             behaviour = self.path[len("/status/"):].split("?")[0]
         self.server.requests += 1
+        if self.server.arrivals:
+            with open(self.server.arrivals, "a") as f:
+                f.write("%d\n" % int(time.time() * 1000))
         if behaviour == "hang":
             time.sleep(3600)
             return
@@ -80,11 +85,13 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--name", default="worker")
     ap.add_argument("--behaviour", default="200")
+    ap.add_argument("--arrivals", help="append each request's arrival time (ms) to this file")
     args = ap.parse_args()
     server = Server(("127.0.0.1", args.port), Handler)
     server.name = args.name
     server.behaviour = args.behaviour
     server.requests = 0
+    server.arrivals = args.arrivals
     print(f"worker {args.name} on 127.0.0.1:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

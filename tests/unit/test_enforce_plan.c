@@ -30,6 +30,8 @@ struct row {
 #define UP(mc) {.known = true, .maxconn = (mc)}
 #define DRAINED(mc) {.known = true, .drained = true, .maxconn = (mc)}
 #define MAINT {.known = true, .maint = true}
+#define BUSY(mc, n) {.known = true, .maxconn = (mc), .sessions = (n)}
+#define DRAINED_BUSY(mc, n) {.known = true, .drained = true, .maxconn = (mc), .sessions = (n)}
 #define FRESH {0}
 #define OURS_DRAIN {.drained_by_us = true}
 #define OURS_DRAIN_LIMIT(own) {.drained_by_us = true, .maxconn_by_us = true, .own_maxconn_known = true, .own_maxconn = (own)}
@@ -50,6 +52,12 @@ static const struct row rows[] = {
 	{"half-open, limit already in place", BREAKER_HALF_OPEN, UP(PROBES), OURS_LIMIT(7), 0, 0, 0, 0, 0, OURS_LIMIT(7)},
 	{"half-open, limit lost (HAProxy reload)", BREAKER_HALF_OPEN, UP(7), OURS_LIMIT(7), 0, 0, 1, PROBES, 0, OURS_LIMIT(7)},
 	{"half-open never learns our own limit", BREAKER_HALF_OPEN, UP(PROBES), OURS_LIMIT(0), 0, 0, 0, 0, 0, OURS_LIMIT(0)},
+	/* half-open with its probes out: the door closes until an outcome */
+	{"half-open, one of two probes out: open", BREAKER_HALF_OPEN, BUSY(PROBES, 1), OURS_LIMIT(0), 0, 0, 0, 0, 0, OURS_LIMIT(0)},
+	{"half-open, probes out: drained", BREAKER_HALF_OPEN, BUSY(PROBES, PROBES), OURS_LIMIT(0), 0, 1, 0, 0, 0, OURS_DRAIN_LIMIT(0)},
+	{"half-open, probes out, already drained", BREAKER_HALF_OPEN, DRAINED_BUSY(PROBES, PROBES + 3), OURS_DRAIN_LIMIT(0), 0, 0, 0, 0, 0, OURS_DRAIN_LIMIT(0)},
+	{"half-open, the probe ended with no outcome: ready", BREAKER_HALF_OPEN, DRAINED_BUSY(PROBES, 0), OURS_DRAIN_LIMIT(0), 1, 0, 0, 0, 0, OURS_LIMIT(0)},
+	{"half-open from open with old requests still out", BREAKER_HALF_OPEN, DRAINED_BUSY(0, 5), OURS_DRAIN, 0, 0, 1, PROBES, 0, OURS_DRAIN_LIMIT(0)},
 	/* closed after half-open: own maxconn back */
 	{"closed restores unlimited", BREAKER_CLOSED, UP(PROBES), OURS_LIMIT(0), 0, 0, 1, 0, 0, KNOWN_OWN(0)},
 	{"closed restores own maxconn 7", BREAKER_CLOSED, UP(PROBES), OURS_LIMIT(7), 0, 0, 1, 7, 0, KNOWN_OWN(7)},
