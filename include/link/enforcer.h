@@ -28,6 +28,8 @@ struct enforce_stats {
 	uint64_t looks_failed;
 	uint64_t haproxy_restarts;  /* new HAProxy processes seen */
 	uint64_t dropped_breakers;  /* servers no HAProxy has any more */
+	uint64_t ejections_held_back; /* open breakers whose drain the ejection cap held back */
+	uint64_t ejections_released;  /* ... and drained once room freed */
 	/* Faults SPOE never sees, from show stat deltas, by kind. */
 	uint64_t connect_errors;
 	uint64_t response_errors;

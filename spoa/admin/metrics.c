@@ -164,6 +164,12 @@ static void window_failures_of(struct strbuf *o, const struct breaker_table_entr
 	server_sample_end(o, breaker_window_failures(&e->breaker));
 }
 
+static void ejection_capped_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	server_sample_begin(o, "breaker_ejection_capped", e);
+	server_sample_end(o, e->breaker.state == BREAKER_OPEN && e->ejection_capped);
+}
+
 /* The families with one sample (or a few) per server: what grows with
  * the fleet, and so what is rendered a slice at a time. */
 static const struct {
@@ -189,6 +195,9 @@ static const struct {
 	 "Judged requests in the failure-rate window (backpressure is not judged).",
 	 window_volume_of},
 	{"breaker_window_failures", "gauge", "Failures among them.", window_failures_of},
+	{"breaker_ejection_capped", "gauge",
+	 "1 while the breaker is open but the backend's ejection cap keeps its server in rotation.",
+	 ejection_capped_of},
 };
 
 bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor *c,
@@ -394,6 +403,12 @@ static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 	sample1(o, "faults_polled_total", "kind", "redispatch", e->redispatches);
 	family(o, "breakers_dropped_total", "counter", "Breakers dropped: no HAProxy has the server any more.");
 	sample(o, "breakers_dropped_total", e->dropped_breakers);
+	family(o, "ejections_held_back_total", "counter",
+	       "Open breakers whose drain the backend's ejection cap held back.");
+	sample(o, "ejections_held_back_total", e->ejections_held_back);
+	family(o, "ejections_released_total", "counter",
+	       "Held-back drains made once room freed under the ejection cap.");
+	sample(o, "ejections_released_total", e->ejections_released);
 }
 
 /* The state snapshot: whether it is being written, where the breakers

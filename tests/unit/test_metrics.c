@@ -460,6 +460,9 @@ static void test_every_family_present(void **state)
 		{"haproxy_restarts_total", "counter"},
 		{"faults_polled_total", "counter"},
 		{"breakers_dropped_total", "counter"},
+		{"ejections_held_back_total", "counter"},
+		{"ejections_released_total", "counter"},
+		{"breaker_ejection_capped", "gauge"},
 		{"loop_iteration_seconds", "histogram"},
 		{"loop_iteration_max_seconds", "gauge"},
 		{"state_writes_total", "counter"},
@@ -675,7 +678,7 @@ static void test_state_json(void **state)
 			      "\"state\":{\"file\":\"/var/lib/x/state.msgpack\",\"source\":\"snapshot\","
 			      "\"restored\":2,\"up_to_date\":true},\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
-			      "\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
+			      "\"ejection_capped\":false,\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
 			      "\"trips\":1,\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
 			      "\"window_volume\":3,\"window_failures\":3,\"failure_rate_percent\":100,"
 			      "\"open_duration_ms\":30000,\"policy\":{\"threshold\":3,"
@@ -686,12 +689,12 @@ static void test_state_json(void **state)
 			      "\"max_cooldown_ms\":300000,\"healthy_for_ms\":60000,"
 			      "\"failure_rate_threshold\":0,\"window\":64,\"minimum_volume\":20}}");
 	/* Backpressure is not judged: w1's four 503s are not in its window. */
-	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
+	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
 			      "\"trips_in_a_row\":0,\"opened_by\":\"none\",\"window_volume\":2,"
 			      "\"window_failures\":0,\"failure_rate_percent\":0,"
 			      "\"open_duration_ms\":30000,");
-	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
+	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0");
 	assert_contains(text, "\"backend\":\"we\\\"ird\",\"server\":\"s\\u0001\"");
 	assert_int_equal(text[b.len - 1], '\n');
@@ -723,7 +726,7 @@ static void test_state_json(void **state)
 	s.now_ms = T0 + 10000000;
 	strbuf_init(&b);
 	assert_true(state_json_render(&s, &b));
-	assert_contains(b.data, "\"server\":\"w2\",\"state\":\"open\",\"failure_streak\":3,"
+	assert_contains(b.data, "\"server\":\"w2\",\"state\":\"open\",\"ejection_capped\":false,\"failure_streak\":3,"
 				"\"since_ms\":10000000,\"cooldown_left_ms\":0,");
 	strbuf_free(&b);
 
