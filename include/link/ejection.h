@@ -31,6 +31,18 @@ struct ejection_count {
 	uint32_t out;
 };
 
+/* One backend as one look at one HAProxy counted it (and the agent's
+ * drains and holds since then): what the cap decides on, and what the
+ * metrics show. */
+struct ejection_backend {
+	uint64_t be_id; /* HAProxy's backend id */
+	char name[BREAKER_NAME_MAX + 1];
+	struct ejection_count count;
+	uint32_t drained_by_agent; /* servers the agent holds drained */
+	uint32_t capped;           /* open breakers the cap keeps in rotation */
+	bool has_breakers;         /* an HTTP backend: its servers have breakers */
+};
+
 /* The largest number of servers the cap lets be out of rotation at once:
  * floor(listed * max_ejection_percent / 100). */
 uint32_t ejection_max_out(const struct breaker_policy *policy, uint32_t listed);

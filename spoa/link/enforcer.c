@@ -20,6 +20,7 @@
  * the breaker on the spot; in shadow mode (none) plans are logged, never
  * sent.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,16 +35,10 @@
 #include "util/log.h"
 #include "util/errmsg.h"
 
-/* One backend as one look counted it (link/ejection.h). */
-struct ejection_group {
-	uint64_t be_id;
-	struct ejection_count count;
-};
-
 /* The backends of one look: rows of a backend come together in `show
  * servers state`, so a new group starts when the backend id changes. */
 struct ejection_groups {
-	struct ejection_group *groups;
+	struct ejection_backend *groups;
 	uint32_t nb, allocated;
 	uint32_t look_id; /* the look that counted them; 0: none */
 };
@@ -208,7 +203,7 @@ static bool entry_out(const struct enforce_entry *en)
 
 /* The entry's backend count in look slot `slot`, or NULL when that look
  * did not list it. */
-static struct ejection_group *group_in_slot(struct haproxy_link *link,
+static struct ejection_backend *group_in_slot(struct haproxy_link *link,
 					    const struct enforce_entry *en, int slot)
 {
 	struct ejection_groups *g = &link->groups[slot];
@@ -217,11 +212,28 @@ static struct ejection_group *group_in_slot(struct haproxy_link *link,
 	return &g->groups[en->group_index[slot]];
 }
 
+/* Moves one of the entry's backend counters by one, up or down, in both
+ * looks' counts. */
+static void count_move(struct haproxy_link *link, const struct enforce_entry *en,
+		       size_t field_offset, bool up)
+{
+	for (int slot = 0; slot < 2; slot++) {
+		struct ejection_backend *g = group_in_slot(link, en, slot);
+		if (!g)
+			continue;
+		uint32_t *field = (uint32_t *)((char *)g + field_offset);
+		if (up)
+			(*field)++;
+		else if (*field > 0)
+			(*field)--;
+	}
+}
+
 /* The count a decision is made on: the last complete look's, else the
  * one under way (a server new since then). */
-static struct ejection_group *group_of(struct haproxy_link *link, const struct enforce_entry *en)
+static struct ejection_backend *group_of(struct haproxy_link *link, const struct enforce_entry *en)
 {
-	struct ejection_group *g = NULL;
+	struct ejection_backend *g = NULL;
 	if (link->groups_current >= 0)
 		g = group_in_slot(link, en, link->groups_current);
 	if (!g && link->looking)
@@ -231,20 +243,15 @@ static struct ejection_group *group_of(struct haproxy_link *link, const struct e
 
 /* A drain added or lifted, a server going out or back: both looks'
  * counts follow. */
-static void count_change(struct haproxy_link *link, const struct enforce_entry *en, bool was_out)
+static void count_change(struct haproxy_link *link, const struct enforce_entry *en, bool was_out,
+			 bool was_drained)
 {
 	bool is_out = entry_out(en);
-	if (is_out == was_out)
-		return;
-	for (int slot = 0; slot < 2; slot++) {
-		struct ejection_group *g = group_in_slot(link, en, slot);
-		if (!g)
-			continue;
-		if (is_out)
-			g->count.out++;
-		else if (g->count.out > 0)
-			g->count.out--;
-	}
+	if (is_out != was_out)
+		count_move(link, en, offsetof(struct ejection_backend, count.out), is_out);
+	if (en->mem.drained_by_us != was_drained)
+		count_move(link, en, offsetof(struct ejection_backend, drained_by_agent),
+			   en->mem.drained_by_us);
 }
 
 /* Entry `index` still waits for room on this link. */
@@ -295,7 +302,7 @@ static void refresh_entry_capped(struct enforcer *e, struct breaker_table_entry 
 
 /* Marks an open breaker's drain as held back here (logged once). */
 static void hold_back(struct haproxy_link *link, struct breaker_table_entry *entry,
-		      struct enforce_entry *en, const struct ejection_group *g)
+		      struct enforce_entry *en, const struct ejection_backend *g)
 {
 	struct enforcer *e = link->owner;
 	if (en->ejection_capped)
@@ -314,6 +321,7 @@ static void hold_back(struct haproxy_link *link, struct breaker_table_entry *ent
 	}
 	link->capped[link->nb_capped++] = index;
 	en->ejection_capped = true;
+	count_move(link, en, offsetof(struct ejection_backend, capped), true);
 	e->stats.ejections_held_back++;
 	refresh_entry_capped(e, entry);
 	const struct breaker_policy *p = entry->breaker.policy;
@@ -342,6 +350,7 @@ static void stop_holding_back(struct haproxy_link *link, struct breaker_table_en
 		return;
 	}
 	en->ejection_capped = false;
+	count_move(link, en, offsetof(struct ejection_backend, capped), false);
 	refresh_entry_capped(e, entry);
 	if (entry->breaker.state == BREAKER_OPEN) {
 		e->stats.ejections_released++;
@@ -371,7 +380,7 @@ static bool cap_holds_back(struct haproxy_link *link, struct breaker_table_entry
 		stop_holding_back(link, entry, en);
 		return false;
 	}
-	struct ejection_group *g = group_of(link, en);
+	struct ejection_backend *g = group_of(link, en);
 	if (g && ejection_may_drain(entry->breaker.policy, &g->count,
 				    count_waiting_before(link, breaker_table_index(link->owner->table,
 										    entry),
@@ -456,7 +465,7 @@ static void converge_entry(struct haproxy_link *link, struct breaker_table_entry
 		en->last_command = link->commands;
 	}
 	record_ownership(link, entry, en);
-	count_change(link, en, was_out);
+	count_change(link, en, was_out, was_drained);
 	if (was_drained && !en->mem.drained_by_us)
 		release_waiting(link, en->be_id);
 }
@@ -546,9 +555,11 @@ static void on_info(void *ctx, enum runtime_api_result result, const char *reply
 
 /* The look's count of the row's backend, started when the backend id
  * changes; NULL when out of memory (the cap then waits for a later look). */
-static struct ejection_group *count_row_backend(struct haproxy_link *link, uint64_t be_id,
-						uint32_t *index)
+static struct ejection_backend *count_row_backend(struct haproxy_link *link,
+						  const struct runtime_api_server_state *row,
+						  uint32_t *index)
 {
+	uint64_t be_id = row->be_id;
 	struct ejection_groups *g = &link->groups[link->look_id & 1];
 	if (g->look_id != link->look_id) {
 		g->look_id = link->look_id;
@@ -557,13 +568,17 @@ static struct ejection_group *count_row_backend(struct haproxy_link *link, uint6
 	if (g->nb == 0 || g->groups[g->nb - 1].be_id != be_id) {
 		if (g->nb == g->allocated) {
 			uint32_t want = g->allocated ? 2 * g->allocated : 64;
-			struct ejection_group *grown = realloc(g->groups, want * sizeof(*grown));
+			struct ejection_backend *grown = realloc(g->groups, want * sizeof(*grown));
 			if (!grown)
 				return NULL;
 			g->groups = grown;
 			g->allocated = want;
 		}
-		g->groups[g->nb++] = (struct ejection_group){.be_id = be_id};
+		struct ejection_backend *b = &g->groups[g->nb++];
+		*b = (struct ejection_backend){.be_id = be_id};
+		size_t len = row->be_name.len < BREAKER_NAME_MAX ? row->be_name.len : BREAKER_NAME_MAX;
+		memcpy(b->name, row->be_name.ptr, len);
+		b->name[len] = '\0';
 	}
 	*index = g->nb - 1;
 	return &g->groups[g->nb - 1];
@@ -576,7 +591,7 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	struct breaker_table_entry *entry = breaker_table_find(
 		e->table, row->be_name.ptr, row->be_name.len, row->srv_name.ptr, row->srv_name.len);
 	uint32_t group_index = 0;
-	struct ejection_group *group = count_row_backend(link, row->be_id, &group_index);
+	struct ejection_backend *group = count_row_backend(link, row, &group_index);
 	/* Every server the backend lists counts, with a breaker or not (a
 	 * full table); a server is out when down by health check, in
 	 * maintenance or drained, by anyone. */
@@ -613,6 +628,9 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 		/* What the agent knows of its own drains beats a row that may
 		 * predate its command. */
 		group->count.out += entry_out(en);
+		group->drained_by_agent += en->mem.drained_by_us;
+		group->capped += en->ejection_capped;
+		group->has_breakers = true;
 	}
 }
 
@@ -1184,6 +1202,17 @@ bool enforcer_remember(struct enforcer *e, uint32_t index, const char *address,
 		return false;
 	link->entries[index].mem = *mem;
 	return true;
+}
+
+const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsigned i,
+						 uint32_t *nb)
+{
+	const struct haproxy_link *link = &e->links[i];
+	*nb = 0;
+	if (link->groups_current < 0)
+		return NULL;
+	*nb = link->groups[link->groups_current].nb;
+	return link->groups[link->groups_current].groups;
 }
 
 const struct enforce_stats *enforcer_stats(const struct enforcer *e)

@@ -258,6 +258,13 @@ static struct breaker_table table;
 static struct agent_stats agent;
 static struct enforce_stats enforce;
 static struct runtime_api_stats runtime_api;
+/* As a look counts them: workers with breakers, the agent's TCP backend
+ * without (never shown). */
+static const struct ejection_backend backends[] = {
+	{.be_id = 3, .name = "workers", .count = {.listed = 4, .out = 2}, .drained_by_agent = 2,
+	 .capped = 1, .has_breakers = true},
+	{.be_id = 4, .name = "spoa-breaker", .count = {.listed = 1}},
+};
 
 /* The table refuses names HAProxy would not accept; the renderers must
  * still escape whatever a name holds, so a test gives an entry any bytes
@@ -323,7 +330,8 @@ static struct metrics_source source(void)
 		.now_ms = T0 + 1000,
 	};
 	s.runtime_api[0] = (struct metrics_runtime_api){
-		.address = "unix:/run/haproxy/admin.sock", .stats = &runtime_api, .reachable = true};
+		.address = "unix:/run/haproxy/admin.sock", .stats = &runtime_api, .reachable = true,
+		.backends = backends, .nb_backends = 2};
 	return s;
 }
 
@@ -463,6 +471,8 @@ static void test_every_family_present(void **state)
 		{"ejections_held_back_total", "counter"},
 		{"ejections_released_total", "counter"},
 		{"breaker_ejection_capped", "gauge"},
+		{"backend_ejected_servers", "gauge"},
+		{"backend_ejection_capped_servers", "gauge"},
 		{"loop_iteration_seconds", "histogram"},
 		{"loop_iteration_max_seconds", "gauge"},
 		{"state_writes_total", "counter"},
@@ -483,6 +493,21 @@ static void test_every_family_present(void **state)
 	for (const char *p = text; (p = strstr(p, "# TYPE ")); p++)
 		types++;
 	assert_int_equal(types, sizeof(families) / sizeof(families[0]));
+	free(text);
+}
+
+/* Per backend and HAProxy: the agent's drains and the held-back breakers;
+ * a backend without breakers is not shown. */
+static void test_backend_ejection_gauges(void **state)
+{
+	(void)state;
+	struct metrics_source s = source();
+	char *text = render_metrics(&s);
+	assert_contains(text, "\nspoa_breaker_backend_ejected_servers{socket=\"unix:/run/haproxy/"
+			      "admin.sock\",backend=\"workers\"} 2\n");
+	assert_contains(text, "\nspoa_breaker_backend_ejection_capped_servers{socket=\"unix:/run/"
+			      "haproxy/admin.sock\",backend=\"workers\"} 1\n");
+	assert_null(strstr(text, "backend=\"spoa-breaker\""));
 	free(text);
 }
 
@@ -768,6 +793,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_checker_rejects_broken_text),
 		cmocka_unit_test_setup_teardown(test_every_family_present, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backend_ejection_gauges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_passes_the_format_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slices_make_the_same_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_per_server_samples, setup, teardown),
