@@ -91,7 +91,11 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	u64_field(o, "healthy_for_ms", p->healthy_for_ms, false);
 	u64_field(o, "failure_rate_threshold", p->failure_rate_threshold, false);
 	u64_field(o, "window", p->window, false);
-	u64_field(o, "minimum_volume", p->minimum_volume, true);
+	u64_field(o, "minimum_volume", p->minimum_volume, false);
+	/* The backend's ejection cap, as this server's backend has it. */
+	u64_field(o, "max_ejection_percent", p->max_ejection_percent, false);
+	key(o, "drain_last_server");
+	strbuf_puts(o, p->drain_last_server ? "true" : "false");
 	strbuf_putc(o, '}');
 }
 
