@@ -14,6 +14,7 @@
 #include "link/enforce-t.h"
 #include "link/enforce_plan.h"
 #include "link/enforcer.h"
+#include "link/ejection.h"
 #include "link/runtime_api.h"
 #include "state/state_store.h"
 #include "util/strbuf.h"
@@ -25,6 +26,9 @@ struct metrics_runtime_api {
 	const char *address;
 	const struct runtime_api_stats *stats;
 	bool reachable;
+	/* Its backends as the last look counted them (link/ejection.h). */
+	const struct ejection_backend *backends;
+	uint32_t nb_backends;
 };
 
 /* Everything borrowed; NULL pointers render as zeros (or no samples for

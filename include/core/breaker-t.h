@@ -91,6 +91,13 @@ enum breaker_open_late_success {
  * a worker's first two answers failing is not a 100 % failure rate. */
 #define BREAKER_DEFAULT_MINIMUM_VOLUME 20
 
+/* The ejection cap (link/ejection.h): at most this share of a backend's
+ * servers out of rotation at once. Half: past it the servers left carry
+ * more than twice their share, and overloading the healthy ones is the
+ * total outage the cap exists to prevent. Envoy's 10 % would let no
+ * breaker of a backend below 10 servers drain anything. */
+#define BREAKER_DEFAULT_MAX_EJECTION_PERCENT 50
+
 /* The effective rules of one breaker. Statuses are classified by
  * breaker_outcome(); the three sets never overlap once validated. */
 struct breaker_policy {
@@ -122,6 +129,11 @@ struct breaker_policy {
 	 * succeeded meanwhile, opens the breaker (breaker_is_wedged()).
 	 * 0 turns it off (the default). */
 	uint64_t wedged_after_ms;
+	/* The backend's ejection cap (link/ejection.h), read by the HAProxy
+	 * link, never by the breaker: per backend (a server level cannot set
+	 * them), as a share of servers is a property of the backend. */
+	uint32_t max_ejection_percent;   /* 0..100 */
+	bool drain_last_server;          /* false: never drain the last serving server */
 };
 
 /* Which fields of a policy one configuration level sets. */
@@ -140,6 +152,8 @@ enum breaker_policy_field {
 	BREAKER_FIELD_WINDOW = 1u << 11,
 	BREAKER_FIELD_MINIMUM_VOLUME = 1u << 12,
 	BREAKER_FIELD_WEDGED_AFTER = 1u << 15,
+	BREAKER_FIELD_MAX_EJECTION_PERCENT = 1u << 13,
+	BREAKER_FIELD_DRAIN_LAST_SERVER = 1u << 14,
 };
 
 /* One level of configuration (global, a backend, a server): the fields
@@ -290,6 +304,10 @@ struct breaker_table_entry {
 	uint8_t backend_len;
 	uint8_t server_len;
 	bool in_use;
+	/* Set by the HAProxy link: the breaker is open but its drain is held
+	 * back by the backend's ejection cap on some HAProxy (link/ejection.h).
+	 * The breaker's own state is unchanged by it. */
+	bool ejection_capped;
 };
 
 struct breaker_table_names {

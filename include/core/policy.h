@@ -16,7 +16,8 @@
  * capacity {429, 503}, failure 500-599 minus capacity, ignore empty,
  * half-open backpressure `close`, open late success `ignore`; open-time
  * backoff up to 5 min, forgotten after 60 s closed; the failure-rate
- * rule off, over 64 requests with a minimum volume of 20. */
+ * rule off, over 64 requests with a minimum volume of 20; an ejection
+ * cap of 50 % of a backend, never its last serving server. */
 void breaker_policy_defaults(struct breaker_policy *policy);
 
 /* True if the policy is usable; otherwise false with the first problem in

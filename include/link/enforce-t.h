@@ -21,6 +21,7 @@ struct enforce_seen {
 	bool known;       /* HAProxy has this server */
 	bool drained;     /* admin state has the forced-drain bit */
 	bool maint;       /* admin state has a maintenance bit */
+	bool down;        /* operational state stopped: down by health check */
 	uint32_t maxconn; /* current maxconn; 0 = unlimited */
 	uint32_t sessions; /* requests in flight there (scur), as of the last look */
 };
@@ -51,6 +52,14 @@ struct enforce_entry {
 	uint32_t seen_in_look;  /* the look that last listed this server */
 	uint64_t last_command;  /* the link's command count after our last command */
 	struct faults_baseline faults; /* its counters at the previous look */
+	/* Its backend (HAProxy's id) and its place in the backend counts of
+	 * the looks that listed it: one slot per look parity, the last
+	 * complete look's and the one under way (enforcer.c). */
+	uint64_t be_id;
+	uint32_t group_index[2];
+	uint32_t group_look[2];
+	/* Open, but the ejection cap holds its drain back here. */
+	bool ejection_capped;
 };
 
 #endif /* SPOA_ENFORCE_T_H */

@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "daemon/breakers.h"
+#include "link/ejection.h"
 #include "link/enforce_plan.h"
 
 struct enforce_stats {
@@ -28,6 +29,8 @@ struct enforce_stats {
 	uint64_t looks_failed;
 	uint64_t haproxy_restarts;  /* new HAProxy processes seen */
 	uint64_t dropped_breakers;  /* servers no HAProxy has any more */
+	uint64_t ejections_held_back; /* open breakers whose drain the ejection cap held back */
+	uint64_t ejections_released;  /* ... and drained once room freed */
 	/* Faults SPOE never sees, from show stat deltas, by kind. */
 	uint64_t connect_errors;
 	uint64_t response_errors;
@@ -68,6 +71,12 @@ void enforcer_memories(const struct enforcer *e, uint32_t index, enforcer_memory
  * in HAProxy, where there is one, still says what is the agent's). */
 bool enforcer_remember(struct enforcer *e, uint32_t index, const char *address,
 		       const struct enforce_memory *mem);
+
+/* The backends of HAProxy i as its last complete look counted them, with
+ * the agent's drains and holds since (*nb of them; NULL before a look).
+ * Valid until the next look completes. */
+const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsigned i,
+						 uint32_t *nb);
 
 const struct enforce_stats *enforcer_stats(const struct enforcer *e);
 enum enforce_mode enforcer_mode(const struct enforcer *e);

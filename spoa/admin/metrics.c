@@ -165,6 +165,12 @@ static void window_failures_of(struct strbuf *o, const struct breaker_table_entr
 	server_sample_end(o, breaker_window_failures(&e->breaker));
 }
 
+static void ejection_capped_of(struct strbuf *o, const struct breaker_table_entry *e)
+{
+	server_sample_begin(o, "breaker_ejection_capped", e);
+	server_sample_end(o, e->breaker.state == BREAKER_OPEN && e->ejection_capped);
+}
+
 /* The families with one sample (or a few) per server: what grows with
  * the fleet, and so what is rendered a slice at a time. */
 static const struct {
@@ -190,6 +196,9 @@ static const struct {
 	 "Judged requests in the failure-rate window (backpressure is not judged).",
 	 window_volume_of},
 	{"breaker_window_failures", "gauge", "Failures among them.", window_failures_of},
+	{"breaker_ejection_capped", "gauge",
+	 "1 while the breaker is open but the backend's ejection cap keeps its server in rotation.",
+	 ejection_capped_of},
 };
 
 bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor *c,
@@ -327,6 +336,23 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 		      (double)s->loop_busy_max_ns / 1e9);
 }
 
+/* One sample per backend with breakers: the agent's drains, or its
+ * breakers held back by the ejection cap. */
+static void backend_samples(struct strbuf *o, const char *name, const struct metrics_runtime_api *r,
+			    bool capped)
+{
+	for (uint32_t k = 0; k < r->nb_backends; k++) {
+		const struct ejection_backend *b = &r->backends[k];
+		if (!b->has_breakers)
+			continue;
+		strbuf_printf(o, METRICS_PREFIX "%s{socket=\"", name);
+		metrics_escape_label(o, r->address);
+		strbuf_puts(o, "\",backend=\"");
+		metrics_escape_label(o, b->name);
+		strbuf_printf(o, "\"} %u\n", capped ? b->capped : b->drained_by_agent);
+	}
+}
+
 static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 {
 	static const struct enforce_stats zero;
@@ -395,6 +421,22 @@ static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 	sample1(o, "faults_polled_total", "kind", "redispatch", e->redispatches);
 	family(o, "breakers_dropped_total", "counter", "Breakers dropped: no HAProxy has the server any more.");
 	sample(o, "breakers_dropped_total", e->dropped_breakers);
+	/* Per backend and HAProxy: the cap counts each HAProxy apart. Only
+	 * backends with breakers (HTTP ones), so the agent's own is not one. */
+	family(o, "backend_ejected_servers", "gauge",
+	       "Servers of the backend the agent holds drained, per HAProxy.");
+	for (unsigned i = 0; i < s->nb_runtime_api; i++)
+		backend_samples(o, "backend_ejected_servers", &s->runtime_api[i], false);
+	family(o, "backend_ejection_capped_servers", "gauge",
+	       "Open breakers of the backend the ejection cap keeps in rotation, per HAProxy.");
+	for (unsigned i = 0; i < s->nb_runtime_api; i++)
+		backend_samples(o, "backend_ejection_capped_servers", &s->runtime_api[i], true);
+	family(o, "ejections_held_back_total", "counter",
+	       "Open breakers whose drain the backend's ejection cap held back.");
+	sample(o, "ejections_held_back_total", e->ejections_held_back);
+	family(o, "ejections_released_total", "counter",
+	       "Held-back drains made once room freed under the ejection cap.");
+	sample(o, "ejections_released_total", e->ejections_released);
 }
 
 /* The state snapshot: whether it is being written, where the breakers

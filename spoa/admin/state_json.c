@@ -92,7 +92,11 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	u64_field(o, "failure_rate_threshold", p->failure_rate_threshold, false);
 	u64_field(o, "window", p->window, false);
 	u64_field(o, "minimum_volume", p->minimum_volume, false);
-	u64_field(o, "wedged_after_ms", p->wedged_after_ms, true);
+	u64_field(o, "wedged_after_ms", p->wedged_after_ms, false);
+	/* The backend's ejection cap, as this server's backend has it. */
+	u64_field(o, "max_ejection_percent", p->max_ejection_percent, false);
+	key(o, "drain_last_server");
+	strbuf_puts(o, p->drain_last_server ? "true" : "false");
 	strbuf_putc(o, '}');
 }
 
@@ -111,6 +115,9 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	string_field(o, "backend", e->backend, false);
 	string_field(o, "server", e->server, false);
 	string_field(o, "state", breaker_state_name(b->state), false);
+	/* Open, but the backend's ejection cap keeps the server in rotation. */
+	key(o, "ejection_capped");
+	strbuf_puts(o, b->state == BREAKER_OPEN && e->ejection_capped ? "true," : "false,");
 	u64_field(o, "failure_streak", b->failure_streak, false);
 	u64_field(o, "since_ms", since, false);
 	u64_field(o, "cooldown_left_ms", left, false);

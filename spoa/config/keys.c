@@ -286,6 +286,28 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"succeeded; 0 turns the rule off",
 		.default_text = "0 (off)",
 	},
+	/* Per backend: a share of a backend's servers means nothing for one
+	 * server, so a [server] section refuses them (--check names where they
+	 * belong). drain_last_server is named for what it allows, off by
+	 * default: on the command line a boolean is a flag, which can only
+	 * turn a key on. */
+	{
+		.name = "max_ejection_percent",
+		.sections = CONFIG_SECTION_BREAKER | CONFIG_SECTION_BACKEND, .type = CONFIG_UINT,
+		IN_POLICY(max_ejection_percent, BREAKER_FIELD_MAX_EJECTION_PERCENT), .min = 0,
+		.max = 100, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "max-ejection-percent", .arg = "PERCENT",
+		.help = "at most this share of a backend's servers out of rotation at once "
+			"(rounded down); an open breaker beyond it is not drained (ejection_capped)",
+	},
+	{
+		.name = "drain_last_server",
+		.sections = CONFIG_SECTION_BREAKER | CONFIG_SECTION_BACKEND, .type = CONFIG_BOOL,
+		IN_POLICY(drain_last_server, BREAKER_FIELD_DRAIN_LAST_SERVER),
+		.flags = CONFIG_KEY_RELOADABLE, .option = "drain-last-server",
+		.help = "let the breakers drain a backend's last serving server too (off: "
+			"never, whatever max_ejection_percent allows)",
+	},
 };
 
 const struct config_key *config_key_find(const char *name)

@@ -66,11 +66,13 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 	unsigned n = enforcer_runtime_api_count(d->enforcer);
 	for (unsigned i = 0; i < n && i < ENFORCE_MAX_HAPROXY; i++) {
 		const struct runtime_api_client *h = enforcer_runtime_api(d->enforcer, i);
-		s.runtime_api[s.nb_runtime_api++] = (struct metrics_runtime_api){
+		struct metrics_runtime_api *r = &s.runtime_api[s.nb_runtime_api++];
+		*r = (struct metrics_runtime_api){
 			.address = runtime_api_client_address(h),
 			.stats = runtime_api_client_stats(h),
 			.reachable = runtime_api_client_reachable(h),
 		};
+		r->backends = enforcer_backends(d->enforcer, i, &r->nb_backends);
 	}
 	/* The head, from everything the daemon holds now, then the first
 	 * slice in the same answer. */

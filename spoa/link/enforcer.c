@@ -20,10 +20,12 @@
  * the breaker on the spot; in shadow mode (none) plans are logged, never
  * sent.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "link/agent_check.h"
+#include "link/ejection.h"
 #include "link/enforcer.h"
 #include "link/faults.h"
 #include "link/owner_map.h"
@@ -32,6 +34,14 @@
 #include "util/container_of.h"
 #include "util/log.h"
 #include "util/errmsg.h"
+
+/* The backends of one look: rows of a backend come together in `show
+ * servers state`, so a new group starts when the backend id changes. */
+struct ejection_groups {
+	struct ejection_backend *groups;
+	uint32_t nb, allocated;
+	uint32_t look_id; /* the look that counted them; 0: none */
+};
 
 struct haproxy_link {
 	struct enforcer *owner;
@@ -63,6 +73,16 @@ struct haproxy_link {
 	bool owner_known;
 	bool owner_read;        /* the look in flight read it */
 	bool owner_missing_said;
+	/* Backend counts for the ejection cap, by look parity: the last
+	 * complete look's (`groups_current`, -1 before one) and the one
+	 * under way. A drain the agent adds or lifts between looks moves the
+	 * counts of both, so neither lags behind it. */
+	struct ejection_groups groups[2];
+	int groups_current;
+	/* Table indices of entries the cap holds back here (stale ones are
+	 * dropped as the list is read). */
+	uint32_t *capped;
+	uint32_t nb_capped, capped_allocated;
 };
 
 struct enforcer {
@@ -168,12 +188,254 @@ static void record_ownership(struct haproxy_link *link, struct breaker_table_ent
 	}
 }
 
+/* ---- the ejection cap ---- */
+
+/* Out of rotation for a reason that is not the agent's drain. */
+static bool out_otherwise(const struct enforce_entry *en)
+{
+	return en->seen.down || en->seen.maint || (en->seen.drained && !en->mem.drained_by_us);
+}
+
+static bool entry_out(const struct enforce_entry *en)
+{
+	return out_otherwise(en) || en->mem.drained_by_us;
+}
+
+/* The entry's backend count in look slot `slot`, or NULL when that look
+ * did not list it. */
+static struct ejection_backend *group_in_slot(struct haproxy_link *link,
+					    const struct enforce_entry *en, int slot)
+{
+	struct ejection_groups *g = &link->groups[slot];
+	if (g->look_id == 0 || en->group_look[slot] != g->look_id || en->group_index[slot] >= g->nb)
+		return NULL;
+	return &g->groups[en->group_index[slot]];
+}
+
+/* Moves one of the entry's backend counters by one, up or down, in both
+ * looks' counts. */
+static void count_move(struct haproxy_link *link, const struct enforce_entry *en,
+		       size_t field_offset, bool up)
+{
+	for (int slot = 0; slot < 2; slot++) {
+		struct ejection_backend *g = group_in_slot(link, en, slot);
+		if (!g)
+			continue;
+		uint32_t *field = (uint32_t *)((char *)g + field_offset);
+		if (up)
+			(*field)++;
+		else if (*field > 0)
+			(*field)--;
+	}
+}
+
+/* The count a decision is made on: the last complete look's, else the
+ * one under way (a server new since then). */
+static struct ejection_backend *group_of(struct haproxy_link *link, const struct enforce_entry *en)
+{
+	struct ejection_backend *g = NULL;
+	if (link->groups_current >= 0)
+		g = group_in_slot(link, en, link->groups_current);
+	if (!g && link->looking)
+		g = group_in_slot(link, en, (int)(link->look_id & 1));
+	return g;
+}
+
+/* A drain added or lifted, a server going out or back: both looks'
+ * counts follow. */
+static void count_change(struct haproxy_link *link, const struct enforce_entry *en, bool was_out,
+			 bool was_drained)
+{
+	bool is_out = entry_out(en);
+	if (is_out != was_out)
+		count_move(link, en, offsetof(struct ejection_backend, count.out), is_out);
+	if (en->mem.drained_by_us != was_drained)
+		count_move(link, en, offsetof(struct ejection_backend, drained_by_agent),
+			   en->mem.drained_by_us);
+}
+
+/* Entry `index` still waits for room on this link. */
+static bool still_capped(struct haproxy_link *link, uint32_t index)
+{
+	struct breaker_table *t = link->owner->table;
+	if (index >= t->allocated)
+		return false;
+	const struct breaker_table_entry *entry = breaker_table_at(t, index);
+	return entry->in_use && entry->breaker.state == BREAKER_OPEN &&
+	       link->entries[index].ejection_capped;
+}
+
+/* Waited longer: opened earlier, the lower index on a tie (a strict order). */
+static bool waited_longer(struct breaker_table *t, uint32_t a, uint32_t b)
+{
+	uint64_t since_a = breaker_table_at(t, a)->breaker.state_since_ms;
+	uint64_t since_b = breaker_table_at(t, b)->breaker.state_since_ms;
+	return since_a < since_b || (since_a == since_b && a < b);
+}
+
+/* Servers of the same backend waiting for room before `index`; drops
+ * stale indices from the list on the way. */
+static uint32_t count_waiting_before(struct haproxy_link *link, uint32_t index, uint64_t be_id)
+{
+	uint32_t before = 0, kept = 0;
+	for (uint32_t i = 0; i < link->nb_capped; i++) {
+		uint32_t other = link->capped[i];
+		if (!still_capped(link, other))
+			continue;
+		link->capped[kept++] = other;
+		if (other != index && link->entries[other].be_id == be_id &&
+		    waited_longer(link->owner->table, other, index))
+			before++;
+	}
+	link->nb_capped = kept;
+	return before;
+}
+
+static void refresh_entry_capped(struct enforcer *e, struct breaker_table_entry *entry)
+{
+	uint32_t index = breaker_table_index(e->table, entry);
+	bool capped = false;
+	for (unsigned i = 0; i < e->nb_links; i++)
+		capped |= e->links[i].entries[index].ejection_capped;
+	entry->ejection_capped = capped;
+}
+
+/* Marks an open breaker's drain as held back here (logged once). */
+static void hold_back(struct haproxy_link *link, struct breaker_table_entry *entry,
+		      struct enforce_entry *en, const struct ejection_backend *g)
+{
+	struct enforcer *e = link->owner;
+	if (en->ejection_capped)
+		return;
+	uint32_t index = breaker_table_index(e->table, entry);
+	if (link->nb_capped == link->capped_allocated) {
+		uint32_t want = link->capped_allocated ? 2 * link->capped_allocated : 16;
+		uint32_t *grown = realloc(link->capped, want * sizeof(*grown));
+		if (!grown) {
+			log_error("out of memory holding back the drain of %s/%s", entry->backend,
+				  entry->server);
+			return; /* not capped: drained as before the cap existed */
+		}
+		link->capped = grown;
+		link->capped_allocated = want;
+	}
+	link->capped[link->nb_capped++] = index;
+	en->ejection_capped = true;
+	count_move(link, en, offsetof(struct ejection_backend, capped), true);
+	e->stats.ejections_held_back++;
+	refresh_entry_capped(e, entry);
+	const struct breaker_policy *p = entry->breaker.policy;
+	if (g)
+		log_notice("breaker %s/%s is open, not drained on HAProxy %s: ejection cap of "
+			   "backend %s (%u of %u servers out of rotation, at most %u%%%s)",
+			   entry->backend, entry->server, runtime_api_client_address(link->client),
+			   entry->backend, g->count.out, g->count.listed, p->max_ejection_percent,
+			   p->drain_last_server ? "" : ", never the last serving one");
+	else
+		log_notice("breaker %s/%s is open, not drained on HAProxy %s until a look counts "
+			   "backend %s for its ejection cap",
+			   entry->backend, entry->server, runtime_api_client_address(link->client),
+			   entry->backend);
+}
+
+/* The drain is no longer held back: released (about to be drained), or
+ * the breaker left open. */
+static void stop_holding_back(struct haproxy_link *link, struct breaker_table_entry *entry,
+			      struct enforce_entry *en)
+{
+	struct enforcer *e = link->owner;
+	if (!en->ejection_capped) {
+		if (entry->ejection_capped) /* held back on another HAProxy, or before a reload */
+			refresh_entry_capped(e, entry);
+		return;
+	}
+	en->ejection_capped = false;
+	count_move(link, en, offsetof(struct ejection_backend, capped), false);
+	refresh_entry_capped(e, entry);
+	if (entry->breaker.state == BREAKER_OPEN) {
+		e->stats.ejections_released++;
+		log_notice("breaker %s/%s: room under the ejection cap of backend %s, drained on "
+			   "HAProxy %s after waiting %llu ms",
+			   entry->backend, entry->server, entry->backend,
+			   runtime_api_client_address(link->client),
+			   (unsigned long long)(clock_now_ms() - entry->breaker.state_since_ms));
+	}
+}
+
+/* Whether the cap holds back the drain an open breaker wants here. */
+static bool cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *entry,
+			   struct enforce_entry *en)
+{
+	if (entry->breaker.state != BREAKER_OPEN || en->mem.drained_by_us) {
+		/* Not wanting a drain, or one in place: a drain is never lifted
+		 * for the cap (traffic would go back to a server known to fail,
+		 * and two open breakers could take turns); the cool-down ends
+		 * it. */
+		stop_holding_back(link, entry, en);
+		return false;
+	}
+	if (!en->seen.known || en->seen.maint || en->seen.drained || en->seen.down) {
+		/* The plan leaves it alone, or it serves nothing anyway: a drain
+		 * costs the backend no capacity. */
+		stop_holding_back(link, entry, en);
+		return false;
+	}
+	struct ejection_backend *g = group_of(link, en);
+	if (g && ejection_may_drain(entry->breaker.policy, &g->count,
+				    count_waiting_before(link, breaker_table_index(link->owner->table,
+										    entry),
+							 en->be_id))) {
+		stop_holding_back(link, entry, en);
+		return false;
+	}
+	hold_back(link, entry, en, g);
+	return true;
+}
+
+static void converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry);
+
+/* Room may have freed in backend be_id: the servers waiting there are
+ * converged again, longest waiting first, so that they take the room in
+ * that order. */
+static void release_waiting(struct haproxy_link *link, uint64_t be_id)
+{
+	struct breaker_table *t = link->owner->table;
+	uint32_t waiting[64];
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < link->nb_capped && n < 64; i++) {
+		uint32_t index = link->capped[i];
+		if (!still_capped(link, index) || link->entries[index].be_id != be_id)
+			continue;
+		/* Insertion by wait: a backend's waiting servers are few. */
+		uint32_t at = n++;
+		while (at > 0 && waited_longer(t, index, waiting[at - 1])) {
+			waiting[at] = waiting[at - 1];
+			at--;
+		}
+		waiting[at] = index;
+	}
+	/* More than 64 wait in one backend: the rest get their turn at the
+	 * next look, which converges every breaker. */
+	for (uint32_t i = 0; i < n; i++)
+		converge_entry(link, breaker_table_at(t, waiting[i]));
+}
+
 /* Plans and sends what brings one HAProxy in line with one breaker. */
 static void converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry)
 {
 	struct enforcer *e = link->owner;
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	const struct breaker *b = &entry->breaker;
+
+	if (e->mode != ENFORCE_AGENT_CHECK && cap_holds_back(link, entry, en)) {
+		/* Open in the breaker, serving in HAProxy: undo nothing, add
+		 * nothing until room frees. */
+		record_ownership(link, entry, en);
+		return;
+	}
+	bool was_out = entry_out(en);
+	bool was_drained = en->mem.drained_by_us;
 	struct enforce_plan plan = enforce_plan(b->state, b->policy->half_open_probes, &en->seen,
 						&en->mem);
 	char command[RUNTIME_API_CMD_MAX];
@@ -203,6 +465,9 @@ static void converge_entry(struct haproxy_link *link, struct breaker_table_entry
 		en->last_command = link->commands;
 	}
 	record_ownership(link, entry, en);
+	count_change(link, en, was_out, was_drained);
+	if (was_drained && !en->mem.drained_by_us)
+		release_waiting(link, en->be_id);
 }
 
 /* The breakers' subscriber: a transition acts at once. */
@@ -288,25 +553,85 @@ static void on_info(void *ctx, enum runtime_api_result result, const char *reply
 	link->info_known = true;
 }
 
+/* The look's count of the row's backend, started when the backend id
+ * changes; NULL when out of memory (the cap then waits for a later look). */
+static struct ejection_backend *count_row_backend(struct haproxy_link *link,
+						  const struct runtime_api_server_state *row,
+						  uint32_t *index)
+{
+	uint64_t be_id = row->be_id;
+	struct ejection_groups *g = &link->groups[link->look_id & 1];
+	if (g->look_id != link->look_id) {
+		g->look_id = link->look_id;
+		g->nb = 0;
+	}
+	if (g->nb == 0 || g->groups[g->nb - 1].be_id != be_id) {
+		if (g->nb == g->allocated) {
+			uint32_t want = g->allocated ? 2 * g->allocated : 64;
+			struct ejection_backend *grown = realloc(g->groups, want * sizeof(*grown));
+			if (!grown)
+				return NULL;
+			g->groups = grown;
+			g->allocated = want;
+		}
+		struct ejection_backend *b = &g->groups[g->nb++];
+		*b = (struct ejection_backend){.be_id = be_id};
+		size_t len = row->be_name.len < BREAKER_NAME_MAX ? row->be_name.len : BREAKER_NAME_MAX;
+		memcpy(b->name, row->be_name.ptr, len);
+		b->name[len] = '\0';
+	}
+	*index = g->nb - 1;
+	return &g->groups[g->nb - 1];
+}
+
 static void on_server_state(void *ctx, const struct runtime_api_server_state *row)
 {
 	struct haproxy_link *link = ctx;
 	struct enforcer *e = link->owner;
 	struct breaker_table_entry *entry = breaker_table_find(
 		e->table, row->be_name.ptr, row->be_name.len, row->srv_name.ptr, row->srv_name.len);
-	if (!entry)
+	uint32_t group_index = 0;
+	struct ejection_backend *group = count_row_backend(link, row, &group_index);
+	/* Every server the backend lists counts, with a breaker or not (a
+	 * full table); a server is out when down by health check, in
+	 * maintenance or drained, by anyone. */
+	bool row_out = row->op_state == RUNTIME_API_SRV_STOPPED ||
+		       (row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT |
+					    RUNTIME_API_ADMF_DRAIN));
+	if (!entry) {
+		if (group) {
+			group->count.listed++;
+			group->count.out += row_out;
+		}
 		return; /* not an HTTP server: show stat created the others */
+	}
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	en->seen.known = true;
 	en->seen_in_look = link->look_id;
+	en->be_id = row->be_id;
+	if (group) {
+		int slot = (int)(link->look_id & 1);
+		en->group_look[slot] = link->look_id;
+		en->group_index[slot] = group_index;
+	}
 	/* Our command went out after this look was queued: the look shows
 	 * HAProxy before it, and would undo what we know. */
-	if (en->last_command > link->look_queued_after)
-		return;
-	en->seen.drained = row->admin_state & RUNTIME_API_ADMF_FDRAIN;
-	/* Inherited drain is configuration, like maintenance: hands off. */
-	en->seen.maint = row->admin_state &
-			 (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT | RUNTIME_API_ADMF_IDRAIN);
+	if (en->last_command <= link->look_queued_after) {
+		en->seen.drained = row->admin_state & RUNTIME_API_ADMF_FDRAIN;
+		/* Inherited drain is configuration, like maintenance: hands off. */
+		en->seen.maint = row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT |
+						     RUNTIME_API_ADMF_IDRAIN);
+	}
+	en->seen.down = row->op_state == RUNTIME_API_SRV_STOPPED;
+	if (group) {
+		group->count.listed++;
+		/* What the agent knows of its own drains beats a row that may
+		 * predate its command. */
+		group->count.out += entry_out(en);
+		group->drained_by_agent += en->mem.drained_by_us;
+		group->capped += en->ejection_capped;
+		group->has_breakers = true;
+	}
 }
 
 /* `show map`: where HAProxy keeps the ownership record. */
@@ -616,6 +941,7 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 	 * dropped: a partial look converges nothing. */
 	if (states_read && link->stat_read) {
 		link->looked_once = true;
+		link->groups_current = (int)(link->look_id & 1);
 		if (link->owner_read)
 			link->owner_known = true;
 		e->stats.reconciliations++;
@@ -733,8 +1059,12 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 		old->entries = swap;
 		/* Commands still queued on the old socket fail with it; counts
 		 * start again on the new one, so the next look is believed. */
-		for (uint32_t j = 0; j < e->capacity; j++)
+		/* The new link's list of servers waiting for room starts empty:
+		 * they wait again from their next convergence. */
+		for (uint32_t j = 0; j < e->capacity; j++) {
 			e->links[i].entries[j].last_command = 0;
+			e->links[i].entries[j].ejection_capped = false;
+		}
 		e->links[i].info = old->info;
 		e->links[i].info_known = old->info_known;
 	}
@@ -778,6 +1108,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		char why[256];
 		link->owner = e;
 		link->reconcile_next = SWEEP_NONE;
+		link->groups_current = -1;
 		link->index = e->nb_links;
 		link->entries = calloc(nb_entries, sizeof(*link->entries));
 		link->client = runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
@@ -834,6 +1165,9 @@ void enforcer_free(struct enforcer *e)
 	for (unsigned i = 0; i < e->nb_links; i++) {
 		runtime_api_client_free(e->links[i].client);
 		free(e->links[i].entries);
+		free(e->links[i].groups[0].groups);
+		free(e->links[i].groups[1].groups);
+		free(e->links[i].capped);
 	}
 	free(e->agent_check_mem);
 	free(e->last_spop_ms);
@@ -869,6 +1203,17 @@ bool enforcer_remember(struct enforcer *e, uint32_t index, const char *address,
 		return false;
 	link->entries[index].mem = *mem;
 	return true;
+}
+
+const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsigned i,
+						 uint32_t *nb)
+{
+	const struct haproxy_link *link = &e->links[i];
+	*nb = 0;
+	if (link->groups_current < 0)
+		return NULL;
+	*nb = link->groups[link->groups_current].nb;
+	return link->groups[link->groups_current].groups;
 }
 
 const struct enforce_stats *enforcer_stats(const struct enforcer *e)

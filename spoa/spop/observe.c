@@ -80,13 +80,18 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	enum breaker_outcome outcome = breaker_outcome(b->policy, (int)status);
 	struct breaker_event ev = breaker_table_record_response(o->table, entry, outcome, now);
 
+	/* Published before answering: the HAProxy link decides at once
+	 * whether an opening drains its server or the backend's ejection cap
+	 * holds it back, and this answer says which. */
+	if (o->observed)
+		o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now);
+
 	dispatch_set_int(reply, "upstream_status", status);
 	dispatch_set_string(reply, "outcome", breaker_outcome_name(outcome));
 	dispatch_set_string(reply, "state", breaker_state_name(b->state));
 	dispatch_set_int(reply, "failures", b->failure_streak);
 	if (breaker_event_is_transition(&ev))
 		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
-
-	if (o->observed)
-		o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now);
+	if (b->state == BREAKER_OPEN && entry->ejection_capped)
+		dispatch_set_int(reply, "ejection_capped", 1);
 }

@@ -163,11 +163,11 @@ drive_queue_timeout() {
 	wait "$holder" || true
 }
 drive_breaker_drained() {
-	# The agent, with its default threshold, drains every server after
-	# their 500s; HAProxy then has no server left to try.
+	# The agent, with its default threshold and no ejection cap, drains
+	# every server after their 500s; HAProxy then has no server left to try.
 	stop agent
 	start_agent agent --listen "$BREAKER_AGENT" --runtime-api "unix:$RUN_DIR/admin.sock" \
-		--cooldown 60s --admin none
+		--cooldown 60s --admin none --max-ejection-percent 100 --drain-last-server
 	wait_port "$AGENT_PORT"
 	wait_until 10 agent_is_up
 	local i

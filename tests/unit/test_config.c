@@ -635,6 +635,50 @@ static void test_backoff_and_rate_keys_checked_together(void **state)
 	config_free(&c);
 }
 
+/* The ejection cap is per backend: layered from [breaker] to [backend],
+ * refused in [server] with where it belongs. */
+static void test_ejection_keys_per_backend(void **state)
+{
+	(void)state;
+	struct config c;
+	char line[512];
+
+	const char *path = file("[breaker]\n"
+				"max_ejection_percent = 30\n"
+				"[backend be]\n"
+				"max_ejection_percent = 100\n"
+				"drain_last_server = true\n");
+	assert_int_equal(RUN(&c, "-f", path), -1);
+	const struct breaker_policy *p = breaker_policies_for(&c.policies, "be", 2, "w1", 2);
+	assert_int_equal(p->max_ejection_percent, 100);
+	assert_true(p->drain_last_server);
+	p = breaker_policies_for(&c.policies, "other", 5, "w1", 2);
+	assert_int_equal(p->max_ejection_percent, 30);
+	assert_false(p->drain_last_server);
+	config_free(&c);
+
+	assert_int_equal(RUN(&c, "--threshold", "3"), -1);
+	p = breaker_policies_for(&c.policies, "be", 2, "w1", 2);
+	assert_int_equal(p->max_ejection_percent, 50);
+	assert_false(p->drain_last_server);
+	config_free(&c);
+
+	path = file("[server be/w1]\n"
+		    "max_ejection_percent = 20\n"
+		    "drain_last_server = true\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:2: [server be/w1]: unknown key 'max_ejection_percent' (it belongs in "
+		 "[breaker] or [backend NAME])",
+		 path);
+	assert_errors_have(line);
+	snprintf(line, sizeof(line), "%s:3: [server be/w1]: unknown key 'drain_last_server'", path);
+	assert_errors_have(line);
+
+	assert_int_equal(STATUS("--check", "--max-ejection-percent", "101"), 2); /* a usage error */
+	assert_errors_have("expected 0..100");
+}
+
 /* ---- reload ---- */
 
 static void collect(void *ctx, const char *key)
@@ -704,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_probe_timeout_warns),
 		cmocka_unit_test(test_policy_problems_at_their_sections),
 		cmocka_unit_test(test_backoff_and_rate_keys_checked_together),
+		cmocka_unit_test(test_ejection_keys_per_backend),
 		cmocka_unit_test(test_reload_decision),
 	};
 	int failed = cmocka_run_group_tests(tests, setup, teardown);

@@ -258,6 +258,13 @@ static struct breaker_table table;
 static struct agent_stats agent;
 static struct enforce_stats enforce;
 static struct runtime_api_stats runtime_api;
+/* As a look counts them: workers with breakers, the agent's TCP backend
+ * without (never shown). */
+static const struct ejection_backend backends[] = {
+	{.be_id = 3, .name = "workers", .count = {.listed = 4, .out = 2}, .drained_by_agent = 2,
+	 .capped = 1, .has_breakers = true},
+	{.be_id = 4, .name = "spoa-breaker", .count = {.listed = 1}},
+};
 
 /* The table refuses names HAProxy would not accept; the renderers must
  * still escape whatever a name holds, so a test gives an entry any bytes
@@ -323,7 +330,8 @@ static struct metrics_source source(void)
 		.now_ms = T0 + 1000,
 	};
 	s.runtime_api[0] = (struct metrics_runtime_api){
-		.address = "unix:/run/haproxy/admin.sock", .stats = &runtime_api, .reachable = true};
+		.address = "unix:/run/haproxy/admin.sock", .stats = &runtime_api, .reachable = true,
+		.backends = backends, .nb_backends = 2};
 	return s;
 }
 
@@ -460,6 +468,11 @@ static void test_every_family_present(void **state)
 		{"haproxy_restarts_total", "counter"},
 		{"faults_polled_total", "counter"},
 		{"breakers_dropped_total", "counter"},
+		{"ejections_held_back_total", "counter"},
+		{"ejections_released_total", "counter"},
+		{"breaker_ejection_capped", "gauge"},
+		{"backend_ejected_servers", "gauge"},
+		{"backend_ejection_capped_servers", "gauge"},
 		{"loop_iteration_seconds", "histogram"},
 		{"loop_iteration_max_seconds", "gauge"},
 		{"state_writes_total", "counter"},
@@ -480,6 +493,21 @@ static void test_every_family_present(void **state)
 	for (const char *p = text; (p = strstr(p, "# TYPE ")); p++)
 		types++;
 	assert_int_equal(types, sizeof(families) / sizeof(families[0]));
+	free(text);
+}
+
+/* Per backend and HAProxy: the agent's drains and the held-back breakers;
+ * a backend without breakers is not shown. */
+static void test_backend_ejection_gauges(void **state)
+{
+	(void)state;
+	struct metrics_source s = source();
+	char *text = render_metrics(&s);
+	assert_contains(text, "\nspoa_breaker_backend_ejected_servers{socket=\"unix:/run/haproxy/"
+			      "admin.sock\",backend=\"workers\"} 2\n");
+	assert_contains(text, "\nspoa_breaker_backend_ejection_capped_servers{socket=\"unix:/run/"
+			      "haproxy/admin.sock\",backend=\"workers\"} 1\n");
+	assert_null(strstr(text, "backend=\"spoa-breaker\""));
 	free(text);
 }
 
@@ -675,7 +703,7 @@ static void test_state_json(void **state)
 			      "\"state\":{\"file\":\"/var/lib/x/state.msgpack\",\"source\":\"snapshot\","
 			      "\"restored\":2,\"up_to_date\":true},\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
-			      "\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
+			      "\"ejection_capped\":false,\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
 			      "\"trips\":1,\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
 			      "\"window_volume\":3,\"window_failures\":3,\"failure_rate_percent\":100,"
 			      "\"capacity_run\":0,\"capacity_run_ms\":0,"
@@ -686,14 +714,14 @@ static void test_state_json(void **state)
 			      "\"half_open_backpressure\":\"close\",\"open_late_success\":\"ignore\","
 			      "\"max_cooldown_ms\":300000,\"healthy_for_ms\":60000,"
 			      "\"failure_rate_threshold\":0,\"window\":64,\"minimum_volume\":20,"
-			      "\"wedged_after_ms\":0}}");
+			      "\"wedged_after_ms\":0,\"max_ejection_percent\":50,\"drain_last_server\":false}}");
 	/* Backpressure is not judged: w1's four 503s are not in its window. */
-	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
+	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
 			      "\"trips_in_a_row\":0,\"opened_by\":\"none\",\"window_volume\":2,"
 			      "\"window_failures\":0,\"failure_rate_percent\":0,"
 			      "\"capacity_run\":0,\"capacity_run_ms\":0,\"open_duration_ms\":30000,");
-	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"failure_streak\":0,"
+	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0");
 	assert_contains(text, "\"backend\":\"we\\\"ird\",\"server\":\"s\\u0001\"");
 	assert_int_equal(text[b.len - 1], '\n');
@@ -725,7 +753,7 @@ static void test_state_json(void **state)
 	s.now_ms = T0 + 10000000;
 	strbuf_init(&b);
 	assert_true(state_json_render(&s, &b));
-	assert_contains(b.data, "\"server\":\"w2\",\"state\":\"open\",\"failure_streak\":3,"
+	assert_contains(b.data, "\"server\":\"w2\",\"state\":\"open\",\"ejection_capped\":false,\"failure_streak\":3,"
 				"\"since_ms\":10000000,\"cooldown_left_ms\":0,");
 	strbuf_free(&b);
 
@@ -767,6 +795,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_checker_rejects_broken_text),
 		cmocka_unit_test_setup_teardown(test_every_family_present, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backend_ejection_gauges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_passes_the_format_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slices_make_the_same_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_per_server_samples, setup, teardown),

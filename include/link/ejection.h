@@ -1,0 +1,82 @@
+/*
+ * ejection.h - how much of a backend the breakers may take out of
+ * rotation (ejection.c, pure).
+ *
+ * Draining every server of a backend turns a partial outage into a total
+ * one: HAProxy answers 503 at once. So a backend's drains are capped, per
+ * HAProxy, by two rules of its policy:
+ *   max_ejection_percent  at most this share of the servers HAProxy lists
+ *                         may be out of rotation (rounded down);
+ *   drain_last_server     off (the default): never take out the last
+ *                         server still serving.
+ * An open breaker whose drain the cap holds back stays open (its verdict
+ * says so: ejection_capped) and waits; when room frees, the one that has
+ * waited longest is drained first.
+ */
+#ifndef SPOA_EJECTION_H
+#define SPOA_EJECTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/breaker-t.h"
+
+/* One backend as one HAProxy lists it. */
+struct ejection_count {
+	uint32_t listed; /* servers HAProxy lists for the backend */
+	/* Servers not serving, whoever took them out: the agent's drains,
+	 * and servers down by health check, in maintenance or drained by an
+	 * operator. See ejection_room() for why all of them count. */
+	uint32_t out;
+};
+
+/* One backend as one look at one HAProxy counted it (and the agent's
+ * drains and holds since then): what the cap decides on, and what the
+ * metrics show. */
+struct ejection_backend {
+	uint64_t be_id; /* HAProxy's backend id */
+	char name[BREAKER_NAME_MAX + 1];
+	struct ejection_count count;
+	uint32_t drained_by_agent; /* servers the agent holds drained */
+	uint32_t capped;           /* open breakers the cap keeps in rotation */
+	bool has_breakers;         /* an HTTP backend: its servers have breakers */
+};
+
+/* The largest number of servers the cap lets be out of rotation at once:
+ * floor(listed * max_ejection_percent / 100). */
+uint32_t ejection_max_out(const struct breaker_policy *policy, uint32_t listed);
+
+/* How many more serving servers may be drained now (0 when none). */
+uint32_t ejection_room(const struct breaker_policy *policy, const struct ejection_count *count);
+
+/*
+ * Whether a serving server whose breaker wants a drain may be drained,
+ * `waited_longer` other servers of its backend waiting for room before it
+ * (they are served first).
+ */
+bool ejection_may_drain(const struct breaker_policy *policy, const struct ejection_count *count,
+			uint32_t waited_longer);
+
+/* One server of a backend, for ejection_decide(). */
+struct ejection_server {
+	bool wants_drain;     /* its breaker is open */
+	bool drained_by_agent; /* the agent's drain is in place */
+	bool out_otherwise;   /* down by health check, in maintenance, an operator's drain */
+	uint64_t wants_since_ms; /* when it began wanting the drain */
+	bool may_drain;       /* result */
+};
+
+/*
+ * The whole rule over one backend's servers, as a table: sets may_drain
+ * for each of the n servers. A drain in place stays (lifting it would send
+ * traffic to a server known to fail, and two open breakers would take
+ * turns); a server out otherwise may be drained freely (it serves nothing
+ * either way); the others, longest waiting first, while there is room.
+ * The enforcer applies the same rule one server at a time through
+ * ejection_may_drain().
+ */
+void ejection_decide(const struct breaker_policy *policy, struct ejection_server *servers,
+		     size_t n);
+
+#endif /* SPOA_EJECTION_H */

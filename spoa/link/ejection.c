@@ -1,0 +1,69 @@
+/*
+ * ejection.c - the backend's ejection cap (see ejection.h). Pure.
+ */
+#include "link/ejection.h"
+
+uint32_t ejection_max_out(const struct breaker_policy *policy, uint32_t listed)
+{
+	/* Rounded down: the percentage is a ceiling the operator wrote, and
+	 * rounding up would take out more than it says (50 % of 3 is 1, not
+	 * 2; of 1 it is 0). A backend of one server is thus never drained
+	 * below 100 %, which drain_last_server = false refuses anyway. */
+	return (uint32_t)((uint64_t)listed * policy->max_ejection_percent / 100);
+}
+
+uint32_t ejection_room(const struct breaker_policy *policy, const struct ejection_count *count)
+{
+	/* Every server out of rotation counts, not only the agent's drains:
+	 * the cap protects the capacity left, and a server down by health
+	 * check or drained by an operator is capacity gone all the same.
+	 * Counting only our own drains would let the agent take half a
+	 * backend whose other half is already down. */
+	uint32_t max_out = ejection_max_out(policy, count->listed);
+	uint32_t room = max_out > count->out ? max_out - count->out : 0;
+	uint32_t serving = count->listed > count->out ? count->listed - count->out : 0;
+
+	if (!policy->drain_last_server) {
+		uint32_t spare = serving > 0 ? serving - 1 : 0;
+		if (room > spare)
+			room = spare;
+	} else if (room > serving) {
+		room = serving;
+	}
+	return room;
+}
+
+bool ejection_may_drain(const struct breaker_policy *policy, const struct ejection_count *count,
+			uint32_t waited_longer)
+{
+	return waited_longer < ejection_room(policy, count);
+}
+
+void ejection_decide(const struct breaker_policy *policy, struct ejection_server *servers,
+		     size_t n)
+{
+	struct ejection_count count = {.listed = (uint32_t)n};
+
+	for (size_t i = 0; i < n; i++) {
+		struct ejection_server *s = &servers[i];
+		s->may_drain = s->wants_drain && (s->drained_by_agent || s->out_otherwise);
+		if (s->drained_by_agent || s->out_otherwise)
+			count.out++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ejection_server *s = &servers[i];
+		if (!s->wants_drain || s->may_drain)
+			continue;
+		uint32_t waited_longer = 0;
+		for (size_t j = 0; j < n; j++) {
+			const struct ejection_server *o = &servers[j];
+			if (j == i || !o->wants_drain || o->drained_by_agent || o->out_otherwise)
+				continue;
+			/* Ties go to the earlier server: a strict order. */
+			if (o->wants_since_ms < s->wants_since_ms ||
+			    (o->wants_since_ms == s->wants_since_ms && j < i))
+				waited_longer++;
+		}
+		s->may_drain = ejection_may_drain(policy, &count, waited_longer);
+	}
+}
