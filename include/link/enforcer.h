@@ -84,5 +84,9 @@ enum enforce_mode enforcer_mode(const struct enforcer *e);
  * for the metrics endpoint to read. */
 unsigned enforcer_runtime_api_count(const struct enforcer *e);
 const struct runtime_api_client *enforcer_runtime_api(const struct enforcer *e, unsigned i);
+/* The i-th HAProxy's Runtime API traffic, looks and commands together
+ * (they use a connection each), and whether both reach it. */
+const struct runtime_api_stats *enforcer_runtime_api_stats(struct enforcer *e, unsigned i);
+bool enforcer_runtime_api_reachable(const struct enforcer *e, unsigned i);
 
 #endif /* SPOA_ENFORCER_H */

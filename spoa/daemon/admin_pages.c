@@ -69,8 +69,8 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		struct metrics_runtime_api *r = &s.runtime_api[s.nb_runtime_api++];
 		*r = (struct metrics_runtime_api){
 			.address = runtime_api_client_address(h),
-			.stats = runtime_api_client_stats(h),
-			.reachable = runtime_api_client_reachable(h),
+			.stats = enforcer_runtime_api_stats(d->enforcer, i),
+			.reachable = enforcer_runtime_api_reachable(d->enforcer, i),
 		};
 		r->backends = enforcer_backends(d->enforcer, i, &r->nb_backends);
 	}

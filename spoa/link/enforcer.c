@@ -61,11 +61,21 @@ struct haproxy_link {
 	struct runtime_api_stat_stream stat_stream;
 	struct runtime_api_servers_state_stream state_stream;
 	bool restarted;        /* the look in flight found a new HAProxy process */
-	uint64_t commands;     /* commands sent so far */
+	/* Commands go on a connection of their own, never behind a look: a
+	 * look of a large HAProxy streams for tens of milliseconds, and a
+	 * trip's drain must not wait for it. */
+	struct runtime_api_client *commands_client;
+	struct runtime_api_stats both; /* the two clients' stats, summed for metrics */
+	uint64_t commands;      /* commands sent so far */
+	uint64_t commands_done; /* of them, answered or failed (in order: one queue) */
 	/* The look was read: the next table index to converge, or
 	 * SWEEP_NONE (see sweep_cb). */
 	uint32_t reconcile_next;
-	uint64_t look_queued_after; /* `commands` when the look in flight was queued */
+	/* `commands_done` when the look in flight was queued: a look
+	 * describes a server only if its last command was done by then
+	 * (looks and commands travel on different connections, so one sent
+	 * earlier may still be on its way when HAProxy answers the look). */
+	uint64_t look_queued_after;
 	/* HAProxy's record of the agent's drains and limits (owner_map.h):
 	 * its file, empty until `show map` names it; owner_known once a look
 	 * has read it (only then are its entries kept in step). */
@@ -123,6 +133,7 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 	struct command_ctx *cc = ctx;
 	struct enforcer *e = cc->link->owner;
 
+	cc->link->commands_done++;
 	if (result == RUNTIME_API_OK && len == 0) {
 		e->stats.commands_ok++;
 	} else if (result == RUNTIME_API_OK) {
@@ -157,7 +168,7 @@ static void send_command(struct haproxy_link *link, const char *command, const c
 	cc->link = link;
 	snprintf(cc->command, sizeof(cc->command), "%s", command);
 	log_notice("HAProxy %s: %s (%s)", runtime_api_client_address(link->client), command, why);
-	if (!runtime_api_submit(link->client, command, command_done, cc)) {
+	if (!runtime_api_submit(link->commands_client, command, command_done, cc)) {
 		e->stats.commands_failed++;
 		log_warning("HAProxy %s: queue full, '%s' dropped (the next look retries)",
 			    runtime_api_client_address(link->client), command);
@@ -966,7 +977,7 @@ static bool start_look(struct haproxy_link *link)
 	link->look_id++;
 	link->stat_read = false;
 	link->owner_read = false;
-	link->look_queued_after = link->commands;
+	link->look_queued_after = link->commands_done;
 	runtime_api_stat_stream_init(&link->stat_stream, on_stat_row, link);
 	runtime_api_servers_state_stream_init(&link->state_stream, on_server_state, link);
 	snprintf(show_owner, sizeof(show_owner), "show map %s", link->owner_map);
@@ -1112,10 +1123,13 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		link->index = e->nb_links;
 		link->entries = calloc(nb_entries, sizeof(*link->entries));
 		link->client = runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
+		if (link->client)
+			link->commands_client =
+				runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
 		e->nb_links++;
-		if (!link->client || !link->entries) {
+		if (!link->client || !link->commands_client || !link->entries) {
 			errmsg_set(err, err_size, "runtime_api %s: %s", c->runtime_api[i],
-				 link->client ? "out of memory" : why);
+				 link->client && link->commands_client ? "out of memory" : why);
 			enforcer_free(e);
 			return NULL;
 		}
@@ -1164,6 +1178,7 @@ void enforcer_free(struct enforcer *e)
 		agent_check_close(&e->agent_check);
 	for (unsigned i = 0; i < e->nb_links; i++) {
 		runtime_api_client_free(e->links[i].client);
+		runtime_api_client_free(e->links[i].commands_client);
 		free(e->links[i].entries);
 		free(e->links[i].groups[0].groups);
 		free(e->links[i].groups[1].groups);
@@ -1234,4 +1249,27 @@ unsigned enforcer_runtime_api_count(const struct enforcer *e)
 const struct runtime_api_client *enforcer_runtime_api(const struct enforcer *e, unsigned i)
 {
 	return e->links[i].client;
+}
+
+const struct runtime_api_stats *enforcer_runtime_api_stats(struct enforcer *e, unsigned i)
+{
+	struct haproxy_link *link = &e->links[i];
+	const struct runtime_api_stats *a = runtime_api_client_stats(link->client);
+	const struct runtime_api_stats *b = runtime_api_client_stats(link->commands_client);
+
+	link->both = (struct runtime_api_stats){
+		.commands_ok = a->commands_ok + b->commands_ok,
+		.commands_failed = a->commands_failed + b->commands_failed,
+		.dropped = a->dropped + b->dropped,
+		.connects = a->connects + b->connects,
+		.connect_failures = a->connect_failures + b->connect_failures,
+		.timeouts = a->timeouts + b->timeouts,
+	};
+	return &link->both;
+}
+
+bool enforcer_runtime_api_reachable(const struct enforcer *e, unsigned i)
+{
+	return runtime_api_client_reachable(e->links[i].client) &&
+	       runtime_api_client_reachable(e->links[i].commands_client);
 }
