@@ -86,6 +86,9 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	dispatch_set_int(reply, "failures", b->failure_streak);
 	if (breaker_event_is_transition(&ev))
 		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
+	int64_t retry_after = breaker_retry_after_s(b, now);
+	if (retry_after >= 0)
+		dispatch_set_int(reply, "retry_after", retry_after);
 
 	if (o->observed)
 		o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now);
