@@ -3,7 +3,8 @@
 # worker (retry-on, option redispatch 1, retries 2), and the agent never
 # charges the busy worker for it: HAProxy's counters show such a retry as
 # wredis with wretr, a failed connection as wredis alone (faults.c). A
-# worker that refuses connections is still drained.
+# worker that refuses connections is still drained. When no worker can
+# take a request, HAProxy's own 503 tells the client when to come back.
 
 load helpers
 
@@ -127,4 +128,36 @@ retries_429() {
 	grep -q "breaker workers/w1: closed -> open (.*redispatched (wredis)" "$RUN_DIR/agent.log"
 	run metric 'spoa_breaker_capacity_retries_total'
 	assert_output 0
+}
+
+# "STATUS CODE RETRY-AFTER" of one request (- for a missing header).
+answer_of() { # PATH
+	curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r' | awk -F': ' '
+		NR==1 {split($0, f, " "); s=f[2]}
+		tolower($1)=="x-router-error-code" {c=$2} tolower($1)=="retry-after" {r=$2}
+		END {print s, (c ? c : "-"), (r ? r : "-")}'
+}
+
+@test "HAProxy's own 503 when no worker can take a request carries Retry-After, nothing else does" {
+	export BREAKER_RETRY_AFTER=12
+	scene 503 200 200
+	# A worker's own answers, and its 503 when every try was refused.
+	run answer_of /
+	assert_output "200 - -"
+	run answer_of /status/503
+	assert_output "503 - -"
+	local s
+	# Every server drained, as the breaker does: breaker_open.
+	for s in w1 w2 w3; do haproxy_cli "set server workers/$s state drain" >/dev/null; done
+	run answer_of /
+	assert_output "503 breaker_open 12"
+	# Every server down: no_healthy_workers.
+	for s in w1 w2 w3; do haproxy_cli "set server workers/$s state maint" >/dev/null; done
+	run answer_of /
+	assert_output "503 no_healthy_workers 12"
+	# Another error of HAProxy's own: a worker that refuses (502).
+	haproxy_cli "set server workers/w1 addr 127.0.0.1 port $(free_port)" >/dev/null
+	haproxy_cli "set server workers/w1 state ready" >/dev/null
+	run answer_of /
+	assert_output "502 upstream_unreachable -"
 }
