@@ -38,7 +38,7 @@ scene() {
 		[ "$behaviour" = refused ] || start_worker "$name" "$port" "$behaviour"
 	done
 	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
-		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown 60s
+		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown "${AGENT_COOLDOWN:-60s}"
 	wait_port "$AGENT_PORT"
 	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
 	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
@@ -128,6 +128,30 @@ retries_429() {
 	grep -q "breaker workers/w1: closed -> open (.*redispatched (wredis)" "$RUN_DIR/agent.log"
 	run metric 'spoa_breaker_capacity_retries_total'
 	assert_output 0
+}
+
+@test "a half-open probe answered 503 and retried elsewhere closes the breaker, as over SPOP" {
+	AGENT_COOLDOWN=1s
+	scene 503 200 200
+	# Trip w1 by hand (its own answers are only 503s), then wait for the
+	# cool-down: HAProxy lets one probe in.
+	local i
+	for i in 1 2 3; do
+		python3 "$SPOP_CLIENT" "$BREAKER_AGENT" notify \
+			"[('breaker-observe', [('be', 'workers'), ('srv', 'w1'), ('status', 500)])]" >/dev/null
+	done
+	wait_until 5 is_drained w1
+	wait_until 5 bash -c "grep -q 'breaker workers/w1: open -> half_open' '$RUN_DIR/agent.log'"
+	wait_until 5 is_not_drained w1
+	for i in $(seq 12); do
+		run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/"
+		assert_output 200
+		grep -q "breaker workers/w1: half_open -> closed" "$RUN_DIR/agent.log" && break
+		sleep 0.2
+	done
+	wait_until 5 bash -c "grep -q 'breaker workers/w1: half_open -> closed (backpressure, HAProxy counters: [0-9]* capacity statuses retried' '$RUN_DIR/agent.log'"
+	run breaker_field workers/w1 state
+	assert_output closed
 }
 
 # "STATUS CODE RETRY-AFTER" of one request (- for a missing header).
