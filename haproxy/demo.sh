@@ -58,12 +58,12 @@ servers() {
 		awk -F, '$1=="workers" && $2 ~ /^w/ {printf "  HAProxy: %s %s%s\n", $2, $18, ($7 ? " maxconn " $7 : "")}'
 }
 
-echo "Round 1: w2's 503s are backpressure, w3's 500s are failures"
+echo "Round 1: w2's 503s are retried on another worker (backpressure, never a failure); w3's 500s are failures"
 show_requests "${DEMO_REQUESTS:-12}"
 sleep 0.2
 servers
 echo
-echo "Round 2: w3 is drained: the requests go to w1 and w2"
+echo "Round 2: w3 is drained: the requests go to w1, and w2's 503s are retried there"
 show_requests 4
 echo
 echo "(waiting out the 2 s cool-down: w3 becomes half-open, ready for one probe)"

@@ -167,6 +167,12 @@ struct breaker_event breaker_tick(struct breaker *b, uint64_t now_ms);
  * It can only move after a record or a tick on this breaker. */
 uint64_t breaker_next_deadline(const struct breaker *b);
 
+/* Whole seconds until an OPEN breaker lets traffic in again (its
+ * backed-off open time left, rounded up: a client told to come back
+ * sooner finds it still open); -1 when not OPEN - closed and half-open
+ * breakers let traffic in now, so there is nothing to wait for. */
+int64_t breaker_retry_after_s(const struct breaker *b, uint64_t now_ms);
+
 /* Dirty: not CLOSED, a failure streak, or a failure in the window under
  * a failure-rate policy (DESIGN 5.5). */
 bool breaker_is_dirty(const struct breaker *b);

@@ -26,13 +26,16 @@ enum breaker_cause_kind {
 	BREAKER_CAUSE_RESPONSE, /* a worker's response, over SPOP */
 	BREAKER_CAUSE_COUNTERS, /* HAProxy's counters at a look (faults SPOE never sees) */
 	BREAKER_CAUSE_COOLDOWN, /* the cool-down elapsed */
+	/* HAProxy's counters at a look: a capacity status retried on another
+	 * worker, recorded as backpressure (faults->capacity_retries) */
+	BREAKER_CAUSE_CAPACITY_RETRY,
 };
 
 struct breaker_cause {
 	enum breaker_cause_kind kind;
 	enum breaker_outcome outcome;      /* RESPONSE */
 	int status;                        /* RESPONSE */
-	const struct faults_delta *faults; /* COUNTERS */
+	const struct faults_delta *faults; /* COUNTERS, CAPACITY_RETRY */
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 

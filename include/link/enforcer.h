@@ -36,6 +36,9 @@ struct enforce_stats {
 	uint64_t response_errors;
 	uint64_t aborted_bodies;
 	uint64_t redispatches;
+	/* Capacity statuses HAProxy retried on another worker (wredis matched
+	 * by wretr): backpressure, not faults. */
+	uint64_t capacity_retries;
 };
 
 struct enforcer;

@@ -45,7 +45,11 @@ struct faults_delta {
 	uint64_t connect_errors;  /* econ: refused or timed out, after retries */
 	uint64_t response_errors; /* eresp - srv_abrt: timeout, closed, invalid */
 	uint64_t aborted_bodies;  /* srv_abrt: bodies that died after the head */
-	uint64_t redispatches;	  /* wredis: failed here, served elsewhere */
+	uint64_t redispatches;	  /* wredis not matched by wretr: the connection
+				   * failed here, the request went elsewhere */
+	uint64_t capacity_retries; /* wredis matched by wretr: the worker's
+				    * status (retry-on 503/429) was retried
+				    * elsewhere; backpressure, never a failure */
 	uint64_t retries;	  /* wretr: reported, never a failure */
 	uint64_t client_aborts;	  /* cli_abrt: reported, never a failure */
 	/* breaker_record_poll()'s failures: connect_errors + response_errors

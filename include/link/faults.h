@@ -19,14 +19,19 @@
  *   body aborted after 200 (SD)     eresp +1, srv_abrt +1        (SPOE saw the 200)
  *   refused, retries N              econ +1, wretr +N
  *   connect timeout, retries N      econ +1, wretr +N
- *   refused first server, option redispatch
+ *   refused or connect timeout, option redispatch (any interval)
  *                                   failed server: wredis +1 only; the
  *                                   server that answered: its own outcome
  *   client aborts                   cli_abrt only (eresp only if the worker
  *                                   then times out on its own)
- *   retry-on (L7 retries)           wretr +2 per retry, 503s included;
- *                                   with redispatch, wredis +1 on the worker
- *                                   whose 503 was retried elsewhere
+ *   retry-on (L7 retries)           wretr +2 per retry, 503s included
+ *   retry-on 503 (429 on 3.x) + option redispatch, a worker's 503 retried
+ *   and served elsewhere            that worker: wretr +1, wredis +1, and
+ *                                   nothing else (no hrsp_5xx, no eresp);
+ *                                   SPOE sees only the final response
+ *   every worker 503, retries 2     each worker it was redispatched away
+ *                                   from: wretr +1, wredis +1; the last
+ *                                   one: hrsp_5xx +1 and SPOE sees its 503
  *
  * HAProxy-generated 502/503/504 count in hrsp_5xx of the BACKEND row only,
  * never the server's. All counters restart from zero in a new process

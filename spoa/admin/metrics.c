@@ -419,6 +419,10 @@ static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 	sample1(o, "faults_polled_total", "kind", "response_error", e->response_errors);
 	sample1(o, "faults_polled_total", "kind", "aborted_body", e->aborted_bodies);
 	sample1(o, "faults_polled_total", "kind", "redispatch", e->redispatches);
+	family(o, "capacity_retries_total", "counter",
+	       "Capacity statuses HAProxy retried on another worker (retry-on, option redispatch): "
+	       "backpressure, never a fault.");
+	sample(o, "capacity_retries_total", e->capacity_retries);
 	family(o, "breakers_dropped_total", "counter", "Breakers dropped: no HAProxy has the server any more.");
 	sample(o, "breakers_dropped_total", e->dropped_breakers);
 	/* Per backend and HAProxy: the cap counts each HAProxy apart. Only

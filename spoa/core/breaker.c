@@ -541,6 +541,17 @@ uint64_t breaker_next_deadline(const struct breaker *b)
 	return BREAKER_NO_DEADLINE;
 }
 
+int64_t breaker_retry_after_s(const struct breaker *b, uint64_t now_ms)
+{
+	if (b->state != BREAKER_OPEN)
+		return -1;
+	uint64_t end = breaker_next_deadline(b);
+	if (end == BREAKER_NO_DEADLINE)
+		return -1;
+	uint64_t left = end > now_ms ? end - now_ms : 0;
+	return (int64_t)(left / 1000 + (left % 1000 != 0));
+}
+
 struct breaker_event breaker_tick(struct breaker *b, uint64_t now_ms)
 {
 	struct before before = event_begin(b);

@@ -28,6 +28,12 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 			 (unsigned long long)d->connect_errors, (unsigned long long)d->response_errors,
 			 (unsigned long long)d->redispatches, (unsigned long long)d->aborted_bodies);
 		return;
+	case BREAKER_CAUSE_CAPACITY_RETRY:
+		snprintf(buf, size,
+			 "backpressure, HAProxy counters: %llu capacity statuses retried on another "
+			 "worker (wredis with wretr)",
+			 (unsigned long long)d->capacity_retries);
+		return;
 	case BREAKER_CAUSE_COOLDOWN:
 		/* The open time that elapsed: the backed-off one of this trip. */
 		snprintf(buf, size, "cool-down of %llu ms elapsed",

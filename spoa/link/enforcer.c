@@ -729,12 +729,27 @@ static void record_faults(struct haproxy_link *link, struct breaker_table_entry 
 	e->stats.response_errors += d.response_errors;
 	e->stats.aborted_bodies += d.aborted_bodies;
 	e->stats.redispatches += d.redispatches;
-	if (d.total == 0)
-		return;
+	e->stats.capacity_retries += d.capacity_retries;
 	uint64_t now = clock_now_ms();
-	struct breaker_event ev = breaker_record_poll(&entry->breaker, d.aborted_bodies, d.failures, now);
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COUNTERS, .faults = &d, .now_ms = now};
-	breakers_publish(e->breakers, entry, &ev, &cause);
+	if (d.total) {
+		struct breaker_event ev =
+			breaker_record_poll(&entry->breaker, d.aborted_bodies, d.failures, now);
+		breakers_publish(e->breakers, entry, &ev, &cause);
+	}
+	/*
+	 * A worker's capacity status that HAProxy retried elsewhere never
+	 * reached SPOE: it is backpressure the counters alone tell of, and is
+	 * recorded as one (a half-open probe answered 503 closes, as over
+	 * SPOP). Once per look, whatever the count: backpressure has no
+	 * weight. After the failures: counters carry no order, and letting
+	 * a failure of the same interval reopen a probe errs on the safe side.
+	 */
+	if (d.capacity_retries) {
+		struct breaker_event ev = breaker_record_backpressure(&entry->breaker, now);
+		cause.kind = BREAKER_CAUSE_CAPACITY_RETRY;
+		breakers_publish(e->breakers, entry, &ev, &cause);
+	}
 }
 
 /*

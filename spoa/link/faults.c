@@ -53,15 +53,28 @@ static uint64_t cut(uint64_t value, bool *capped)
  *   and wretr +N: counting both would make one refused request N+1
  *   failures and trip a breaker on a single request (HAProxy's default is
  *   retries 3). A retry that then succeeds ends in a response SPOE sees as
- *   a success. And L7 retries (`retry-on`) move wretr by 2 per retry and
- *   retry 503/429 too, which are backpressure, never faults (seed 000).
- * - wredis counts: under `option redispatch` the failed first server moves
- *   wredis +1 and nothing else (no econ, no wretr), and the request is
- *   served, and seen by SPOE, on another server. Without wredis the server
- *   that refused would never be charged. Caveat: with `retry-on 503` (or
- *   429) plus redispatch, a worker's 503 retried elsewhere also moves
- *   wredis; such a configuration turns backpressure into failures, so
- *   capacity statuses should not be listed in retry-on.
+ *   a success. And L7 retries (`retry-on`) move wretr by 2 per retry on
+ *   the same server and retry 503/429 too, which are backpressure, never
+ *   faults (seed 000).
+ * - wredis counts, except the part matched by wretr. Under `option
+ *   redispatch` a connection that failed (refused or timed out) moves the
+ *   failed server's wredis +1 and nothing else - no econ, no wretr - and
+ *   the request is served, and seen by SPOE, on another server: without
+ *   wredis that server would never be charged. A worker's capacity status
+ *   retried elsewhere (`retry-on 503`, shipped) moves wredis +1 *and*
+ *   wretr +1 on that worker, and nothing else: no hrsp_5xx, and SPOE sees
+ *   only the final response, from another worker (measured on 2.6, 3.0
+ *   and 3.2, `option redispatch` with and without an interval). That is
+ *   busy, not dead (seed 001: retryable, no breaker sample), so each
+ *   wredis matched by a wretr is a capacity retry, reported apart and
+ *   never a failure; only the wredis left over are failed connections.
+ *   Under redispatch a failed connection never moves wretr, so nothing is
+ *   hidden; retries without a redispatch (no `option redispatch`, one
+ *   server) leave wredis at 0, and econ counts their failures. What this
+ *   cannot tell apart: a retry-on *failure* condition (500, 502, 504,
+ *   response-timeout) redispatched moves the same two counters, and would
+ *   pass for a capacity retry - which is why the shipped retry-on lists
+ *   only conn-failure and the capacity statuses.
  * - eresp counts, split in two: srv_abrt is included in eresp (measured on
  *   every version: a body abort moves both by 1), so eresp - srv_abrt are
  *   the response errors no response reached SPOE for (server timeout,
@@ -98,7 +111,8 @@ static void map_counters(const struct faults_counters *d, struct faults_delta *o
 	out->connect_errors = d->econ;
 	out->aborted_bodies = d->srv_abrt;
 	out->response_errors = d->eresp > d->srv_abrt ? d->eresp - d->srv_abrt : 0;
-	out->redispatches = d->wredis;
+	out->capacity_retries = d->wredis < d->wretr ? d->wredis : d->wretr;
+	out->redispatches = d->wredis - out->capacity_retries;
 	out->retries = d->wretr;
 	out->client_aborts = d->cli_abrt;
 	out->failures = out->connect_errors + out->response_errors + out->redispatches;

@@ -94,4 +94,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
 	if (b->state == BREAKER_OPEN && entry->ejection_capped)
 		dispatch_set_int(reply, "ejection_capped", 1);
+	int64_t retry_after = breaker_retry_after_s(b, now);
+	if (retry_after >= 0)
+		dispatch_set_int(reply, "retry_after", retry_after);
 }

@@ -71,3 +71,26 @@ teardown() {
 	run grep -c "loads no breaker-owned.map" "$RUN_DIR/agent.log"
 	assert_output 0
 }
+
+@test "with the shipped haproxy.cfg, a response from an open breaker's worker shows retry_after" {
+	# Trip w1 by hand through the agent's SPOP port; with no runtime_api
+	# in the shipped agent file, HAProxy still sends it requests.
+	local i
+	for i in 1 2 3; do
+		python3 "$SPOP_CLIENT" "$BREAKER_AGENT" notify \
+			"[('breaker-observe', [('be', 'workers'), ('srv', 'w1'), ('status', 500)])]" >/dev/null
+	done
+	local headers="" seen=""
+	for i in $(seq 6); do
+		headers=$(curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' "http://127.0.0.1:$FE_PORT/" | tr -d '\r')
+		if grep -qx 'x-worker: W1' <<<"$headers"; then seen=1; break; fi
+	done
+	[ -n "$seen" ]
+	run grep -E '^x-breaker-(state|retry-after): ' <<<"$headers"
+	assert_line "x-breaker-state: open"
+	assert_line --regexp '^x-breaker-retry-after: (30|29)$'
+	# A closed breaker's worker: no retry_after.
+	headers=$(curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' "http://127.0.0.1:$FE_PORT/" | tr -d '\r')
+	run grep -c '^x-breaker-retry-after' <<<"$headers"
+	assert_output 0
+}

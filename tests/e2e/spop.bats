@@ -87,6 +87,17 @@ client() {
 	assert_output "sid=7 fid=1 actions=4 set:upstream_status=404 set:outcome=client_error set:state=closed set:failures=0"
 }
 
+@test "an open breaker's answer says when it may let traffic in: retry_after" {
+	local msg="[('breaker-observe', [('be', 'be_ra'), ('srv', 'w9'), ('status', 500)])]"
+	run client notify "$msg"
+	refute_output --partial retry_after
+	client notify "$msg"
+	run client notify "$msg"
+	assert_output "sid=7 fid=1 actions=6 set:upstream_status=500 set:outcome=failure set:state=open set:failures=3 set:transition=closed->open set:retry_after=30"
+	run client notify "$msg"
+	assert_output --regexp ' set:state=open .*set:retry_after=(30|29)$'
+}
+
 @test "HAPROXY-DISCONNECT is answered with AGENT-DISCONNECT status 0" {
 	run client disconnect
 	assert_output --partial "disconnect status=0 closed=True"

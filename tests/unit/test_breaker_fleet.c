@@ -57,6 +57,35 @@ static uint64_t wait_half_open(struct breaker *b)
 	return now;
 }
 
+/* ==== Retry-After ==== */
+
+/* Whole seconds of the open time left, rounded up, while OPEN only; the
+ * backed-off open time of a second trip in a row counts. */
+static void test_retry_after(void **state)
+{
+	struct breaker_policy p;
+	struct breaker b;
+
+	policy_with(&p, 30000, 300000);
+	breaker_init(&b, &p, T0);
+	assert_int_equal(breaker_retry_after_s(&b, T0), -1); /* closed */
+	trip(&b, T0);
+	/* (ms since the trip, seconds announced) */
+	static const uint64_t table[][2] = {
+	    {0, 30}, {1, 30}, {999, 30}, {1000, 29}, {1001, 29}, {29000, 1}, {29999, 1}, {30000, 0}};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (breaker_retry_after_s(&b, T0 + table[i][0]) != (int64_t)table[i][1])
+			fail_msg("%llu ms after the trip: %lld, expected %llu",
+				 (unsigned long long)table[i][0],
+				 (long long)breaker_retry_after_s(&b, T0 + table[i][0]),
+				 (unsigned long long)table[i][1]);
+	uint64_t now = wait_half_open(&b);
+	assert_int_equal(breaker_retry_after_s(&b, now), -1); /* half-open lets a probe in */
+	breaker_record_failure(&b, now);		       /* the probe failed: 60 s */
+	assert_int_equal(breaker_retry_after_s(&b, now), 60);
+	assert_int_equal(breaker_retry_after_s(&b, now + 59500), 1);
+}
+
 /* ==== open-time backoff ==== */
 
 /* cooldown x 2 per trip in a row, until max_cooldown holds it. */
@@ -531,6 +560,7 @@ static void test_policy_keys_resolve_and_validate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_retry_after),
 		cmocka_unit_test(test_backoff_doubles_per_failed_probe_up_to_max_cooldown),
 		cmocka_unit_test(test_backoff_saturates),
 		cmocka_unit_test(test_backoff_forgotten_after_healthy_for),

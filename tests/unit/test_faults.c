@@ -63,72 +63,92 @@ struct measured_case {
 	uint64_t total;
 	/* Driven through a breaker at the default threshold: */
 	enum { NEVER_OPENS, OPENS_AT_THRESHOLD, OPENS_EARLIER } opens;
+	uint64_t capacity_retries; /* recorded as backpressure, never a failure */
+	/* Which configurations the case happens in. Within one, the counters
+	 * of several requests add up to the sum of their verdicts; across
+	 * them they need not (the retries of a backend without redispatch
+	 * would pass for capacity retries next to a redispatch). */
+	enum { ANY_CONFIG, WITHOUT_REDISPATCH, WITH_REDISPATCH } config;
 };
 
 #define MOVES(...) ((struct faults_counters){__VA_ARGS__})
 
 static const struct measured_case measured[] = {
 	/* The worker answered: SPOE judges it, the counters add nothing. */
-	{"worker 200", SPOE_STATUS, 200, MOVES(0), 0, 0, 0, 0, 0, 0, 0, 0, NEVER_OPENS},
-	{"worker 429", SPOE_STATUS, 429, MOVES(0), 0, 0, 0, 0, 0, 0, 0, 0, NEVER_OPENS},
+	{"worker 200", SPOE_STATUS, 200, MOVES(0), 0, 0, 0, 0, 0, 0, 0, 0, NEVER_OPENS, .config = ANY_CONFIG},
+	{"worker 429", SPOE_STATUS, 429, MOVES(0), 0, 0, 0, 0, 0, 0, 0, 0, NEVER_OPENS, .config = ANY_CONFIG},
 	/* hrsp_5xx moved, but it is not read: SPOE already counted it. */
-	{"worker 500", SPOE_STATUS, 500, MOVES(0), 0, 0, 0, 0, 0, 0, 0, 0, OPENS_AT_THRESHOLD},
-	{"worker 503", SPOE_STATUS, 503, MOVES(0), 0, 0, 0, 0, 0, 0, 0, 0, NEVER_OPENS},
+	{"worker 500", SPOE_STATUS, 500, MOVES(0), 0, 0, 0, 0, 0, 0, 0, 0, OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
+	{"worker 503", SPOE_STATUS, 503, MOVES(0), 0, 0, 0, 0, 0, 0, 0, 0, NEVER_OPENS, .config = ANY_CONFIG},
 	/* HAProxy answered 504/502 itself: only eresp tells. */
 	{"server timeout", SPOE_NOTHING, 0, MOVES(.eresp = 1), 0, 1, 0, 0, 0, 0, 1, 1,
-	 OPENS_AT_THRESHOLD},
+	 OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
 	{"closed before headers (2.6)", SPOE_NOTHING, 0, MOVES(.eresp = 1), 0, 1, 0, 0, 0, 0, 1, 1,
-	 OPENS_AT_THRESHOLD},
+	 OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
 	/* 3.0 and 3.2 count eresp twice here: the documented overcount. */
 	{"closed before headers (3.0, 3.2)", SPOE_NOTHING, 0, MOVES(.eresp = 2), 0, 2, 0, 0, 0, 0,
-	 2, 2, OPENS_EARLIER},
+	 2, 2, OPENS_EARLIER, .config = ANY_CONFIG},
 	{"invalid response (2.6, 3.0)", SPOE_NOTHING, 0, MOVES(.eresp = 1), 0, 1, 0, 0, 0, 0, 1, 1,
-	 OPENS_AT_THRESHOLD},
+	 OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
 	{"invalid response (3.2)", SPOE_NOTHING, 0, MOVES(.eresp = 2), 0, 2, 0, 0, 0, 0, 2, 2,
-	 OPENS_EARLIER},
+	 OPENS_EARLIER, .config = ANY_CONFIG},
 	/* SPOE saw the 200 head; srv_abrt (inside eresp) says the body died. */
 	{"body aborted after a 200 head", SPOE_STATUS, 200, MOVES(.eresp = 1, .srv_abrt = 1), 0, 0,
-	 1, 0, 0, 0, 0, 1, OPENS_AT_THRESHOLD},
+	 1, 0, 0, 0, 0, 1, OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
 	/* One request, one failure, whatever the retries. */
 	{"refused, retries 2", SPOE_NOTHING, 0, MOVES(.econ = 1, .wretr = 2), 1, 0, 0, 0, 2, 0, 1,
-	 1, OPENS_AT_THRESHOLD},
+	 1, OPENS_AT_THRESHOLD, .config = WITHOUT_REDISPATCH},
 	{"refused, retries 0", SPOE_NOTHING, 0, MOVES(.econ = 1), 1, 0, 0, 0, 0, 0, 1, 1,
-	 OPENS_AT_THRESHOLD},
+	 OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
 	{"connect timeout, retries 2", SPOE_NOTHING, 0, MOVES(.econ = 1, .wretr = 2), 1, 0, 0, 0, 2,
-	 0, 1, 1, OPENS_AT_THRESHOLD},
+	 0, 1, 1, OPENS_AT_THRESHOLD, .config = WITHOUT_REDISPATCH},
 	/* option redispatch: the failed first server moves wredis only. */
 	{"redispatch: the refused first server", SPOE_NOTHING, 0, MOVES(.wredis = 1), 0, 0, 0, 1, 0,
-	 0, 1, 1, OPENS_AT_THRESHOLD},
+	 0, 1, 1, OPENS_AT_THRESHOLD, .config = WITH_REDISPATCH},
+	{"redispatch: the first server's connect timed out", SPOE_NOTHING, 0, MOVES(.wredis = 1), 0,
+	 0, 0, 1, 0, 0, 1, 1, OPENS_AT_THRESHOLD, .config = WITH_REDISPATCH},
 	{"redispatch: the server that answered 200", SPOE_STATUS, 200, MOVES(0), 0, 0, 0, 0, 0, 0,
-	 0, 0, NEVER_OPENS},
+	 0, 0, NEVER_OPENS, .config = ANY_CONFIG},
 	{"redispatch with retries 0: refused", SPOE_NOTHING, 0, MOVES(.econ = 1), 1, 0, 0, 0, 0, 0,
-	 1, 1, OPENS_AT_THRESHOLD},
+	 1, 1, OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
 	/* The client left: never the worker's fault. */
 	{"client RST during the body", SPOE_STATUS, 200, MOVES(.cli_abrt = 1), 0, 0, 0, 0, 0, 1, 0,
-	 0, NEVER_OPENS},
+	 0, NEVER_OPENS, .config = ANY_CONFIG},
 	{"client RST before a slow head", SPOE_STATUS, 200, MOVES(.cli_abrt = 1), 0, 0, 0, 0, 0, 1,
-	 0, 0, NEVER_OPENS},
+	 0, 0, NEVER_OPENS, .config = ANY_CONFIG},
 	{"client RST, hanging worker (3.2)", SPOE_NOTHING, 0, MOVES(.cli_abrt = 2), 0, 0, 0, 0, 0,
-	 2, 0, 0, NEVER_OPENS},
+	 2, 0, 0, NEVER_OPENS, .config = ANY_CONFIG},
 	/* 2.6/3.0 wait for the worker after the client left: its timeout is
 	 * its own fault. */
 	{"client RST, hanging worker (2.6, 3.0)", SPOE_NOTHING, 0, MOVES(.eresp = 1, .cli_abrt = 1),
-	 0, 1, 0, 0, 0, 1, 1, 1, OPENS_AT_THRESHOLD},
+	 0, 1, 0, 0, 0, 1, 1, 1, OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
 	/* L7 retries of a 503: wretr +2 per retry, and SPOE sees the last 503. */
 	{"retry-on 503, same server", SPOE_STATUS, 503, MOVES(.wretr = 4), 0, 0, 0, 0, 4, 0, 0, 0,
-	 NEVER_OPENS},
-	/* The documented caveat: retry-on 503 + redispatch charges the 503. */
+	 NEVER_OPENS, .config = WITHOUT_REDISPATCH},
+	/* retry-on 503 (429) + redispatch, the shipped configuration: a busy
+	 * worker's status retried elsewhere moves wredis and wretr together,
+	 * and nothing else. Busy, not failed (seed 001): never charged, even
+	 * though SPOE never sees that 503. */
 	{"retry-on 503 + redispatch: the 503 worker", SPOE_NOTHING, 0,
-	 MOVES(.wretr = 1, .wredis = 1), 0, 0, 0, 1, 1, 0, 1, 1, OPENS_AT_THRESHOLD},
+	 MOVES(.wretr = 1, .wredis = 1), 0, 0, 0, 0, 1, 0, 0, 0, NEVER_OPENS,
+	 .capacity_retries = 1, .config = WITH_REDISPATCH},
+	{"retry-on 429 + redispatch (3.x): the 429 worker", SPOE_NOTHING, 0,
+	 MOVES(.wretr = 1, .wredis = 1), 0, 0, 0, 0, 1, 0, 0, 0, NEVER_OPENS,
+	 .capacity_retries = 1, .config = WITH_REDISPATCH},
+	/* Every worker busy, retries 2 over two: the first answered twice,
+	 * retried away once, and its last 503 went to the client. */
+	{"retry-on 503 + redispatch, all busy: the last worker", SPOE_STATUS, 503,
+	 MOVES(.wretr = 1, .wredis = 1), 0, 0, 0, 0, 1, 0, 0, 0, NEVER_OPENS,
+	 .capacity_retries = 1, .config = WITH_REDISPATCH},
 	{"retry-on empty-response, closed (2.6)", SPOE_NOTHING, 0, MOVES(.eresp = 1, .wretr = 4), 0,
-	 1, 0, 0, 4, 0, 1, 1, OPENS_AT_THRESHOLD},
+	 1, 0, 0, 4, 0, 1, 1, OPENS_AT_THRESHOLD, .config = WITHOUT_REDISPATCH},
 	{"retry-on empty-response, closed (3.2)", SPOE_NOTHING, 0, MOVES(.eresp = 4, .wretr = 4), 0,
-	 4, 0, 0, 4, 0, 4, 4, OPENS_EARLIER},
+	 4, 0, 0, 4, 0, 4, 4, OPENS_EARLIER, .config = WITHOUT_REDISPATCH},
 	/* A worker dropping an upload: no head, but srv_abrt moves (2.6). */
 	{"worker drops the request upload (2.6)", SPOE_NOTHING, 0,
-	 MOVES(.eresp = 1, .srv_abrt = 1), 0, 0, 1, 0, 0, 0, 0, 1, OPENS_AT_THRESHOLD},
+	 MOVES(.eresp = 1, .srv_abrt = 1), 0, 0, 1, 0, 0, 0, 0, 1, OPENS_AT_THRESHOLD, .config = ANY_CONFIG},
 	{"worker drops the request upload (3.x)", SPOE_NOTHING, 0, MOVES(.eresp = 2), 0, 2, 0, 0, 0,
-	 0, 2, 2, OPENS_EARLIER},
+	 0, 2, 2, OPENS_EARLIER, .config = ANY_CONFIG},
 };
 
 static void check_delta(const char *name, const struct faults_delta *d,
@@ -137,14 +157,16 @@ static void check_delta(const char *name, const struct faults_delta *d,
 	if (d->connect_errors != c->connect_errors || d->response_errors != c->response_errors ||
 	    d->aborted_bodies != c->aborted_bodies || d->redispatches != c->redispatches ||
 	    d->retries != c->retries || d->client_aborts != c->client_aborts ||
-	    d->failures != c->failures || d->total != c->total)
+	    d->failures != c->failures || d->total != c->total ||
+	    d->capacity_retries != c->capacity_retries)
 		fail_msg("%s: got connect %llu response %llu aborted %llu redispatch %llu retries "
-			 "%llu client %llu failures %llu total %llu",
+			 "%llu client %llu failures %llu total %llu capacity retries %llu",
 			 name, (unsigned long long)d->connect_errors,
 			 (unsigned long long)d->response_errors,
 			 (unsigned long long)d->aborted_bodies, (unsigned long long)d->redispatches,
 			 (unsigned long long)d->retries, (unsigned long long)d->client_aborts,
-			 (unsigned long long)d->failures, (unsigned long long)d->total);
+			 (unsigned long long)d->failures, (unsigned long long)d->total,
+			 (unsigned long long)d->capacity_retries);
 }
 
 /* One request of each case, between two polls. */
@@ -168,30 +190,41 @@ static void test_measured_cases(void **state)
 	}
 }
 
-/* Several requests of several cases in one poll interval add up. */
+/* Several requests of several cases of one configuration in one poll
+ * interval add up. */
 static void test_cases_add_up(void **state)
 {
-	for (unsigned n = 1; n <= 5; n++) {
-		struct faults_baseline base = {0};
-		struct faults_counters cur = history;
-		struct measured_case sum = {0};
-		struct faults_delta d;
+	static const int configs[] = {WITHOUT_REDISPATCH, WITH_REDISPATCH};
 
-		faults_delta(&base, &cur, false, &d);
-		for (size_t i = 0; i < NB(measured); i++) {
-			for (unsigned r = 0; r < n; r++)
-				cur = plus(&cur, &measured[i].moves);
-			sum.connect_errors += n * measured[i].connect_errors;
-			sum.response_errors += n * measured[i].response_errors;
-			sum.aborted_bodies += n * measured[i].aborted_bodies;
-			sum.redispatches += n * measured[i].redispatches;
-			sum.retries += n * measured[i].retries;
-			sum.client_aborts += n * measured[i].client_aborts;
-			sum.failures += n * measured[i].failures;
-			sum.total += n * measured[i].total;
+	for (size_t k = 0; k < NB(configs); k++) {
+		for (unsigned n = 1; n <= 5; n++) {
+			struct faults_baseline base = {0};
+			struct faults_counters cur = history;
+			struct measured_case sum = {0};
+			struct faults_delta d;
+
+			faults_delta(&base, &cur, false, &d);
+			for (size_t i = 0; i < NB(measured); i++) {
+				const struct measured_case *c = &measured[i];
+				if (c->config != ANY_CONFIG && (int)c->config != configs[k])
+					continue;
+				for (unsigned r = 0; r < n; r++)
+					cur = plus(&cur, &c->moves);
+				sum.connect_errors += n * c->connect_errors;
+				sum.response_errors += n * c->response_errors;
+				sum.aborted_bodies += n * c->aborted_bodies;
+				sum.redispatches += n * c->redispatches;
+				sum.retries += n * c->retries;
+				sum.client_aborts += n * c->client_aborts;
+				sum.failures += n * c->failures;
+				sum.total += n * c->total;
+				sum.capacity_retries += n * c->capacity_retries;
+			}
+			faults_delta(&base, &cur, false, &d);
+			check_delta(configs[k] == WITH_REDISPATCH ? "all cases with redispatch"
+								    : "all cases without redispatch",
+				    &d, &sum);
 		}
-		faults_delta(&base, &cur, false, &d);
-		check_delta("all cases together", &d, &sum);
 	}
 }
 
@@ -313,7 +346,7 @@ static const struct cap_case caps[] = {
 	{"every counter at 2^64-1 after a restart", MOVES(.econ = 1),
 	 MOVES(.econ = UINT64_MAX, .eresp = UINT64_MAX, .srv_abrt = UINT64_MAX,
 	       .wretr = UINT64_MAX, .wredis = UINT64_MAX, .cli_abrt = UINT64_MAX),
-	 true, true, MAXD, 0, MAXD, MAXD, MAXD, MAXD},
+	 true, true, MAXD, 0, MAXD, 0, MAXD, MAXD}, /* every wredis matched by a wretr */
 	/* Both capped, then split: never a negative response error. */
 	{"eresp and srv_abrt both huge", MOVES(0),
 	 MOVES(.eresp = UINT64_MAX, .srv_abrt = UINT64_MAX - 1), false, true, 0, 0, MAXD, 0, 0, 0},
@@ -392,6 +425,8 @@ static void poll_into(struct breaker *b, struct faults_baseline *base,
 
 	faults_delta(base, cur, false, &d);
 	breaker_record_poll(b, d.aborted_bodies, d.failures, now);
+	if (d.capacity_retries)
+		breaker_record_backpressure(b, now);
 	breaker_confirm_successes(b);
 }
 

@@ -467,6 +467,7 @@ static void test_every_family_present(void **state)
 		{"haproxy_looks_total", "counter"},
 		{"haproxy_restarts_total", "counter"},
 		{"faults_polled_total", "counter"},
+		{"capacity_retries_total", "counter"},
 		{"breakers_dropped_total", "counter"},
 		{"ejections_held_back_total", "counter"},
 		{"ejections_released_total", "counter"},

@@ -1,0 +1,187 @@
+#!/usr/bin/env bats
+# The shipped haproxy.cfg retries a worker's capacity status on another
+# worker (retry-on, option redispatch 1, retries 2), and the agent never
+# charges the busy worker for it: HAProxy's counters show such a retry as
+# wredis with wretr, a failed connection as wredis alone (faults.c). A
+# worker that refuses connections is still drained. When no worker can
+# take a request, HAProxy's own 503 tells the client when to come back.
+
+load helpers
+
+setup() {
+	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
+	export RUN_DIR
+	FE_PORT=$(free_port)
+	AGENT_PORT=$(free_port)
+	ADMIN_PORT=$(free_port)
+	export BREAKER_FRONTEND=127.0.0.1:$FE_PORT
+	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
+	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
+	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
+	export BREAKER_STATE_FILE=$RUN_DIR/server-state
+	echo 1 >"$BREAKER_STATE_FILE"
+}
+
+teardown() {
+	stop_all
+}
+
+# scene W1 W2 W3: each worker's behaviour (a status, or `refused`), then
+# the agent driving the shipped HAProxy through its admin socket.
+scene() {
+	local name port behaviour i=0
+	for behaviour in "$@"; do
+		i=$((i + 1))
+		name=W$i
+		port=$(free_port)
+		export "BREAKER_$name=127.0.0.1:$port"
+		[ "$behaviour" = refused ] || start_worker "$name" "$port" "$behaviour"
+	done
+	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
+		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown "${AGENT_COOLDOWN:-60s}"
+	wait_port "$AGENT_PORT"
+	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
+	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
+	wait_port "$FE_PORT"
+	wait_until 10 agent_is_up
+	# The first looks at HAProxy set the counters' baseline.
+	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
+}
+
+# HAProxy >= 3.0.4 can retry a 429 (retry-on 429); older ones cannot.
+retries_429() {
+	local v
+	v=$("$HAPROXY_BIN" -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p')
+	[ "$(printf '%s\n' 3.0.4 "$v" | sort -V | head -n1)" = 3.0.4 ]
+}
+
+@test "a busy worker's 503 is retried on another worker and never drains it" {
+	scene 503 200 200
+	local i
+	for i in $(seq 12); do
+		run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/"
+		assert_output 200
+	done
+	# HAProxy did retry it: the busy worker was chosen and refused.
+	wait_until 5 metric_at_least 'spoa_breaker_capacity_retries_total' 2
+	# Two more looks: every counter of those requests has been read.
+	local ok
+	ok=$(metric 'spoa_breaker_haproxy_looks_total{result="ok"}')
+	wait_until 5 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((ok + 2))
+	run breaker_field workers/w1 state
+	assert_output closed
+	run breaker_field workers/w1 failure_streak
+	assert_output 0
+	run metric 'spoa_breaker_faults_polled_total{kind="redispatch"}'
+	assert_output 0
+	is_not_drained w1
+	run grep -c "closed -> open" "$RUN_DIR/agent.log"
+	assert_output 0
+}
+
+@test "every worker busy: the client gets the last worker's 503, untouched" {
+	scene 503 503 503
+	run bash -c "curl -s -D - http://127.0.0.1:$FE_PORT/ | tr -d '\r'"
+	assert_line "HTTP/1.1 503 Service Unavailable"
+	assert_line --regexp '^x-worker: W[123]$'
+	assert_line --regexp '^\{"worker":"W[123]","status":503\}$'
+	refute_line --regexp '^x-router-'
+	local i
+	for i in $(seq 6); do curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"; done
+	wait_until 5 metric_at_least 'spoa_breaker_capacity_retries_total' 14
+	is_not_drained w1
+	is_not_drained w2
+	is_not_drained w3
+	run grep -c "closed -> open" "$RUN_DIR/agent.log"
+	assert_output 0
+}
+
+@test "a busy worker's 429 is retried where HAProxy can, passed on where it cannot" {
+	scene 429 200 200
+	local codes i
+	for i in 1 2 3; do
+		codes+=$(curl -s -o /dev/null -w '%{http_code} ' "http://127.0.0.1:$FE_PORT/")
+	done
+	if retries_429; then
+		[ "$codes" = "200 200 200 " ]
+	else
+		[ "$codes" = "429 200 200 " ]
+	fi
+	sleep 1
+	run breaker_field workers/w1 failure_streak
+	assert_output 0
+	is_not_drained w1
+}
+
+@test "a worker that refuses connections is still drained under the retries" {
+	scene refused 200 200
+	local i
+	for i in $(seq 30); do
+		run curl -s -o /dev/null -w '%{http_code}' -m 3 "http://127.0.0.1:$FE_PORT/"
+		assert_output 200
+		is_drained w1 && break
+		sleep 0.1
+	done
+	wait_until 5 is_drained w1
+	is_not_drained w2
+	is_not_drained w3
+	grep -q "breaker workers/w1: closed -> open (.*redispatched (wredis)" "$RUN_DIR/agent.log"
+	run metric 'spoa_breaker_capacity_retries_total'
+	assert_output 0
+}
+
+@test "a half-open probe answered 503 and retried elsewhere closes the breaker, as over SPOP" {
+	AGENT_COOLDOWN=1s
+	scene 503 200 200
+	# Trip w1 by hand (its own answers are only 503s), then wait for the
+	# cool-down: HAProxy lets one probe in.
+	local i
+	for i in 1 2 3; do
+		python3 "$SPOP_CLIENT" "$BREAKER_AGENT" notify \
+			"[('breaker-observe', [('be', 'workers'), ('srv', 'w1'), ('status', 500)])]" >/dev/null
+	done
+	wait_until 5 is_drained w1
+	wait_until 5 bash -c "grep -q 'breaker workers/w1: open -> half_open' '$RUN_DIR/agent.log'"
+	wait_until 5 is_not_drained w1
+	for i in $(seq 12); do
+		run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/"
+		assert_output 200
+		grep -q "breaker workers/w1: half_open -> closed" "$RUN_DIR/agent.log" && break
+		sleep 0.2
+	done
+	wait_until 5 bash -c "grep -q 'breaker workers/w1: half_open -> closed (backpressure, HAProxy counters: [0-9]* capacity statuses retried' '$RUN_DIR/agent.log'"
+	run breaker_field workers/w1 state
+	assert_output closed
+}
+
+# "STATUS CODE RETRY-AFTER" of one request (- for a missing header).
+answer_of() { # PATH
+	curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r' | awk -F': ' '
+		NR==1 {split($0, f, " "); s=f[2]}
+		tolower($1)=="x-router-error-code" {c=$2} tolower($1)=="retry-after" {r=$2}
+		END {print s, (c ? c : "-"), (r ? r : "-")}'
+}
+
+@test "HAProxy's own 503 when no worker can take a request carries Retry-After, nothing else does" {
+	export BREAKER_RETRY_AFTER=12
+	scene 503 200 200
+	# A worker's own answers, and its 503 when every try was refused.
+	run answer_of /
+	assert_output "200 - -"
+	run answer_of /status/503
+	assert_output "503 - -"
+	local s
+	# Every server drained, as the breaker does: breaker_open.
+	for s in w1 w2 w3; do haproxy_cli "set server workers/$s state drain" >/dev/null; done
+	run answer_of /
+	assert_output "503 breaker_open 12"
+	# Every server down: no_healthy_workers.
+	for s in w1 w2 w3; do haproxy_cli "set server workers/$s state maint" >/dev/null; done
+	run answer_of /
+	assert_output "503 no_healthy_workers 12"
+	# Another error of HAProxy's own: a worker that refuses (502).
+	haproxy_cli "set server workers/w1 addr 127.0.0.1 port $(free_port)" >/dev/null
+	haproxy_cli "set server workers/w1 state ready" >/dev/null
+	run answer_of /
+	assert_output "502 upstream_unreachable -"
+}
