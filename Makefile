@@ -79,7 +79,7 @@ UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 MAN        := $(BUILD)/spoa-breaker.8
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps man install uninstall clean FORCE
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps bench-tools man install uninstall clean FORCE
 
 all: $(BIN)
 
@@ -167,6 +167,18 @@ fuzz: $(FUZZ_BINS)
 
 demo: deps all
 	haproxy/demo.sh
+
+# The benchmark tools (bench/): a SPOP load generator and an ack-only agent,
+# with their own SPOP encoder, so the agent's codec is not measuring itself.
+BENCH_COMMON := bench/spop_wire.c bench/latency.c
+BENCH_BINS   := $(BUILD)/bench/spop_load $(BUILD)/bench/ack_agent
+
+$(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(wildcard bench/*.h)
+	@mkdir -p $(@D)
+	$(CC) -D_GNU_SOURCE $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BENCH_COMMON)
+
+bench-tools: $(BENCH_BINS)
+
 
 man: $(MAN)
 
