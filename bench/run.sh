@@ -42,7 +42,13 @@ fi
 RUN=$(mktemp -d /tmp/spoa-bench.XXXXXX)
 PIDS=()
 cleanup() {
-	local pid
+	local pid sock
+	# HAProxy behind a wrapper first (see stop_haproxy), found by its socket.
+	for sock in "$RUN"/haproxy-*.sock; do
+		[ -S "$sock" ] || continue
+		pid=$(echo "show info" | socat -t 2 - "UNIX-CONNECT:$sock" 2>/dev/null | awk '/^Pid:/ {print $2}')
+		[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	done
 	for pid in "${PIDS[@]}"; do
 		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	done
@@ -110,6 +116,19 @@ loadavg() {
 
 metric() { # ADMIN_PORT NAME: one unlabelled sample of /metrics
 	curl -s --max-time 30 "http://127.0.0.1:$1/metrics" | awk -v n="spoa_breaker_$2" '$1==n {print $2}'
+}
+
+# The agent's loop turns so far: "all over-1ms over-5ms", from the head of
+# /metrics only (the read stops there, so it adds no long scrape itself).
+loop_turns() { # ADMIN_PORT
+	curl -s --max-time 30 "http://127.0.0.1:$1/metrics" | awk '
+		/^spoa_breaker_loop_iteration_seconds_bucket\{le="0.001"\}/ {ms1 = $2}
+		/^spoa_breaker_loop_iteration_seconds_bucket\{le="0.005"\}/ {ms5 = $2}
+		/^spoa_breaker_loop_iteration_seconds_count/ {print $2, $2 - ms1, $2 - ms5; exit}'
+}
+
+turns_delta() { # BEFORE AFTER: "over-1ms over-5ms" between two loop_turns
+	echo "$1 $2" | awk '{print $5 - $2, $6 - $3}'
 }
 
 rss_kb() { # PID
@@ -186,8 +205,8 @@ table_scrapes() {
 	local pid=$SPAWNED
 	local rate=2000 secs=$((SECS + 2))
 	header "2. ACK latency while /metrics and /state are scraped back to back (1 connection, window 4, ${rate} NOTIFY/s, ${ROUNDS} rounds x ${secs}s, medians; target: max < 5 ms)"
-	printf '%-9s %-9s | %9s %9s %9s | %7s %12s %12s\n' breakers scrapes "p50 us" "p99 us" \
-		"max us" scrapes "/metrics ms" "/state ms"
+	printf '%-9s %-9s | %9s %9s %9s | %7s %12s %12s | %9s %9s\n' breakers scrapes "p50 us" "p99 us" \
+		"max us" scrapes "/metrics ms" "/state ms" "turns>1ms" "turns>5ms"
 	for n in 10000 "$BIG"; do
 		# Populate: one NOTIFY for each of n servers (a success: nothing
 		# trips, nothing is logged).
@@ -196,13 +215,19 @@ table_scrapes() {
 		entries=$(metric "$admin" breaker_table_entries)
 		loop_before=$(metric "$admin" loop_iteration_max_seconds)
 		for r in $(seq "$ROUNDS"); do
+			local t0 t1 t2
+			t0=$(loop_turns "$admin")
 			line=$(load -a "127.0.0.1:$port" -c 1 -w 4 -s "$n" -r $rate -d "$secs")
-			echo "$(kv p50_us "$line") $(kv p99_us "$line") $(kv max_us "$line")" >>"$dir/$n-quiet"
+			t1=$(loop_turns "$admin")
+			echo "$(kv p50_us "$line") $(kv p99_us "$line") $(kv max_us "$line") $(turns_delta "$t0" "$t1")" \
+				>>"$dir/$n-quiet"
 			scrape_loop "$admin" "$secs" "$dir/$n-scrape-$r" &
 			local scraper=$!
 			line=$(load -a "127.0.0.1:$port" -c 1 -w 4 -s "$n" -r $rate -d "$secs")
 			wait "$scraper"
-			echo "$(kv p50_us "$line") $(kv p99_us "$line") $(kv max_us "$line")" >>"$dir/$n-scraped"
+			t2=$(loop_turns "$admin")
+			echo "$(kv p50_us "$line") $(kv p99_us "$line") $(kv max_us "$line") $(turns_delta "$t1" "$t2")" \
+				>>"$dir/$n-scraped"
 			cat "$dir/$n-scrape-$r.metrics" >>"$dir/$n-all.metrics"
 			cat "$dir/$n-scrape-$r.state" >>"$dir/$n-all.state"
 		done
@@ -214,11 +239,13 @@ table_scrapes() {
 				mt=$(awk '{print $1 * 1000}' "$dir/$n-all.metrics" | median)
 				st=$(awk '{print $1 * 1000}' "$dir/$n-all.state" | median)
 			fi
-			printf '%-9s %-9s | %9s %9s %9s | %7s %12s %12s\n' "$entries" \
+			printf '%-9s %-9s | %9s %9s %9s | %7s %12s %12s | %9s %9s\n' "$entries" \
 				"$([ $mode = quiet ] && echo none || echo yes)" \
 				"$(cut -d' ' -f1 "$dir/$n-$mode" | median)" \
 				"$(cut -d' ' -f2 "$dir/$n-$mode" | median)" \
-				"$(cut -d' ' -f3 "$dir/$n-$mode" | median)" "$count" "$mt" "$st"
+				"$(cut -d' ' -f3 "$dir/$n-$mode" | median)" "$count" "$mt" "$st" \
+				"$(cut -d' ' -f4 "$dir/$n-$mode" | median)" \
+				"$(cut -d' ' -f5 "$dir/$n-$mode" | median)"
 		done
 		local msize ssize
 		msize=$(cut -d' ' -f2 "$dir/$n-all.metrics" | sort -g | tail -n1)
@@ -226,7 +253,9 @@ table_scrapes() {
 		echo "  $entries breakers: /metrics $((msize / 1024)) KiB, /state $((ssize / 1024)) KiB;" \
 			"loop_iteration_max_seconds: ${loop_before} after populating, $(metric "$admin" loop_iteration_max_seconds) after the scrapes"
 	done
-	echo "(scrapes: per round; /metrics ms, /state ms: median time of one whole scrape, curl's)"
+	echo "(ACK latency: spop_load's, which shares core 1 with curl; scrapes: per round; /metrics ms,"
+	echo " /state ms: median time of one whole scrape, curl's; turns>1ms, turns>5ms: the agent's own"
+	echo " loop_iteration_seconds, turns longer than that per round)"
 	stop "$pid"
 }
 
@@ -286,6 +315,15 @@ start_haproxy() { # HAPROXY SETUP AGENT_PORT
 	eval "FE_PORT_${setup//-/_}=$fe"
 }
 
+# Stops one HAProxy: its own process first, as a wrapper (3.x through
+# unshare) does not pass TERM on; then the PID started here.
+stop_haproxy() { # SETUP SPAWNED_PID
+	local own
+	own=$(haproxy_pid "$1")
+	[ -n "$own" ] && [ "$own" != "$2" ] && kill "$own" 2>/dev/null
+	stop "$2"
+}
+
 haproxy_pid() { # SETUP: HAProxy's own PID (behind a wrapper, it is not ours)
 	echo "show info" | socat -t 2 - "UNIX-CONNECT:$RUN/haproxy-$1.sock" 2>/dev/null |
 		awk '/^Pid:/ {print $2}'
@@ -304,6 +342,7 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 	local version=$1 bin=$2 setup r i pids=() aport bport badmin line rps p99
 	local dir=$RUN/t4-$version
 	mkdir -p "$dir"
+	local haproxies=()
 	aport=$(free_port) bport=$(free_port) badmin=$(free_port)
 	# The agents share the load core with wrk: HAProxy has core 0 to itself.
 	spawn "t4-ack-$version" $PIN_LOAD "$ACK_BIN" --listen "127.0.0.1:$aport"
@@ -314,8 +353,12 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 	for setup in $SETUPS; do
 		local agent_port=$aport
 		[ "$setup" = spoe-breaker ] && agent_port=$bport
-		start_haproxy "$bin" "$setup" "$agent_port" || { for i in "${pids[@]}"; do stop "$i"; done; return 1; }
-		pids+=("$SPAWNED")
+		if ! start_haproxy "$bin" "$setup" "$agent_port"; then
+			for i in "${haproxies[@]}"; do stop_haproxy ${i/:/ }; done
+			for i in "${pids[@]}"; do stop "$i"; done
+			return 1
+		fi
+		haproxies+=("$setup:$SPAWNED")
 	done
 	for setup in spoe-ack spoe-breaker; do
 		for i in $(seq 50); do agent_up_in "$setup" && break; sleep 0.2; done
@@ -370,6 +413,7 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 	echo " CPU us/req: HAProxy's CPU time per request, what SPOE or Lua adds to HAProxy itself;"
 	echo " spoa-breaker saw $((${notify_after:-0} - ${notify_before:-0})) NOTIFYs for $requests requests)"
 	[ -f "$dir/errors" ] && cat "$dir/errors"
+	for i in "${haproxies[@]}"; do stop_haproxy ${i/:/ }; done
 	for i in "${pids[@]}"; do stop "$i"; done
 }
 
