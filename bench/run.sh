@@ -102,7 +102,7 @@ kv() { # KEY LINE: the value of KEY=value in LINE
 }
 
 median() { # values on stdin, one a line
-	sort -g | awk '{v[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print v[(NR+1)/2];
+	sort -g | awk '{v[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) printf "%.1f\n", v[(NR+1)/2];
 		else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}'
 }
 
@@ -366,6 +366,11 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 	done
 	local notify_before
 	notify_before=$(curl -s "http://127.0.0.1:$badmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
+	# Warm-up, not counted: the first connections, Lua's first calls.
+	for setup in $SETUPS; do
+		local warm="FE_PORT_${setup//-/_}"
+		$PIN_LOAD wrk -t1 -c20 -d1s "http://127.0.0.1:${!warm}/" >/dev/null 2>&1
+	done
 	header "4. End to end, HAProxy $version (nbthread 1): wrk -t1 -c20, ${E2E_ROUNDS} rounds x ${SECS}s alternating, medians" \
 		"HAProxy on core 0; wrk and the agents on core 1"
 	for r in $(seq "$E2E_ROUNDS"); do
