@@ -364,13 +364,13 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 		for i in $(seq 50); do agent_up_in "$setup" && break; sleep 0.2; done
 		agent_up_in "$setup" || echo "bench: HAProxy $version never saw its agent UP ($setup)" >&2
 	done
-	local notify_before
-	notify_before=$(curl -s "http://127.0.0.1:$badmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
 	# Warm-up, not counted: the first connections, Lua's first calls.
 	for setup in $SETUPS; do
 		local warm="FE_PORT_${setup//-/_}"
 		$PIN_LOAD wrk -t1 -c20 -d1s "http://127.0.0.1:${!warm}/" >/dev/null 2>&1
 	done
+	local notify_before
+	notify_before=$(curl -s "http://127.0.0.1:$badmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
 	header "4. End to end, HAProxy $version (nbthread 1): wrk -t1 -c20, ${E2E_ROUNDS} rounds x ${SECS}s alternating, medians" \
 		"HAProxy on core 0; wrk and the agents on core 1"
 	for r in $(seq "$E2E_ROUNDS"); do
