@@ -9,6 +9,7 @@
 #   3. memory per tracked server and per SPOP connection
 #   4. end to end: HAProxy alone, + SPOE to ack_agent, + SPOE to the agent,
 #      + a Lua breaker, on every HAProxy tests/haproxy-versions.sh provides
+#   5. reaction time: a tripping response to DRAIN in HAProxy (2.6)
 #
 # Knobs: BENCH_QUICK=1 (one short round each: a smoke run of a minute or
 # two), BENCH_ROUNDS, BENCH_SECONDS, BENCH_TABLES (e.g. "1 3"),
@@ -30,7 +31,7 @@ else
 	BIG=${BENCH_BIG:-100000} HAPROXY_CHOICE=${BENCH_HAPROXY:-all}
 fi
 [ "$E2E_ROUNDS" -lt "$ROUNDS" ] && E2E_ROUNDS=$ROUNDS
-TABLES=${BENCH_TABLES:-"1 2 3 4"}
+TABLES=${BENCH_TABLES:-"1 2 3 4 5"}
 
 # Two cores at least: the agent on one, the load on the other.
 if [ "$(nproc)" -ge 2 ]; then
@@ -435,6 +436,34 @@ table_e2e() {
 	done <<<"$versions"
 }
 
+# --- 5. reaction time ---------------------------------------------------------
+table_reaction() {
+	local fe resp aport admin cfg=$RUN/haproxy-reaction.cfg trips=30 line
+	[ "${BENCH_QUICK:-0}" = 1 ] && trips=5
+	fe=$(free_port) resp=$(free_port) aport=$(free_port) admin=$(free_port)
+	sed -e "s|@RUN@|$RUN|g" -e "s|@REPO@|$REPO|g" -e "s|@FE_PORT@|$fe|g" \
+		-e "s|@RESP_PORT@|$resp|g" -e "s|@AGENT_PORT@|$aport|g" bench/haproxy-reaction.cfg.in >"$cfg"
+	spawn haproxy-reaction $PIN_AGENT haproxy -db -f "$cfg"
+	local hpid=$SPAWNED
+	wait_port "$fe" || return 1
+	start_agent t5-agent "$aport" "$admin" --runtime-api "unix:$RUN/haproxy-reaction.sock" \
+		--threshold 3 --cooldown 300ms || return 1
+	local apid=$SPAWNED i
+	for i in $(seq 50); do agent_up_in reaction && break; sleep 0.2; done
+	# The agent's first look at HAProxy (every poll_interval) before a trip.
+	sleep 1
+	header "5. Reaction: from the tripping response to DRAIN in 'show servers state' (HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p'), $trips trips)" \
+		"HAProxy and the agent on core 0, the client on core 1; threshold 3, cool-down 300 ms"
+	line=$($PIN_LOAD python3 bench/reaction.py --frontend "$fe" --socket "$RUN/haproxy-reaction.sock" \
+		--admin "$admin" --trips $trips --cooldown-ms 300 2>&1 | tail -n1)
+	printf '%-7s %-7s %9s %9s %9s\n' trips missed "p50 ms" "p99 ms" "max ms"
+	printf '%-7s %-7s %9s %9s %9s\n' "$(kv trips "$line")" "$(kv missed "$line")" \
+		"$(kv p50_ms "$line")" "$(kv p99_ms "$line")" "$(kv max_ms "$line")"
+	echo "(polled over the stats socket every 0.5 ms, so about 1 ms of each figure is the polling)"
+	stop "$apid"
+	stop "$hpid"
+}
+
 echo "spoa-breaker benchmarks: $(date -u +%H:%M) UTC start, load average $(loadavg), $(nproc) cores," \
 	"rounds $ROUNDS (end to end $E2E_ROUNDS), ${SECS}s each"
 for t in $TABLES; do
@@ -443,6 +472,7 @@ for t in $TABLES; do
 	2) table_scrapes ;;
 	3) table_memory ;;
 	4) table_e2e ;;
+	5) table_reaction ;;
 	esac
 done
 if [ -s "$RUN/spop_load.err" ]; then
