@@ -8,6 +8,8 @@
 #   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
 #   make fuzz            libFuzzer targets (frame, Runtime API replies, agent-check,
 #                        configuration, state snapshot), FUZZ_SECONDS each
+#   make bench           install missing packages, then benchmarks on loopback that print
+#                        tables (figures, never pass/fail); BENCH_QUICK=1 for a short run
 #   make man             the manual page, build/spoa-breaker.8 (scdoc)
 #   make install         PREFIX=/usr/local DESTDIR= sysconfdir=: the Debian package's layout
 #   make uninstall       the same variables; an edited configuration file stays
@@ -79,7 +81,7 @@ UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 MAN        := $(BUILD)/spoa-breaker.8
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps man install uninstall clean FORCE
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps bench bench-tools man install uninstall clean FORCE
 
 all: $(BIN)
 
@@ -167,6 +169,25 @@ fuzz: $(FUZZ_BINS)
 
 demo: deps all
 	haproxy/demo.sh
+
+# The benchmark tools (bench/): a SPOP load generator and an ack-only agent,
+# with their own SPOP encoder, so the agent's codec is not measuring itself.
+BENCH_COMMON := bench/spop_wire.c bench/latency.c
+BENCH_BINS   := $(BUILD)/bench/spop_load $(BUILD)/bench/ack_agent
+
+$(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(wildcard bench/*.h)
+	@mkdir -p $(@D)
+	$(CC) -D_GNU_SOURCE $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BENCH_COMMON)
+
+bench-tools: $(BENCH_BINS)
+
+# Installs its own packages (bench/install-deps.sh), then builds the agent
+# and the tools (a second make: the first one read pkg-config before the
+# libraries were there). Not part of check: it prints figures, asserts none.
+bench:
+	@bench/install-deps.sh
+	@$(MAKE) --no-print-directory all bench-tools
+	@BUILD=$(BUILD) bench/run.sh
 
 man: $(MAN)
 
