@@ -443,17 +443,26 @@ table_reaction() {
 	fe=$(free_port) resp=$(free_port) aport=$(free_port) admin=$(free_port)
 	sed -e "s|@RUN@|$RUN|g" -e "s|@REPO@|$REPO|g" -e "s|@FE_PORT@|$fe|g" \
 		-e "s|@RESP_PORT@|$resp|g" -e "s|@AGENT_PORT@|$aport|g" bench/haproxy-reaction.cfg.in >"$cfg"
+	# A fleet beside the three workers (in maintenance, never connected
+	# to): every look streams a `show stat` of that size, and a trip's
+	# drain must not wait for it.
+	local fleet=${BENCH_REACTION_SERVERS:-10000}
+	[ "${BENCH_QUICK:-0}" = 1 ] && fleet=${BENCH_REACTION_SERVERS:-1000}
+	{
+		printf 'backend fleet\n'
+		seq "$fleet" | awk '{printf "    server s%d 127.0.0.1:9 disabled\n", $1}'
+	} >>"$cfg"
 	spawn haproxy-reaction $PIN_AGENT haproxy -db -f "$cfg"
 	local hpid=$SPAWNED
 	wait_port "$fe" || return 1
 	start_agent t5-agent "$aport" "$admin" --runtime-api "unix:$RUN/haproxy-reaction.sock" \
-		--threshold 3 --cooldown 300ms || return 1
+		--threshold 3 --cooldown 300ms --max-cooldown 300ms --max-breakers $((fleet + 100)) || return 1
 	local apid=$SPAWNED i
 	for i in $(seq 50); do agent_up_in reaction && break; sleep 0.2; done
 	# The agent's first look at HAProxy (every poll_interval) before a trip.
 	sleep 1
-	header "5. Reaction: from the tripping response to DRAIN in 'show servers state' (HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p'), $trips trips)" \
-		"HAProxy and the agent on core 0, the client on core 1; threshold 3, cool-down 300 ms"
+	header "5. Reaction: from the tripping response to DRAIN in 'show servers state' (HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p'), $trips trips, $((fleet + 3)) servers in HAProxy)" \
+		"HAProxy and the agent on core 0, the client on core 1; threshold 3, cool-down 300 ms (no backoff: max_cooldown 300 ms)"
 	line=$($PIN_LOAD python3 bench/reaction.py --frontend "$fe" --socket "$RUN/haproxy-reaction.sock" \
 		--admin "$admin" --trips $trips --cooldown-ms 300 2>&1 | tail -n1)
 	printf '%-7s %-7s %9s %9s %9s\n' trips missed "p50 ms" "p99 ms" "max ms"
