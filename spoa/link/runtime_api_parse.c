@@ -442,11 +442,13 @@ size_t runtime_api_stat_stream_feed(struct runtime_api_stat_stream *s, const cha
 {
 	struct runtime_api_parse_report *r = &s->report;
 	const struct runtime_api_stat_columns *h = &s->columns;
-	const char *p = buf, *end = buf + len;
 	char ex[48];
 
 	if (s->refused || s->ended)
 		return len;
+	if (!buf) /* nothing (yet): an empty reply, never a NULL to read */
+		buf = "", len = 0;
+	const char *p = buf, *end = buf + len;
 	if (!s->header_read) {
 		p += stat_stream_header(s, buf, len, at_end);
 		if (!s->header_read)

@@ -822,7 +822,8 @@ static size_t take_lines(void *ctx, const char *buf, size_t len, bool at_end)
 		t->copy = realloc(t->copy, t->cap);
 		assert_non_null(t->copy);
 	}
-	memcpy(t->copy + t->len, buf, used);
+	if (used)
+		memcpy(t->copy + t->len, buf, used);
 	t->len += used;
 	if (t->parse_stat)
 		assert_int_equal(runtime_api_stat_stream_feed(&t->stat, buf, used, at_end), used);

@@ -765,8 +765,10 @@ static void stream_reply(const char *reply, size_t len, size_t chunk, bool serve
 		bool at_end = pos + n == len;
 		char *buf = malloc(pending_len + n ? pending_len + n : 1);
 		assert_non_null(buf);
-		memcpy(buf, pending, pending_len);
-		memcpy(buf + pending_len, reply + pos, n);
+		if (pending_len)
+			memcpy(buf, pending, pending_len);
+		if (n)
+			memcpy(buf + pending_len, reply + pos, n);
 		size_t have = pending_len + n;
 		pos += n;
 		size_t used = servers_state ? runtime_api_servers_state_stream_feed(&ss, buf, have, at_end)
