@@ -11,7 +11,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 COPY haproxy/haproxy.cfg haproxy/spoe-breaker.conf haproxy/router-errors.map \
-     haproxy/router-conditions.map haproxy/breaker-owned.map /etc/haproxy/
+     haproxy/router-conditions.map haproxy/breaker-owned.map haproxy/breaker-retry-at.map /etc/haproxy/
 COPY haproxy/router-errors /etc/haproxy/router-errors
 COPY tests/lib/worker.py /usr/local/bin/worker.py
 

@@ -41,6 +41,10 @@ struct ejection_backend {
 	uint32_t drained_by_agent; /* servers the agent holds drained */
 	uint32_t capped;           /* open breakers the cap keeps in rotation */
 	bool has_breakers;         /* an HTTP backend: its servers have breakers */
+	/* When the first of its open breakers lets a probe through (Unix
+	 * seconds), -1 when none is open: what HAProxy's own 503 tells a
+	 * client (retry_map.h). Gathered as the look is converged. */
+	int64_t retry_at_s;
 };
 
 /* The largest number of servers the cap lets be out of rotation at once:

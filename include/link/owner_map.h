@@ -53,6 +53,10 @@ bool owner_record_equal(const struct owner_record *a, const struct owner_record 
  * commands).
  */
 bool owner_map_find(const char *reply, size_t len, char *path, size_t size);
+/* A map path fit for a command: letters, digits and "/._-" only. */
+bool map_path_is_safe(const char *s, size_t len);
+/* The same search for any map file named `name` (the agent keeps two). */
+bool map_file_find(const char *reply, size_t len, const char *name, char *path, size_t size);
 
 typedef void (*owner_map_fn)(void *ctx, struct runtime_api_str backend,
 			     struct runtime_api_str server, const struct owner_record *rec);

@@ -23,12 +23,14 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "link/agent_check.h"
 #include "link/ejection.h"
 #include "link/enforcer.h"
 #include "link/faults.h"
 #include "link/owner_map.h"
+#include "link/retry_map.h"
 #include "link/runtime_api.h"
 #include "util/clock.h"
 #include "util/container_of.h"
@@ -83,6 +85,17 @@ struct haproxy_link {
 	bool owner_known;
 	bool owner_read;        /* the look in flight read it */
 	bool owner_missing_said;
+	/* HAProxy's record of when each backend may take traffic again
+	 * (retry_map.h): its file, empty until `show map` names it; the
+	 * entries the look in flight read (retry_read: it read them), and
+	 * `commands` after the last command to it - a look queued before
+	 * that describes the map before it. */
+	char retry_map[OWNER_MAP_PATH_MAX];
+	bool retry_read;
+	struct retry_map_entry *retry_have;
+	size_t nb_retry_have;
+	uint64_t retry_last_command;
+	bool retry_missing_said;
 	/* Backend counts for the ejection cap, by look parity: the last
 	 * complete look's (`groups_current`, -1 before one) and the one
 	 * under way. A drain the agent adds or lifts between looks moves the
@@ -586,7 +599,7 @@ static struct ejection_backend *count_row_backend(struct haproxy_link *link,
 			g->allocated = want;
 		}
 		struct ejection_backend *b = &g->groups[g->nb++];
-		*b = (struct ejection_backend){.be_id = be_id};
+		*b = (struct ejection_backend){.be_id = be_id, .retry_at_s = RETRY_AT_NONE};
 		size_t len = row->be_name.len < BREAKER_NAME_MAX ? row->be_name.len : BREAKER_NAME_MAX;
 		memcpy(b->name, row->be_name.ptr, len);
 		b->name[len] = '\0';
@@ -653,6 +666,14 @@ static void on_map_list(void *ctx, enum runtime_api_result result, const char *r
 
 	if (result != RUNTIME_API_OK)
 		return;
+	if (map_file_find(reply, len, RETRY_MAP_NAME, path, sizeof(path))) {
+		snprintf(link->retry_map, sizeof(link->retry_map), "%s", path);
+	} else if (!link->retry_missing_said) {
+		link->retry_missing_said = true;
+		log_info("HAProxy %s loads no %s: its own 503 gets the configuration's fixed "
+			 "Retry-After, not the time until a breaker probes (see haproxy.cfg)",
+			 runtime_api_client_address(link->client), RETRY_MAP_NAME);
+	}
 	if (owner_map_find(reply, len, path, sizeof(path))) {
 		if (strcmp(path, link->owner_map) != 0) {
 			snprintf(link->owner_map, sizeof(link->owner_map), "%s", path);
@@ -713,6 +734,31 @@ static void on_owner_map(void *ctx, enum runtime_api_result result, const char *
 	if (skipped)
 		log_debug("HAProxy %s: %u line(s) of %s skipped", runtime_api_client_address(link->client),
 			  skipped, link->owner_map);
+}
+
+/* `show map FILE`: when each backend may take traffic again, as HAProxy
+ * has it. */
+static void on_retry_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
+{
+	struct haproxy_link *link = ctx;
+	struct retry_map_entry *have;
+	unsigned skipped = 0;
+
+	if (result != RUNTIME_API_OK)
+		return;
+	long n = retry_map_parse(reply, len, &have, &skipped);
+	if (n < 0) {
+		/* Gone (another configuration), or no memory: search again. */
+		link->retry_map[0] = '\0';
+		return;
+	}
+	free(link->retry_have);
+	link->retry_have = have;
+	link->nb_retry_have = (size_t)n;
+	link->retry_read = true;
+	if (skipped)
+		log_debug("HAProxy %s: %u line(s) of %s skipped", runtime_api_client_address(link->client),
+			  skipped, link->retry_map);
 }
 
 /* Records what the counters say happened since the previous look. */
@@ -813,6 +859,68 @@ static void on_stat(void *ctx, enum runtime_api_result result, const char *reply
 #define SWEEP_SLICE 8192
 #define SWEEP_NONE UINT32_MAX
 
+/* An open breaker's moment to probe, into its backend's earliest. */
+static void note_retry_at(struct haproxy_link *link, const struct breaker_table_entry *entry,
+			  const struct enforce_entry *en)
+{
+	if (entry->breaker.state != BREAKER_OPEN)
+		return;
+	struct ejection_backend *g = group_in_slot(link, en, link->groups_current);
+	if (!g)
+		return;
+	int64_t at = retry_map_moment((int64_t)time(NULL),
+				      breaker_retry_after_s(&entry->breaker, clock_now_ms()));
+	if (at != RETRY_AT_NONE && (g->retry_at_s == RETRY_AT_NONE || at < g->retry_at_s))
+		g->retry_at_s = at;
+}
+
+/* Sends what turns the entry `have` into `want` for one backend. */
+static void retry_map_write(struct haproxy_link *link, const char *backend, int64_t have,
+			    int64_t want)
+{
+	char command[OWNER_MAP_CMD_MAX];
+	if (!retry_map_cmd(command, sizeof(command), link->retry_map, backend, have, want))
+		return;
+	send_command(link, command, "when the backend may take traffic again, for HAProxy's own 503");
+	link->retry_last_command = link->commands;
+}
+
+/*
+ * The look was converged: brings HAProxy's retry map to the moments its
+ * backends' open breakers gathered (note_retry_at). Only from a look that
+ * read the map after the last command to it was done.
+ */
+static void sync_retry_map(struct haproxy_link *link)
+{
+	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->retry_map[0] || !link->retry_read ||
+	    link->retry_last_command > link->look_queued_after || link->groups_current < 0)
+		return;
+	struct ejection_groups *g = &link->groups[link->groups_current];
+	if (g->look_id != link->look_id)
+		return;
+	for (size_t i = 0; i < link->nb_retry_have; i++)
+		link->retry_have[i].seen = false;
+	for (uint32_t i = 0; i < g->nb; i++) {
+		const struct ejection_backend *b = &g->groups[i];
+		struct retry_map_entry *have =
+			retry_map_lookup(link->retry_have, link->nb_retry_have, b->name);
+		if (have)
+			have->seen = true;
+		if (have && have->duplicate) {
+			/* del map removes every copy; then one is written. */
+			retry_map_write(link, b->name, have->at_s, RETRY_AT_NONE);
+			retry_map_write(link, b->name, RETRY_AT_NONE, b->retry_at_s);
+			continue;
+		}
+		retry_map_write(link, b->name, have ? have->at_s : RETRY_AT_NONE, b->retry_at_s);
+	}
+	/* Backends this HAProxy no longer lists. */
+	for (size_t i = 0; i < link->nb_retry_have; i++)
+		if (!link->retry_have[i].seen)
+			retry_map_write(link, link->retry_have[i].backend, link->retry_have[i].at_s,
+					RETRY_AT_NONE);
+}
+
 /* One entry of a look that was read whole. */
 static void reconcile_entry(struct haproxy_link *link, struct breaker_table_entry *entry)
 {
@@ -826,6 +934,7 @@ static void reconcile_entry(struct haproxy_link *link, struct breaker_table_entr
 		en->owner.present = false; /* the map does not list it */
 	if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
 		converge_entry(link, entry);
+	note_retry_at(link, entry, en);
 }
 
 /* Converges up to *budget entries of the link's look; true when done. */
@@ -922,6 +1031,7 @@ static void sweep(struct enforcer *e)
 		if (link->reconcile_next == SWEEP_NONE || !reconcile_slice(link, &budget))
 			continue;
 		link->reconcile_next = SWEEP_NONE;
+		sync_retry_map(link);
 		look_finished(e);
 	}
 	if (e->end_round_next != SWEEP_NONE && budget > 0 && end_round_slice(e, &budget))
@@ -988,22 +1098,27 @@ static bool start_look(struct haproxy_link *link)
 	 * grow with the fleet, each streamed in an exchange of its own (parsed
 	 * as they arrive, never held whole). The servers' states come last:
 	 * their answer converges. */
-	char show_owner[OWNER_MAP_PATH_MAX + 16];
+	char show_owner[OWNER_MAP_PATH_MAX + 16], show_retry[OWNER_MAP_PATH_MAX + 16];
 	link->look_id++;
 	link->stat_read = false;
 	link->owner_read = false;
+	link->retry_read = false;
 	link->look_queued_after = link->commands_done;
 	runtime_api_stat_stream_init(&link->stat_stream, on_stat_row, link);
 	runtime_api_servers_state_stream_init(&link->state_stream, on_server_state, link);
 	snprintf(show_owner, sizeof(show_owner), "show map %s", link->owner_map);
+	snprintf(show_retry, sizeof(show_retry), "show map %s", link->retry_map);
 	bool queued =
 		runtime_api_submit(link->client, "show info", on_info, link) &&
-		/* The record's name is looked for until found; from then on it
-		 * is read, and a reply that no longer knows it starts the
-		 * search again (on_owner_map). */
-		(link->owner_map[0]
-			 ? runtime_api_submit(link->client, show_owner, on_owner_map, link)
-			 : runtime_api_submit(link->client, "show map", on_map_list, link)) &&
+		/* The records' names are looked for until found; from then on
+		 * they are read, and a reply that no longer knows one starts
+		 * the search again (on_owner_map, on_retry_map). */
+		((link->owner_map[0] && link->retry_map[0]) ||
+		 runtime_api_submit(link->client, "show map", on_map_list, link)) &&
+		(!link->owner_map[0] ||
+		 runtime_api_submit(link->client, show_owner, on_owner_map, link)) &&
+		(!link->retry_map[0] ||
+		 runtime_api_submit(link->client, show_retry, on_retry_map, link)) &&
 		runtime_api_submit_streamed(link->client, "show stat -1 4 -1", on_stat_bytes, on_stat,
 					    link) &&
 		runtime_api_submit_streamed(link->client, "show servers state",
@@ -1195,6 +1310,7 @@ void enforcer_free(struct enforcer *e)
 		runtime_api_client_free(e->links[i].client);
 		runtime_api_client_free(e->links[i].commands_client);
 		free(e->links[i].entries);
+		free(e->links[i].retry_have);
 		free(e->links[i].groups[0].groups);
 		free(e->links[i].groups[1].groups);
 		free(e->links[i].capped);

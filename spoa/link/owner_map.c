@@ -61,7 +61,7 @@ static bool next_line(const char **p, const char *end, struct runtime_api_str *l
 /* A map's name as HAProxy lists it - absolute, or relative to its
  * default-path, exactly as the configuration wrote it - and so as the
  * commands name it. It goes into commands: nothing but a plain path. */
-static bool path_is_safe(const char *s, size_t len)
+bool map_path_is_safe(const char *s, size_t len)
 {
 	if (len == 0)
 		return false;
@@ -77,10 +77,14 @@ static bool path_is_safe(const char *s, size_t len)
 
 bool owner_map_find(const char *reply, size_t len, char *path, size_t size)
 {
+	return map_file_find(reply, len, OWNER_MAP_NAME, path, size);
+}
+
+bool map_file_find(const char *reply, size_t len, const char *name, char *path, size_t size)
+{
 	const char *p = reply, *end = reply + len;
 	struct runtime_api_str line;
-	static const char name[] = OWNER_MAP_NAME;
-	const size_t name_len = sizeof(name) - 1;
+	const size_t name_len = strlen(name);
 
 	while (next_line(&p, end, &line)) {
 		/* "ID (PATH) description": the path between the first '(' and
@@ -97,7 +101,7 @@ bool owner_map_find(const char *reply, size_t len, char *path, size_t size)
 		if (n < name_len || memcmp(close - name_len, name, name_len) != 0 ||
 		    (n > name_len && close[-(ptrdiff_t)name_len - 1] != '/'))
 			continue;
-		if (!path_is_safe(rest, n) || n >= size)
+		if (!map_path_is_safe(rest, n) || n >= size)
 			return false;
 		memcpy(path, rest, n);
 		path[n] = '\0';
@@ -204,7 +208,7 @@ bool owner_map_cmd(char *buf, size_t size, const char *path, const char *backend
 
 	if (size > 0)
 		buf[0] = '\0';
-	if (owner_record_equal(have, want) || !path_is_safe(path, strlen(path)) ||
+	if (owner_record_equal(have, want) || !map_path_is_safe(path, strlen(path)) ||
 	    !name_is_valid(backend, strlen(backend)) || !name_is_valid(server, strlen(server)))
 		return false;
 	if (!want->present) {

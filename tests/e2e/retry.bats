@@ -27,7 +27,8 @@ teardown() {
 }
 
 # scene W1 W2 W3: each worker's behaviour (a status, or `refused`), then
-# the agent driving the shipped HAProxy through its admin socket.
+# the agent driving the shipped HAProxy through its admin socket
+# (AGENT_EXTRA: more of its options).
 scene() {
 	local name port behaviour i=0
 	for behaviour in "$@"; do
@@ -38,7 +39,8 @@ scene() {
 		[ "$behaviour" = refused ] || start_worker "$name" "$port" "$behaviour"
 	done
 	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
-		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown "${AGENT_COOLDOWN:-60s}"
+		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown "${AGENT_COOLDOWN:-60s}" \
+		${AGENT_EXTRA:-}
 	wait_port "$AGENT_PORT"
 	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
 	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
@@ -184,4 +186,66 @@ answer_of() { # PATH
 	haproxy_cli "set server workers/w1 state ready" >/dev/null
 	run answer_of /
 	assert_output "502 upstream_unreachable -"
+}
+
+# The agent's entry for backend workers in breaker-retry-at.map, or nothing.
+retry_moment() {
+	haproxy_cli "show map breaker-retry-at.map" | awk '$2 == "workers" {print $3}'
+}
+
+retry_moment_set() { [ -n "$(retry_moment)" ]; }
+retry_moment_gone() { [ -z "$(retry_moment)" ]; }
+
+every_server_drained() { is_drained w1 && is_drained w2 && is_drained w3; }
+
+# Failing requests until every breaker is open and its server drained.
+open_every_breaker() {
+	local i
+	for i in $(seq 60); do
+		every_server_drained && return 0
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+	done
+	every_server_drained
+}
+
+@test "HAProxy's own 503 tells the seconds until the backend's first breaker lets a probe through" {
+	AGENT_COOLDOWN=40s AGENT_EXTRA="--max-ejection-percent 100 --drain-last-server" \
+		scene 500 500 500
+	open_every_breaker
+	wait_until 5 retry_moment_set
+	local moment now seconds
+	moment=$(retry_moment)
+	now=$(date +%s)
+	# The moment the first of the three opened plus its cool-down.
+	[ "$moment" -gt $((now + 30)) ] && [ "$moment" -le $((now + 41)) ]
+	run answer_of /
+	assert_output --regexp '^503 breaker_open [0-9]+$'
+	seconds=${output##* }
+	[ "$seconds" -gt 30 ] && [ "$seconds" -le 40 ]
+}
+
+@test "the backend's retry moment is written again when HAProxy loses it, and goes when its breakers close" {
+	AGENT_COOLDOWN=2s AGENT_EXTRA="--max-ejection-percent 100 --drain-last-server" \
+		scene 500 500 500
+	open_every_breaker
+	wait_until 5 retry_moment_set
+	# Lost (an HAProxy restarted without the agent's entries starts from
+	# the shipped, empty file; here an operator deletes it): the next
+	# look writes it again.
+	haproxy_cli "del map breaker-retry-at.map workers" >/dev/null
+	retry_moment_gone
+	wait_until 5 retry_moment_set
+	# Half-open after the cool-down: successful probes close every breaker.
+	local i
+	for i in $(seq 100); do
+		[ "$(breaker_field workers/w1 state)" = closed ] && [ "$(breaker_field workers/w2 state)" = closed ] &&
+			[ "$(breaker_field workers/w3 state)" = closed ] && break
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
+		sleep 0.1
+	done
+	run breaker_field workers/w3 state
+	assert_output closed
+	wait_until 5 retry_moment_gone
+	run grep -c "del map .*breaker-retry-at.map workers" "$RUN_DIR/agent.log"
+	assert_output --regexp '^[1-9]'
 }

@@ -96,6 +96,7 @@ setup_file() {
 	mkdir "$RUN_DIR/haproxy"
 	cp -r "$REPO/haproxy/haproxy.cfg" "$REPO/haproxy/router-errors.map" \
 		"$REPO/haproxy/router-conditions.map" "$REPO/haproxy/breaker-owned.map" \
+		"$REPO/haproxy/breaker-retry-at.map" \
 		"$REPO/haproxy/router-errors" "$RUN_DIR/haproxy/"
 	sed -i -e 's/^\( *timeout connect\) .*/\1 300ms/' -e 's/^\( *timeout server\) .*/\1 1s/' \
 		"$RUN_DIR/haproxy/haproxy.cfg"
