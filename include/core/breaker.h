@@ -110,6 +110,11 @@ void breaker_restore_history(struct breaker *b, uint32_t trips_in_a_row, uint64_
 struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms);
 struct breaker_event breaker_record_failure(struct breaker *b, uint64_t now_ms);
 struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now_ms);
+/* `count` capacity statuses learnt at once (HAProxy's counters of retried
+ * ones): one backpressure sample - it has no weight - but a run of
+ * `count` towards breaker_is_wedged(). */
+struct breaker_event breaker_record_backpressure_n(struct breaker *b, uint32_t count,
+						   uint64_t now_ms);
 /* Dispatches on an outcome: CLIENT_ERROR is a success, IGNORED does nothing. */
 struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outcome,
 				    uint64_t now_ms);
@@ -276,6 +281,13 @@ struct breaker_table_entry *breaker_table_get_quiet(struct breaker_table *t, con
 struct breaker_event breaker_table_record_response(struct breaker_table *t,
 						   struct breaker_table_entry *e,
 						   enum breaker_outcome outcome, uint64_t now_ms);
+/* The same for `count` capacity statuses HAProxy retried on another
+ * worker, which only its counters tell of: with the shipped retry-on 503 a
+ * wedged worker's 503s mostly never reach SPOP, and must find it wedged
+ * all the same. */
+struct breaker_event breaker_table_record_capacity_retries(struct breaker_table *t,
+							   struct breaker_table_entry *e,
+							   uint32_t count, uint64_t now_ms);
 void breaker_table_note_outcome(struct breaker_table *t, const struct breaker_table_entry *e,
 				enum breaker_outcome outcome, uint64_t now_ms);
 uint64_t breaker_table_others_succeeded(const struct breaker_table *t,

@@ -452,6 +452,18 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 	return event_end(b, before);
 }
 
+struct breaker_event breaker_record_backpressure_n(struct breaker *b, uint32_t count,
+						   uint64_t now_ms)
+{
+	bool was_closed = b->state == BREAKER_CLOSED;
+	struct breaker_event ev = breaker_record_backpressure(b, now_ms);
+	/* Only a closed breaker keeps the run; the first of them counted. */
+	if (was_closed && count > 1)
+		b->capacity_run = count - 1 > UINT32_MAX - b->capacity_run ? UINT32_MAX
+									 : b->capacity_run + count - 1;
+	return ev;
+}
+
 struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outcome,
 				    uint64_t now_ms)
 {

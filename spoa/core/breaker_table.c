@@ -483,6 +483,18 @@ struct breaker_event breaker_table_record_response(struct breaker_table *t,
 	return ev;
 }
 
+struct breaker_event breaker_table_record_capacity_retries(struct breaker_table *t,
+							   struct breaker_table_entry *e,
+							   uint32_t count, uint64_t now_ms)
+{
+	struct breaker *b = &e->breaker;
+	struct breaker_event ev = breaker_record_backpressure_n(b, count, now_ms);
+
+	if (breaker_is_wedged(b, now_ms, breaker_table_others_succeeded(t, e)))
+		ev = breaker_trip_wedged(b, now_ms);
+	return ev;
+}
+
 void breaker_table_note_outcome(struct breaker_table *t, const struct breaker_table_entry *e,
 				enum breaker_outcome outcome, uint64_t now_ms)
 {

@@ -787,12 +787,16 @@ static void record_faults(struct haproxy_link *link, struct breaker_table_entry 
 	 * A worker's capacity status that HAProxy retried elsewhere never
 	 * reached SPOE: it is backpressure the counters alone tell of, and is
 	 * recorded as one (a half-open probe answered 503 closes, as over
-	 * SPOP). Once per look, whatever the count: backpressure has no
-	 * weight. After the failures: counters carry no order, and letting
+	 * SPOP). One sample per look, whatever the count: backpressure has no
+	 * weight; but all of them count towards finding the worker wedged,
+	 * whose 503s the retries keep from SPOP. After the failures: counters carry no order, and letting
 	 * a failure of the same interval reopen a probe errs on the safe side.
 	 */
 	if (d.capacity_retries) {
-		struct breaker_event ev = breaker_record_backpressure(&entry->breaker, now);
+		uint32_t count = d.capacity_retries > UINT32_MAX ? UINT32_MAX
+								: (uint32_t)d.capacity_retries;
+		struct breaker_event ev =
+			breaker_table_record_capacity_retries(e->table, entry, count, now);
 		cause.kind = BREAKER_CAUSE_CAPACITY_RETRY;
 		breakers_publish(e->breakers, entry, &ev, &cause);
 	}

@@ -156,6 +156,25 @@ retries_429() {
 	assert_output closed
 }
 
+@test "a worker wedged at 503 is found though HAProxy retries every one of its 503s elsewhere" {
+	AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" scene 503 200 200
+	local i
+	for i in $(seq 300); do
+		[ "$(breaker_field workers/w1 state)" = open ] && break
+		run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/"
+		assert_output 200 # the retries: no client ever sees the 503
+		sleep 0.02
+	done
+	run breaker_field workers/w1 opened_by
+	assert_output wedged
+	wait_until 5 is_drained w1
+	# From the counters: the 503s reached SPOP never.
+	grep -q "breaker workers/w1: closed -> open (backpressure, HAProxy counters: [0-9]* capacity statuses retried.*: wedged" \
+		"$RUN_DIR/agent.log"
+	is_not_drained w2
+	is_not_drained w3
+}
+
 # "STATUS CODE RETRY-AFTER" of one request (- for a missing header).
 answer_of() { # PATH
 	curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r' | awk -F': ' '

@@ -100,6 +100,48 @@ static void test_wedged_opens_once_its_neighbour_serves(void **state)
 	assert_true(breaker_would_allow(&server(t, "be", "w2")->breaker));
 }
 
+/* w1's 503s are retried elsewhere by HAProxy: the counters tell of them,
+ * a batch every 5 steps (one look per 500 ms), SPOP never does. */
+static void wedged_under_retries(struct breaker_table *t, uint64_t now, unsigned step)
+{
+	if (step % 5 == 4)
+		breaker_table_record_capacity_retries(t, server(t, "be", "w1"), 9, now);
+	respond(t, "be", "w2", 200, now);
+}
+
+static void test_wedged_found_from_retried_capacity_statuses(void **state)
+{
+	struct breaker_table *t = *state;
+	uint64_t opened = time_to_open(t, "be", "w1", wedged_under_retries, 100000);
+
+	/* Found at the first look past wedged_after, not minimum_volume
+	 * looks later: every retried 503 counts towards the run. */
+	assert_true(opened >= policy.wedged_after_ms);
+	assert_true(opened <= policy.wedged_after_ms + 5 * STEP_MS);
+	assert_int_equal(server(t, "be", "w1")->breaker.last_trip_rule, BREAKER_TRIP_WEDGED);
+}
+
+/* The same batches while every server of the backend refuses: overload. */
+static void overload_under_retries(struct breaker_table *t, uint64_t now, unsigned step)
+{
+	if (step % 5 == 4) {
+		breaker_table_record_capacity_retries(t, server(t, "be", "w1"), 9, now);
+		breaker_table_record_capacity_retries(t, server(t, "be", "w2"), 9, now);
+	}
+}
+
+static void test_global_overload_under_retries_never_trips(void **state)
+{
+	struct breaker_table *t = *state;
+
+	assert_int_equal(time_to_open(t, "be", "w1", overload_under_retries, 20 * policy.wedged_after_ms),
+			 0);
+	assert_true(server(t, "be", "w1")->breaker.capacity_run >= policy.minimum_volume);
+	/* A batch is one sample of backpressure: the failure streak is
+	 * untouched. */
+	assert_int_equal(server(t, "be", "w1")->breaker.failure_streak, 0);
+}
+
 /* Everyone answers 503: the backend is busy, nobody is wedged. */
 static void global_overload(struct breaker_table *t, uint64_t now, unsigned step)
 {
@@ -251,6 +293,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wedged_opens_once_its_neighbour_serves, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_global_overload_never_trips, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wedged_found_from_retried_capacity_statuses, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_global_overload_under_retries_never_trips, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_busy_worker_that_serves_never_trips, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_below_minimum_volume_never_trips, setup,
