@@ -10,6 +10,8 @@
 #                        configuration, state snapshot), FUZZ_SECONDS each
 #   make bench           install missing packages, then benchmarks on loopback that print
 #                        tables (figures, never pass/fail); BENCH_QUICK=1 for a short run
+#   make bench-fleet     install missing packages, then a simulated fleet behind HAProxy: client
+#                        success, errors, latency, time out of rotation, with and without the agent
 #   make man             the manual page, build/spoa-breaker.8 (scdoc)
 #   make install         PREFIX=/usr/local DESTDIR= sysconfdir=: the Debian package's layout
 #   make uninstall       the same variables; an edited configuration file stays
@@ -81,7 +83,7 @@ UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 MAN        := $(BUILD)/spoa-breaker.8
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps bench bench-tools man install uninstall clean FORCE
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps bench bench-fleet bench-tools man install uninstall clean FORCE
 
 all: $(BIN)
 
@@ -188,6 +190,13 @@ bench:
 	@bench/install-deps.sh
 	@$(MAKE) --no-print-directory all bench-tools
 	@BUILD=$(BUILD) bench/run.sh
+
+# The fleet scenario (bench/fleet.sh): a simulated fleet behind HAProxy,
+# the same load through five setups, what the clients got. Figures only.
+bench-fleet:
+	@bench/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bench/fleet.sh
 
 man: $(MAN)
 

@@ -1,0 +1,272 @@
+#!/bin/bash
+# `make bench-fleet`: a seeded, simulated fleet behind a real HAProxy, the
+# same open-loop load through each setup, and what the clients got. Figures,
+# never pass/fail.
+#
+# The fleet (bench/fleet_workers.py, one process): six busy workers that
+# answer 503 to a request finding 4 already in service, one crashed (its
+# port refuses), one broken (500), one hung (never answers), one flaky
+# (500 for FLEET_FLAKY of its requests) and one wedged at 503: five of
+# eleven misbehave, within the default ejection cap of 50 %. Every answer
+# takes 20-60 ms, so the busy ones refuse often once the others are out. The setups, each a fresh HAProxy, fleet and agent:
+#
+#   plain            HAProxy alone: health checks (GET /health), no retry
+#                    on a capacity status
+#   observe          plain + `observe layer7 on-error mark-down`: HAProxy's
+#                    own passive outlier detection
+#   retry            plain + the shipped retry on capacity (`retry-on
+#                    conn-failure 503 ...`, `option redispatch 1`, `retries 2`)
+#   breaker-noretry  the shipped haproxy.cfg and the agent, without its
+#                    retry on capacity
+#   breaker          the shipped haproxy.cfg and the agent, as shipped
+#
+# Every setup is the shipped haproxy.cfg with the fleet's server lines and
+# `timeout server FLEET_TIMEOUT_SERVER`; the SPOE filter is taken out of
+# those without the agent, the retry lines out of those without retry.
+# Health checks (`check`, HAProxy's defaults) are what an operator without
+# the agent relies on; the shipped configuration has none. The agent runs
+# on its defaults and its Runtime API, plus the two protections that are
+# off by default and that this fleet calls for: `--failure-rate-threshold
+# 20` (the flaky worker) and `--wedged-after 5s`.
+#
+# Knobs: FLEET_RATE (300 requests/s), FLEET_SECONDS (60), FLEET_SEED (1),
+# FLEET_AGENT_ARGS (the agent's options beyond the defaults: the two above),
+# FLEET_FLAKY (0.3), FLEET_TIMEOUT_SERVER (1s), FLEET_SETUPS (all five, in
+# order), FLEET_HAPROXY (haproxy: the system's 2.6; or a path, e.g. one
+# tests/haproxy-versions.sh prints). Everything listens on 127.0.0.1; only
+# the processes started here are stopped, by PID.
+set -u
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+BUILD=${BUILD:-build}
+AGENT_BIN=$REPO/$BUILD/spoa-breaker
+RATE=${FLEET_RATE:-300}
+SECS=${FLEET_SECONDS:-60}
+SEED=${FLEET_SEED:-1}
+FLAKY=${FLEET_FLAKY:-0.3}
+TIMEOUT_SERVER=${FLEET_TIMEOUT_SERVER:-1s}
+SETUPS=${FLEET_SETUPS:-"plain observe retry breaker-noretry breaker"}
+HAPROXY=${FLEET_HAPROXY:-haproxy}
+# The protections off by default that this fleet calls for: a flaky worker
+# (the failure rate) and a wedged one.
+AGENT_PROTECTIONS=${FLEET_AGENT_ARGS:-"--failure-rate-threshold 20 --wedged-after 5s"}
+WORKERS="busy1:busy:4 busy2:busy:4 busy3:busy:4 busy4:busy:4 busy5:busy:4 busy6:busy:4 crashed:crashed broken:broken hung:hung flaky:flaky:$FLAKY wedged:wedged"
+
+# Hung requests and a fresh connection per request: room for descriptors.
+ulimit -n 65536 2>/dev/null || ulimit -n 8192 2>/dev/null || true
+
+RUN=$(mktemp -d /tmp/spoa-fleet.XXXXXX)
+PIDS=()
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	[ -n "${FLEET_KEEP:-}" ] && echo "bench-fleet: kept $RUN" >&2 && return
+	rm -rf "$RUN"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_port() { # PORT: until something listens, at most 10 s
+	local i
+	for i in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "bench-fleet: nothing listens on 127.0.0.1:$1" >&2
+	return 1
+}
+
+spawn() { # NAME CMD...: in the background, logs to $RUN/NAME.log, sets SPAWNED
+	local name=$1
+	shift
+	"$@" >"$RUN/$name.log" 2>&1 &
+	SPAWNED=$!
+	PIDS+=("$SPAWNED")
+}
+
+stop() { # PID
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	local keep=() pid
+	for pid in "${PIDS[@]}"; do [ "$pid" != "$1" ] && keep+=("$pid"); done
+	PIDS=("${keep[@]}")
+}
+
+admin() { # SOCKET COMMAND
+	echo "$2" | socat -t 2 - "UNIX-CONNECT:$1" 2>/dev/null
+}
+
+# HAProxy's own PID: behind a wrapper (3.x through unshare) it is not ours,
+# and the wrapper does not pass TERM on.
+haproxy_pid() { # SOCKET
+	admin "$1" "show info" | awk '/^Pid:/ {print $2}'
+}
+
+# The shipped haproxy.cfg, made into SETUP's: the fleet's servers, the
+# scenario's timeout server, and for the setups without the agent or its
+# retry on capacity those lines taken out.
+render_config() { # SETUP SERVER_LINES_FILE
+	local setup=$1 agent=0 retry=0 checks=""
+	case $setup in
+	plain) checks=" check" ;;
+	observe) checks=" check observe layer7 on-error mark-down" ;;
+	retry) retry=1 checks=" check" ;;
+	breaker-noretry) agent=1 ;;
+	breaker) agent=1 retry=1 ;;
+	*) echo "bench-fleet: unknown setup $setup" >&2; return 1 ;;
+	esac
+	awk -v agent=$agent -v retry=$retry -v checks="$checks" -v ts="$TIMEOUT_SERVER" \
+		-v servers="$2" '
+		/^[ \t]*timeout server  30s/ { print "    timeout server  " ts; next }
+		/^[ \t]*filter spoe / && !agent { next }
+		/^\.if version_atleast\(3\.0\.4\)/ && !retry { skip = 1; next }
+		skip { if ($0 ~ /^\.endif/) skip = 0; next }
+		/^[ \t]*option redispatch 1/ && !retry { next }
+		/^[ \t]*retries 2/ && !retry { next }
+		/^[ \t]*balance roundrobin/ && checks != "" { print; print "    option httpchk GET /health"; next }
+		/^[ \t]*server w[0-9] / {
+			if (!done) {
+				while ((getline line < servers) > 0) print line checks
+				done = 1
+			}
+			next
+		}
+		{ print }' haproxy/haproxy.cfg
+}
+
+run_setup() { # SETUP: one run; its JSON in $RUN/SETUP.json
+	local setup=$1 dir=$RUN/$1 fe agent_port admin_port spec name kind arg port
+	local fleet_pid hap_pid agent_pid="" own
+	mkdir -p "$dir"
+	cp -r haproxy/router-errors haproxy/router-errors.map haproxy/router-conditions.map \
+		haproxy/breaker-owned.map haproxy/breaker-retry-at.map haproxy/spoe-breaker.conf "$dir/"
+	echo 1 >"$dir/server-state"
+	fe=$(free_port) agent_port=$(free_port) admin_port=$(free_port)
+	local fleet_args=() servers=$dir/servers
+	: >"$servers"
+	for spec in $WORKERS; do
+		IFS=: read -r name kind arg <<<"$spec"
+		port=$(free_port)
+		fleet_args+=(--worker "$name:$port:$kind${arg:+:$arg}")
+		echo "    server $name 127.0.0.1:$port weight 100" >>"$servers"
+	done
+	render_config "$setup" "$servers" >"$dir/haproxy.cfg" || return 1
+	export BREAKER_FRONTEND=127.0.0.1:$fe BREAKER_AGENT=127.0.0.1:$agent_port
+	export BREAKER_SPOE_CONF=$dir/spoe-breaker.conf BREAKER_ADMIN_SOCKET=$dir/admin.sock
+	export BREAKER_STATE_FILE=$dir/server-state
+	if ! $HAPROXY -c -q -f "$dir/haproxy.cfg" >"$dir/check.log" 2>&1; then
+		echo "bench-fleet: HAProxy refuses the $setup configuration:" >&2
+		cat "$dir/check.log" >&2
+		return 1
+	fi
+	spawn "$setup-fleet" python3 bench/fleet_workers.py --seed "$SEED" --service-ms 20:60 --stats "$dir/answers.json" \
+		"${fleet_args[@]}"
+	fleet_pid=$SPAWNED
+	spawn "$setup-haproxy" $HAPROXY -db -f "$dir/haproxy.cfg"
+	hap_pid=$SPAWNED
+	wait_port "$fe" || return 1
+	if [ "$setup" = breaker ] || [ "$setup" = breaker-noretry ]; then
+		spawn "$setup-agent" "$AGENT_BIN" --listen "127.0.0.1:$agent_port" \
+			--admin "127.0.0.1:$admin_port" --runtime-api "unix:$dir/admin.sock" \
+			--state-file none $AGENT_PROTECTIONS
+		agent_pid=$SPAWNED
+		wait_port "$agent_port" || return 1
+		# The load starts once HAProxy's check sees the agent up.
+		local i
+		for i in $(seq 100); do
+			admin "$dir/admin.sock" "show stat" |
+				awk -F, '$1=="spoa-breaker" && $2=="agent" {print $18}' | grep -q '^UP' && break
+			sleep 0.1
+		done
+	else
+		sleep 2 # the first health checks
+	fi
+	python3 bench/fleet_load.py --target "127.0.0.1:$fe" --rate "$RATE" --seconds "$SECS" \
+		--seed "$SEED" --timeout 30 --stats-socket "$dir/admin.sock" >"$RUN/$setup.json" \
+		2>"$RUN/$setup-load.err"
+	own=$(haproxy_pid "$dir/admin.sock")
+	[ -n "$agent_pid" ] && stop "$agent_pid"
+	[ -n "$own" ] && [ "$own" != "$hap_pid" ] && kill "$own" 2>/dev/null
+	stop "$hap_pid"
+	stop "$fleet_pid" # writes answers.json on TERM
+	[ -f "$dir/answers.json" ] && cp "$dir/answers.json" "$RUN/$setup.answers.json"
+}
+
+report() { # SETUPS...: the tables, from each setup's JSON
+	python3 - "$RUN" "$@" <<'EOF'
+import json, os, sys
+run, setups = sys.argv[1], sys.argv[2:]
+res = {}
+for s in setups:
+    try:
+        with open(os.path.join(run, s + ".json")) as f:
+            res[s] = json.load(f)
+    except (OSError, ValueError):
+        res[s] = None
+print("%-16s %9s %9s %8s %8s %8s" % ("setup", "requests", "success%", "p50 ms", "p99 ms", "max ms"))
+for s in setups:
+    r = res[s]
+    if r is None:
+        print("%-16s (no result: see above)" % s)
+        continue
+    print("%-16s %9d %9.2f %8s %8s %8s" % (s, r["requests"], r["success_pct"], r["p50_ms"], r["p99_ms"], r["max_ms"]))
+print()
+print("errors by class (who answered: worker = its own response passed on; router = HAProxy's own):")
+for s in setups:
+    r = res[s]
+    if r:
+        errs = ", ".join("%s %d" % kv for kv in r["errors"].items()) or "none"
+        print("  %-16s %s" % (s, errs))
+print()
+print("errors in each tenth of the run:")
+for s in setups:
+    r = res[s]
+    if r:
+        print("  %-16s %s" % (s, " ".join("%5d" % n for n in r["errors_by_tenth"])))
+print()
+names = []
+for s in setups:
+    if res[s]:
+        for n in res[s]["out_of_rotation_s"]:
+            if n not in names:
+                names.append(n)
+print("seconds out of rotation (status not UP in show stat, polled every 100 ms):")
+print("  %-16s" % "setup" + "".join("%9s" % n for n in names))
+for s in setups:
+    r = res[s]
+    if r:
+        print("  %-16s" % s + "".join("%9s" % r["out_of_rotation_s"].get(n, "-") for n in names))
+print()
+print("requests each worker received (health checks apart):")
+print("  %-16s" % "setup" + "".join("%9s" % n for n in names))
+for s in setups:
+    try:
+        with open(os.path.join(run, s + ".answers.json")) as f:
+            a = json.load(f)
+    except (OSError, ValueError):
+        continue
+    got = {n: sum(v for k, v in w["answers"].items() if k != "health") for n, w in a.items()}
+    print("  %-16s" % s + "".join("%9s" % (got.get(n, "-") if a.get(n, {}).get("kind") != "crashed" else "-") for n in names))
+late = max((r["late_ms"] for r in res.values() if r), default=0)
+print()
+print("(the load generator's worst lateness against its schedule: %.1f ms)" % late)
+EOF
+}
+
+[ -x "$AGENT_BIN" ] || { echo "bench-fleet: $AGENT_BIN is missing: run make first" >&2; exit 1; }
+version=$($HAPROXY -v 2>/dev/null | awk 'NR==1 {print $3}')
+printf 'spoa-breaker fleet scenario: HAProxy %s, %s requests/s for %ss (Poisson, seed %s), timeout server %s\n' \
+	"${version:-?}" "$RATE" "$SECS" "$SEED" "$TIMEOUT_SERVER"
+printf 'fleet: %s\n' "$WORKERS"
+printf '(load average %s; %d cores)\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
+for setup in $SETUPS; do
+	run_setup "$setup" || echo "bench-fleet: the $setup setup did not run" >&2
+done
+report $SETUPS
+printf '\n(load average %s after the runs)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
