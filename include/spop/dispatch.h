@@ -20,6 +20,7 @@
 struct dispatch_reply {
 	struct spop_writer *w;
 	unsigned nb_actions;
+	uint64_t now_ms; /* the caller's monotonic clock, read once per batch of frames */
 };
 
 typedef void (*dispatch_handler_fn)(void *ctx, const struct spop_message *msg,
@@ -50,10 +51,11 @@ bool dispatch_register(struct dispatch *d, const char *name, dispatch_handler_fn
  * the handlers' answer does not fit in max_frame_size, the ACK carries only
  * error="ack_too_big". Returns false, and writes nothing, when the payload
  * is not a valid list of messages (*why says what was wrong) or when not
- * even that minimal ACK fits in w.
+ * even that minimal ACK fits in w. now_ms is handed to the handlers as the
+ * time of the NOTIFY (CLOCK_MONOTONIC in milliseconds).
  */
 bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
-		     uint32_t max_frame_size, const char **why);
+		     uint32_t max_frame_size, uint64_t now_ms, const char **why);
 
 void dispatch_set_string(struct dispatch_reply *r, const char *name, const char *value);
 void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value);

@@ -46,9 +46,9 @@ static bool put_error_only_ack(const struct spop_frame *notify, struct spop_writ
 }
 
 bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
-		     uint32_t max_frame_size, const char **why)
+		     uint32_t max_frame_size, uint64_t now_ms, const char **why)
 {
-	struct dispatch_reply reply = {.w = w, .nb_actions = 0};
+	struct dispatch_reply reply = {.w = w, .nb_actions = 0, .now_ms = now_ms};
 	const uint8_t *p = notify->payload.ptr;
 	size_t left = notify->payload.len;
 

@@ -65,7 +65,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 		return;
 	}
 
-	uint64_t now = o->now_ms();
+	uint64_t now = reply->now_ms;
 	enum breaker_table_status found;
 	struct breaker_table_entry *entry =
 		breaker_table_get(o->table, (const char *)be->ptr, be->len, (const char *)srv->ptr,
