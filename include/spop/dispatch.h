@@ -10,6 +10,8 @@
 #ifndef SPOA_DISPATCH_H
 #define SPOA_DISPATCH_H
 
+#include <string.h>
+
 #include "spop/spop.h"
 
 #define DISPATCH_MAX_HANDLERS 8
@@ -57,7 +59,22 @@ bool dispatch_register(struct dispatch *d, const char *name, dispatch_handler_fn
 bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
 		     uint32_t max_frame_size, uint64_t now_ms, const char **why);
 
-void dispatch_set_string(struct dispatch_reply *r, const char *name, const char *value);
-void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value);
+/* Appends a txn-scoped set-var of name (name_len bytes, no NUL needed). */
+void dispatch_put_string(struct dispatch_reply *r, const char *name, size_t name_len,
+			 const char *value, size_t value_len);
+void dispatch_put_int(struct dispatch_reply *r, const char *name, size_t name_len, int64_t value);
+
+/* The same for C strings. Inline, so that the length of a literal name is
+ * counted by the compiler, not on every ACK. */
+static inline void dispatch_set_string(struct dispatch_reply *r, const char *name,
+				       const char *value)
+{
+	dispatch_put_string(r, name, strlen(name), value, strlen(value));
+}
+
+static inline void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value)
+{
+	dispatch_put_int(r, name, strlen(name), value);
+}
 
 #endif /* SPOA_DISPATCH_H */

@@ -314,11 +314,20 @@ static void put_bytes(struct spop_writer *w, const void *ptr, size_t len)
 
 static void put_u8(struct spop_writer *w, uint8_t v)
 {
-	put_bytes(w, &v, 1);
+	uint8_t *p = writer_reserve(w, 1);
+	if (p)
+		*p = v;
 }
 
 void spop_put_varint(struct spop_writer *w, uint64_t v)
 {
+	/* Encoded in place when the longest varint would fit, as it does
+	 * everywhere but at the very end of a buffer; there, through a copy
+	 * that fails exactly when the bytes do not fit. */
+	if (!w->overflow && w->cap - w->len >= SPOP_VARINT_MAX_SIZE) {
+		w->len += spop_varint_encode(w->buf + w->len, v);
+		return;
+	}
 	uint8_t tmp[SPOP_VARINT_MAX_SIZE];
 	put_bytes(w, tmp, spop_varint_encode(tmp, v));
 }
@@ -385,9 +394,12 @@ void spop_put_message_header(struct spop_writer *w, const void *name, size_t nam
 void spop_put_set_var(struct spop_writer *w, enum spop_var_scope scope, const void *name,
 		      size_t name_len, const struct spop_data *value)
 {
-	put_u8(w, SPOP_ACTION_SET_VAR);
-	put_u8(w, 3);
-	put_u8(w, (uint8_t)scope);
+	uint8_t *p = writer_reserve(w, 3);
+	if (p) {
+		p[0] = SPOP_ACTION_SET_VAR;
+		p[1] = 3; /* scope, name, value */
+		p[2] = (uint8_t)scope;
+	}
 	spop_put_string(w, name, name_len);
 	spop_put_data(w, value);
 }

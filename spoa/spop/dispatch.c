@@ -83,16 +83,17 @@ bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct
 	return false;
 }
 
-void dispatch_set_string(struct dispatch_reply *r, const char *name, const char *value)
+void dispatch_put_string(struct dispatch_reply *r, const char *name, size_t name_len,
+			 const char *value, size_t value_len)
 {
-	struct spop_data v = spop_data_string(value, strlen(value));
-	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, strlen(name), &v);
+	struct spop_data v = spop_data_string(value, value_len);
+	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, name_len, &v);
 	r->nb_actions++;
 }
 
-void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value)
+void dispatch_put_int(struct dispatch_reply *r, const char *name, size_t name_len, int64_t value)
 {
 	struct spop_data v = spop_data_sint(value);
-	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, strlen(name), &v);
+	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, name_len, &v);
 	r->nb_actions++;
 }
