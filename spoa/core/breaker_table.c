@@ -18,6 +18,9 @@
 
 #define SLOT_EMPTY UINT32_MAX
 
+/* aligned_alloc() wants a size that is a multiple of the alignment. */
+_Static_assert(sizeof(struct breaker_table_chunk) % 64 == 0, "chunk size not a multiple of 64");
+
 static inline struct breaker_table_entry *entry_at(const struct breaker_table *t, uint32_t idx)
 {
 	return breaker_table_at(t, idx);
@@ -233,9 +236,13 @@ static bool grow(struct breaker_table *t)
 {
 	if (t->allocated >= t->max_entries)
 		return false;
-	struct breaker_table_chunk *c = calloc(1, sizeof(*c));
+	/* Cache-line aligned (calloc's large blocks start 16 bytes into a
+	 * page): an entry's hash, names pointers and lengths, which every
+	 * probe reads, then share one line. */
+	struct breaker_table_chunk *c = aligned_alloc(64, sizeof(*c));
 	if (!c)
 		return false;
+	memset(c, 0, sizeof(*c));
 	uint32_t first = t->allocated;
 	uint32_t n = t->max_entries - first < BREAKER_TABLE_CHUNK ? t->max_entries - first
 								  : BREAKER_TABLE_CHUNK;
@@ -250,8 +257,8 @@ static bool grow(struct breaker_table *t)
 		e->index = first + i;
 		e->lru_prev = BREAKER_TABLE_NIL;
 		e->lru_next = i + 1 < n ? first + i + 1 : t->free_head;
-		e->backend = c->names[i].backend;
-		e->server = c->names[i].server;
+		e->backend = c->names[i].key;
+		e->server = c->names[i].key; /* placed when the entry is taken */
 	}
 	t->free_head = first;
 	t->allocated = first + n;
@@ -352,11 +359,12 @@ static struct breaker_table_entry *get_entry(struct breaker_table *t, const char
 
 	struct breaker_table_names *names =
 		&t->chunks[idx / BREAKER_TABLE_CHUNK]->names[idx % BREAKER_TABLE_CHUNK];
-	memcpy(names->backend, backend, backend_len);
-	names->backend[backend_len] = '\0';
+	memcpy(names->key, backend, backend_len);
+	names->key[backend_len] = '\0';
 	e->backend_len = (uint8_t)backend_len;
-	memcpy(names->server, server, server_len);
-	names->server[server_len] = '\0';
+	e->server = names->key + backend_len + 1;
+	memcpy(names->key + backend_len + 1, server, server_len);
+	names->key[backend_len + 1 + server_len] = '\0';
 	e->server_len = (uint8_t)server_len;
 	e->hash = hash;
 	e->in_use = true;

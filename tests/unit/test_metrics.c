@@ -277,9 +277,10 @@ static struct breaker_table_entry *get_weird(const char *backend, const char *se
 	uint32_t i = breaker_table_index(&table, e);
 	struct breaker_table_names *names =
 		&table.chunks[i / BREAKER_TABLE_CHUNK]->names[i % BREAKER_TABLE_CHUNK];
-	snprintf(names->backend, sizeof(names->backend), "%s", backend);
-	snprintf(names->server, sizeof(names->server), "%s", server);
-	e->backend_len = (uint8_t)strlen(backend);
+	size_t backend_len = strlen(backend);
+	snprintf(names->key, sizeof(names->key), "%s%c%s", backend, '\0', server);
+	e->server = names->key + backend_len + 1;
+	e->backend_len = (uint8_t)backend_len;
 	e->server_len = (uint8_t)strlen(server);
 	return e;
 }
