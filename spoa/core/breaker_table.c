@@ -91,7 +91,14 @@ static bool slot_lookup(const struct breaker_table *t, uint64_t hash, const char
 			*slot = i;
 			return false;
 		}
-		const struct breaker_table_entry *e = entry_at(t, idx);
+		const struct breaker_table_chunk *c = t->chunks[idx / BREAKER_TABLE_CHUNK];
+		const struct breaker_table_entry *e = &c->entries[idx % BREAKER_TABLE_CHUNK];
+		/* The names come next, through a pointer in the entry, and the
+		 * breaker after them: asked for now, while the entry's line is on
+		 * its way, their cache misses overlap instead of following one
+		 * another (with 10,000 servers, most lookups miss on all three). */
+		__builtin_prefetch(&c->names[idx % BREAKER_TABLE_CHUNK]);
+		__builtin_prefetch(&e->breaker);
 		if (e->hash == hash && name_eq(e->backend, e->backend_len, backend, backend_len) &&
 		    name_eq(e->server, e->server_len, server, server_len)) {
 			*slot = i;
