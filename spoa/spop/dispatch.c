@@ -86,14 +86,20 @@ bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct
 void dispatch_put_string(struct dispatch_reply *r, const char *name, size_t name_len,
 			 const char *value, size_t value_len)
 {
-	struct spop_data v = spop_data_string(value, value_len);
+	/* Built in place (see dispatch_put_int()). */
+	struct spop_data v = {.type = SPOP_DATA_STRING,
+			      .u.bytes = {.ptr = (const uint8_t *)value, .len = value_len}};
 	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, name_len, &v);
 	r->nb_actions++;
 }
 
 void dispatch_put_int(struct dispatch_reply *r, const char *name, size_t name_len, int64_t value)
 {
-	struct spop_data v = spop_data_sint(value);
+	/* Built in place, not copied from spop_data_sint()'s return value:
+	 * GCC assembled that copy with an 8-byte load over two smaller
+	 * stores, which store forwarding cannot serve (dispatch_put_int was
+	 * 5-7 % of the agent in the profile of table 1). */
+	struct spop_data v = {.type = SPOP_DATA_INT64, .u.sint = value};
 	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, name_len, &v);
 	r->nb_actions++;
 }
