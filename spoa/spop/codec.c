@@ -319,7 +319,7 @@ static void put_u8(struct spop_writer *w, uint8_t v)
 		*p = v;
 }
 
-void spop_put_varint(struct spop_writer *w, uint64_t v)
+static void put_long_varint(struct spop_writer *w, uint64_t v)
 {
 	/* Encoded in place when the longest varint would fit, as it does
 	 * everywhere but at the very end of a buffer; there, through a copy
@@ -332,9 +332,24 @@ void spop_put_varint(struct spop_writer *w, uint64_t v)
 	put_bytes(w, tmp, spop_varint_encode(tmp, v));
 }
 
+/* Most varints of an ACK (lengths, small ids, counts) are one byte: that
+ * case inline, the rest out of line. */
+static inline void put_varint(struct spop_writer *w, uint64_t v)
+{
+	if (v < 240)
+		put_u8(w, (uint8_t)v);
+	else
+		put_long_varint(w, v);
+}
+
+void spop_put_varint(struct spop_writer *w, uint64_t v)
+{
+	put_varint(w, v);
+}
+
 void spop_put_string(struct spop_writer *w, const void *ptr, size_t len)
 {
-	spop_put_varint(w, len);
+	put_varint(w, len);
 	put_bytes(w, ptr, len);
 }
 
@@ -350,12 +365,12 @@ void spop_put_data(struct spop_writer *w, const struct spop_data *d)
 	case SPOP_DATA_INT32:
 	case SPOP_DATA_INT64:
 		put_u8(w, (uint8_t)d->type);
-		spop_put_varint(w, (uint64_t)d->u.sint);
+		put_varint(w, (uint64_t)d->u.sint);
 		break;
 	case SPOP_DATA_UINT32:
 	case SPOP_DATA_UINT64:
 		put_u8(w, (uint8_t)d->type);
-		spop_put_varint(w, d->u.uint);
+		put_varint(w, d->u.uint);
 		break;
 	case SPOP_DATA_IPV4:
 		put_u8(w, SPOP_DATA_IPV4);
@@ -422,8 +437,8 @@ size_t spop_frame_begin(struct spop_writer *w, enum spop_frame_type type, uint32
 	header[4] = (uint8_t)type;
 	write_be32(header + 5, flags);
 	put_bytes(w, header, sizeof(header));
-	spop_put_varint(w, stream_id);
-	spop_put_varint(w, frame_id);
+	put_varint(w, stream_id);
+	put_varint(w, frame_id);
 	return mark;
 }
 
