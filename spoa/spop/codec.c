@@ -60,6 +60,17 @@ ssize_t spop_varint_decode(const uint8_t *buf, size_t len, uint64_t *out)
 	return (ssize_t)i;
 }
 
+/* Names, lengths and statuses in a NOTIFY are one-byte varints nearly
+ * always: that case inline for the decoders of this file. */
+static inline ssize_t varint_decode(const uint8_t *buf, size_t len, uint64_t *out)
+{
+	if (len > 0 && buf[0] < 240) {
+		*out = buf[0];
+		return 1;
+	}
+	return spop_varint_decode(buf, len, out);
+}
+
 size_t spop_varint_encode(uint8_t *out, uint64_t v)
 {
 	size_t n = 0;
@@ -81,7 +92,7 @@ size_t spop_varint_encode(uint8_t *out, uint64_t v)
 ssize_t spop_string_decode(const uint8_t *buf, size_t len, struct spop_slice *out)
 {
 	uint64_t str_len;
-	ssize_t n = spop_varint_decode(buf, len, &str_len);
+	ssize_t n = varint_decode(buf, len, &str_len);
 	if (n < 0)
 		return n;
 	if (str_len > len - (size_t)n)
@@ -110,26 +121,26 @@ ssize_t spop_data_decode(const uint8_t *buf, size_t len, struct spop_data *out)
 		out->u.boolean = (buf[0] & SPOP_DATA_FLAG_TRUE) != 0;
 		return 1;
 	case SPOP_DATA_INT32:
-		if ((n = spop_varint_decode(p, left, &v)) < 0)
+		if ((n = varint_decode(p, left, &v)) < 0)
 			return n;
 		/* Peers encode a negative INT32 either as its 32-bit or as its
 		 * 64-bit two's complement; the low 32 bits agree in both. */
 		out->u.sint = (int32_t)(uint32_t)v;
 		return 1 + n;
 	case SPOP_DATA_INT64:
-		if ((n = spop_varint_decode(p, left, &v)) < 0)
+		if ((n = varint_decode(p, left, &v)) < 0)
 			return n;
 		out->u.sint = (int64_t)v;
 		return 1 + n;
 	case SPOP_DATA_UINT32:
-		if ((n = spop_varint_decode(p, left, &v)) < 0)
+		if ((n = varint_decode(p, left, &v)) < 0)
 			return n;
 		if (v > UINT32_MAX)
 			return SPOP_INVALID;
 		out->u.uint = v;
 		return 1 + n;
 	case SPOP_DATA_UINT64:
-		if ((n = spop_varint_decode(p, left, &v)) < 0)
+		if ((n = varint_decode(p, left, &v)) < 0)
 			return n;
 		out->u.uint = v;
 		return 1 + n;
@@ -245,11 +256,11 @@ ssize_t spop_frame_decode(const uint8_t *buf, size_t len, uint32_t max_frame_siz
 	out->flags = read_be32(p + 1);
 	p += 5;
 	left -= 5;
-	if ((n = spop_varint_decode(p, left, &out->stream_id)) < 0)
+	if ((n = varint_decode(p, left, &out->stream_id)) < 0)
 		return frame_refuse(err, SPOP_STATUS_INVALID, "malformed stream-id");
 	p += n;
 	left -= (size_t)n;
-	if ((n = spop_varint_decode(p, left, &out->frame_id)) < 0)
+	if ((n = varint_decode(p, left, &out->frame_id)) < 0)
 		return frame_refuse(err, SPOP_STATUS_INVALID, "malformed frame-id");
 	p += n;
 	left -= (size_t)n;
