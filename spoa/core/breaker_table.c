@@ -52,23 +52,45 @@ static void hook_removed(struct breaker_table *t, uint32_t idx)
 		t->hooks.removed(t->hooks.ctx, idx);
 }
 
+/* Folds len bytes into h, a word at a time: one multiply per 8 bytes
+ * rather than per byte (hashing was 3-5 % of the agent per NOTIFY with
+ * FNV-1a). The shift after each multiply brings high bits down, so a
+ * difference anywhere in a word reaches the next. */
+static uint64_t hash_bytes(uint64_t h, const char *p, size_t len)
+{
+	const uint64_t k = UINT64_C(0x9e3779b97f4a7c15);
+
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 32;
+	}
+	if (len > 0) {
+		uint64_t w = 0;
+		for (size_t i = 0; i < len; i++)
+			w |= (uint64_t)(unsigned char)p[i] << (8 * i);
+		h = (h ^ w) * k;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
 /*
- * FNV-1a over backend, its length, and server (the length keeps ("ab","c")
- * apart from ("a","bc")), then a 64-bit finalizer so that the low bits used
- * as the slot index depend on every byte. Not keyed: names come from
- * HAProxy's configuration, not from clients, so nobody can flood a bucket.
+ * Backend, its length, server and its length (the lengths keep ("ab","c")
+ * apart from ("a","bc"), and a short tail apart from zero bytes), then a
+ * 64-bit finalizer so that the low bits used as the slot index depend on
+ * every byte. Not keyed: names come from HAProxy's configuration, not from
+ * clients, so nobody can flood a bucket. Kept in memory only, never
+ * written anywhere: it may change between versions.
  */
 static uint64_t hash_key(const char *backend, size_t backend_len, const char *server,
 			 size_t server_len)
 {
-	uint64_t h = UINT64_C(14695981039346656037);
-	const uint64_t prime = UINT64_C(1099511628211);
-
-	for (size_t i = 0; i < backend_len; i++)
-		h = (h ^ (unsigned char)backend[i]) * prime;
-	h = (h ^ backend_len) * prime;
-	for (size_t i = 0; i < server_len; i++)
-		h = (h ^ (unsigned char)server[i]) * prime;
+	uint64_t h = hash_bytes(UINT64_C(14695981039346656037), backend, backend_len);
+	h = (h ^ backend_len) * UINT64_C(0x9e3779b97f4a7c15);
+	h = hash_bytes(h, server, server_len);
+	h ^= server_len;
 	h ^= h >> 33;
 	h *= UINT64_C(0xff51afd7ed558ccd);
 	h ^= h >> 33;
