@@ -39,7 +39,7 @@ allowed_exact=(
 	# formatting into the caller's buffer (never a stream)
 	snprintf vsnprintf
 	# heap: the core owns its tables; allocation is not I/O
-	malloc calloc realloc free
+	malloc calloc realloc free aligned_alloc
 	# number parsing from strings; errno is how strto* report a range error
 	strtoul strtoull strtol strtoll strtod __errno_location
 	# glibc >= 2.38 redirects strto* to these under C23

@@ -310,9 +310,10 @@ struct breaker_table_entry {
 	bool ejection_capped;
 };
 
+/* "backend\0server\0", packed: a lookup compares both names, and for
+ * names of usual length they share one cache line instead of two. */
 struct breaker_table_names {
-	char backend[BREAKER_NAME_MAX + 1];
-	char server[BREAKER_NAME_MAX + 1];
+	char key[2 * (BREAKER_NAME_MAX + 1)];
 };
 
 /* Entries are allocated a chunk at a time, as servers come: a table sized

@@ -58,7 +58,7 @@ struct agent_stats {
 	uint64_t notifies;
 	uint64_t haproxy_disconnects;
 	uint64_t disconnects_sent[AGENT_STATUS_SLOTS]; /* by SPOP status code */
-	struct histogram notify_time; /* decoding, judging and answering one NOTIFY frame */
+	struct histogram notify_time; /* one NOTIFY frame: the mean over a read's frames (conn.c) */
 };
 
 struct conn;

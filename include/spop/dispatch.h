@@ -10,6 +10,8 @@
 #ifndef SPOA_DISPATCH_H
 #define SPOA_DISPATCH_H
 
+#include <string.h>
+
 #include "spop/spop.h"
 
 #define DISPATCH_MAX_HANDLERS 8
@@ -20,6 +22,7 @@
 struct dispatch_reply {
 	struct spop_writer *w;
 	unsigned nb_actions;
+	uint64_t now_ms; /* the caller's monotonic clock, read once per batch of frames */
 };
 
 typedef void (*dispatch_handler_fn)(void *ctx, const struct spop_message *msg,
@@ -50,12 +53,28 @@ bool dispatch_register(struct dispatch *d, const char *name, dispatch_handler_fn
  * the handlers' answer does not fit in max_frame_size, the ACK carries only
  * error="ack_too_big". Returns false, and writes nothing, when the payload
  * is not a valid list of messages (*why says what was wrong) or when not
- * even that minimal ACK fits in w.
+ * even that minimal ACK fits in w. now_ms is handed to the handlers as the
+ * time of the NOTIFY (CLOCK_MONOTONIC in milliseconds).
  */
 bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
-		     uint32_t max_frame_size, const char **why);
+		     uint32_t max_frame_size, uint64_t now_ms, const char **why);
 
-void dispatch_set_string(struct dispatch_reply *r, const char *name, const char *value);
-void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value);
+/* Appends a txn-scoped set-var of name (name_len bytes, no NUL needed). */
+void dispatch_put_string(struct dispatch_reply *r, const char *name, size_t name_len,
+			 const char *value, size_t value_len);
+void dispatch_put_int(struct dispatch_reply *r, const char *name, size_t name_len, int64_t value);
+
+/* The same for C strings. Inline, so that the length of a literal name is
+ * counted by the compiler, not on every ACK. */
+static inline void dispatch_set_string(struct dispatch_reply *r, const char *name,
+				       const char *value)
+{
+	dispatch_put_string(r, name, strlen(name), value, strlen(value));
+}
+
+static inline void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value)
+{
+	dispatch_put_int(r, name, strlen(name), value);
+}
 
 #endif /* SPOA_DISPATCH_H */

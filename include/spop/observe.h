@@ -26,8 +26,6 @@
 /* What the handler needs from its surroundings, all borrowed. */
 struct observe_ctx {
 	struct breaker_table *table;
-	/* A monotonic clock in milliseconds. */
-	uint64_t (*now_ms)(void);
 	/* Called after each recorded observation (may be NULL): publishes it
 	 * to the breakers' subscribers (log, metrics, timer, HAProxy). */
 	void (*observed)(void *observed_ctx, struct breaker_table_entry *entry,

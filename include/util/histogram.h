@@ -1,6 +1,6 @@
 /*
  * histogram.h - a fixed-bucket latency histogram cheap enough for the
- * NOTIFY path: one clock read before and after, a short scan, three adds.
+ * NOTIFY path: a short scan and three adds, once per batch of samples.
  *
  * Bounds are in microseconds and fixed at build time, so every scrape and
  * every agent agree on them; buckets hold plain (non-cumulative) counts and
@@ -30,14 +30,22 @@ static inline uint64_t histogram_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* n samples that took total_ns together, each counted at their mean: the
+ * sum stays exact, the bucket is the mean's. n must not be 0. */
+static inline void histogram_observe_batch_ns(struct histogram *h, uint64_t total_ns, uint64_t n)
+{
+	uint64_t mean = total_ns / n;
+	unsigned i = 0;
+	while (i < HISTOGRAM_BOUNDS && mean > (uint64_t)histogram_bounds_us[i] * 1000u)
+		i++;
+	h->buckets[i] += n;
+	h->count += n;
+	h->sum_ns += total_ns;
+}
+
 static inline void histogram_observe_ns(struct histogram *h, uint64_t ns)
 {
-	unsigned i = 0;
-	while (i < HISTOGRAM_BOUNDS && ns > (uint64_t)histogram_bounds_us[i] * 1000u)
-		i++;
-	h->buckets[i]++;
-	h->count++;
-	h->sum_ns += ns;
+	histogram_observe_batch_ns(h, ns, 1);
 }
 
 #endif /* SPOA_HISTOGRAM_H */

@@ -325,7 +325,7 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	sample(o, "spop_unknown_messages_total", s->unknown_messages);
 
 	render_histogram(o, "notify_duration_seconds",
-			 "Time to decode, judge and answer one NOTIFY frame.", &a->notify_time);
+			 "Time to decode, judge and answer one NOTIFY frame (the mean over the frames of one read).", &a->notify_time);
 
 	/* What every ACK may wait behind: the loop's work between two waits
 	 * on epoll, whatever it was (a scrape, a look, a burst of frames). */

@@ -147,7 +147,6 @@ bool breakers_init(struct breakers *b, struct ev_loop *loop, uint32_t max_entrie
 		.reserve = on_reserve, .created = on_created, .removed = on_removed, .ctx = b});
 	b->observe = (struct observe_ctx){
 		.table = &b->table,
-		.now_ms = clock_now_ms,
 		.observed = on_observed,
 		.observed_ctx = b,
 	};

@@ -60,6 +60,17 @@ ssize_t spop_varint_decode(const uint8_t *buf, size_t len, uint64_t *out)
 	return (ssize_t)i;
 }
 
+/* Names, lengths and statuses in a NOTIFY are one-byte varints nearly
+ * always: that case inline for the decoders of this file. */
+static inline ssize_t varint_decode(const uint8_t *buf, size_t len, uint64_t *out)
+{
+	if (len > 0 && buf[0] < 240) {
+		*out = buf[0];
+		return 1;
+	}
+	return spop_varint_decode(buf, len, out);
+}
+
 size_t spop_varint_encode(uint8_t *out, uint64_t v)
 {
 	size_t n = 0;
@@ -81,7 +92,7 @@ size_t spop_varint_encode(uint8_t *out, uint64_t v)
 ssize_t spop_string_decode(const uint8_t *buf, size_t len, struct spop_slice *out)
 {
 	uint64_t str_len;
-	ssize_t n = spop_varint_decode(buf, len, &str_len);
+	ssize_t n = varint_decode(buf, len, &str_len);
 	if (n < 0)
 		return n;
 	if (str_len > len - (size_t)n)
@@ -110,26 +121,26 @@ ssize_t spop_data_decode(const uint8_t *buf, size_t len, struct spop_data *out)
 		out->u.boolean = (buf[0] & SPOP_DATA_FLAG_TRUE) != 0;
 		return 1;
 	case SPOP_DATA_INT32:
-		if ((n = spop_varint_decode(p, left, &v)) < 0)
+		if ((n = varint_decode(p, left, &v)) < 0)
 			return n;
 		/* Peers encode a negative INT32 either as its 32-bit or as its
 		 * 64-bit two's complement; the low 32 bits agree in both. */
 		out->u.sint = (int32_t)(uint32_t)v;
 		return 1 + n;
 	case SPOP_DATA_INT64:
-		if ((n = spop_varint_decode(p, left, &v)) < 0)
+		if ((n = varint_decode(p, left, &v)) < 0)
 			return n;
 		out->u.sint = (int64_t)v;
 		return 1 + n;
 	case SPOP_DATA_UINT32:
-		if ((n = spop_varint_decode(p, left, &v)) < 0)
+		if ((n = varint_decode(p, left, &v)) < 0)
 			return n;
 		if (v > UINT32_MAX)
 			return SPOP_INVALID;
 		out->u.uint = v;
 		return 1 + n;
 	case SPOP_DATA_UINT64:
-		if ((n = spop_varint_decode(p, left, &v)) < 0)
+		if ((n = varint_decode(p, left, &v)) < 0)
 			return n;
 		out->u.uint = v;
 		return 1 + n;
@@ -245,11 +256,11 @@ ssize_t spop_frame_decode(const uint8_t *buf, size_t len, uint32_t max_frame_siz
 	out->flags = read_be32(p + 1);
 	p += 5;
 	left -= 5;
-	if ((n = spop_varint_decode(p, left, &out->stream_id)) < 0)
+	if ((n = varint_decode(p, left, &out->stream_id)) < 0)
 		return frame_refuse(err, SPOP_STATUS_INVALID, "malformed stream-id");
 	p += n;
 	left -= (size_t)n;
-	if ((n = spop_varint_decode(p, left, &out->frame_id)) < 0)
+	if ((n = varint_decode(p, left, &out->frame_id)) < 0)
 		return frame_refuse(err, SPOP_STATUS_INVALID, "malformed frame-id");
 	p += n;
 	left -= (size_t)n;
@@ -314,18 +325,42 @@ static void put_bytes(struct spop_writer *w, const void *ptr, size_t len)
 
 static void put_u8(struct spop_writer *w, uint8_t v)
 {
-	put_bytes(w, &v, 1);
+	uint8_t *p = writer_reserve(w, 1);
+	if (p)
+		*p = v;
 }
 
-void spop_put_varint(struct spop_writer *w, uint64_t v)
+static void put_long_varint(struct spop_writer *w, uint64_t v)
 {
+	/* Encoded in place when the longest varint would fit, as it does
+	 * everywhere but at the very end of a buffer; there, through a copy
+	 * that fails exactly when the bytes do not fit. */
+	if (!w->overflow && w->cap - w->len >= SPOP_VARINT_MAX_SIZE) {
+		w->len += spop_varint_encode(w->buf + w->len, v);
+		return;
+	}
 	uint8_t tmp[SPOP_VARINT_MAX_SIZE];
 	put_bytes(w, tmp, spop_varint_encode(tmp, v));
 }
 
+/* Most varints of an ACK (lengths, small ids, counts) are one byte: that
+ * case inline, the rest out of line. */
+static inline void put_varint(struct spop_writer *w, uint64_t v)
+{
+	if (v < 240)
+		put_u8(w, (uint8_t)v);
+	else
+		put_long_varint(w, v);
+}
+
+void spop_put_varint(struct spop_writer *w, uint64_t v)
+{
+	put_varint(w, v);
+}
+
 void spop_put_string(struct spop_writer *w, const void *ptr, size_t len)
 {
-	spop_put_varint(w, len);
+	put_varint(w, len);
 	put_bytes(w, ptr, len);
 }
 
@@ -341,12 +376,12 @@ void spop_put_data(struct spop_writer *w, const struct spop_data *d)
 	case SPOP_DATA_INT32:
 	case SPOP_DATA_INT64:
 		put_u8(w, (uint8_t)d->type);
-		spop_put_varint(w, (uint64_t)d->u.sint);
+		put_varint(w, (uint64_t)d->u.sint);
 		break;
 	case SPOP_DATA_UINT32:
 	case SPOP_DATA_UINT64:
 		put_u8(w, (uint8_t)d->type);
-		spop_put_varint(w, d->u.uint);
+		put_varint(w, d->u.uint);
 		break;
 	case SPOP_DATA_IPV4:
 		put_u8(w, SPOP_DATA_IPV4);
@@ -385,9 +420,12 @@ void spop_put_message_header(struct spop_writer *w, const void *name, size_t nam
 void spop_put_set_var(struct spop_writer *w, enum spop_var_scope scope, const void *name,
 		      size_t name_len, const struct spop_data *value)
 {
-	put_u8(w, SPOP_ACTION_SET_VAR);
-	put_u8(w, 3);
-	put_u8(w, (uint8_t)scope);
+	uint8_t *p = writer_reserve(w, 3);
+	if (p) {
+		p[0] = SPOP_ACTION_SET_VAR;
+		p[1] = 3; /* scope, name, value */
+		p[2] = (uint8_t)scope;
+	}
 	spop_put_string(w, name, name_len);
 	spop_put_data(w, value);
 }
@@ -410,8 +448,8 @@ size_t spop_frame_begin(struct spop_writer *w, enum spop_frame_type type, uint32
 	header[4] = (uint8_t)type;
 	write_be32(header + 5, flags);
 	put_bytes(w, header, sizeof(header));
-	spop_put_varint(w, stream_id);
-	spop_put_varint(w, frame_id);
+	put_varint(w, stream_id);
+	put_varint(w, frame_id);
 	return mark;
 }
 

@@ -268,7 +268,27 @@ static void handle_hello(struct conn *c, const struct spop_frame *f)
 		 c->engine_id[0] ? c->engine_id : "-");
 }
 
-static void handle_notify(struct conn *c, const struct spop_frame *f)
+/*
+ * The NOTIFYs answered by one process_input() call. The clock is read at
+ * the first and after the last, not around each: two reads per batch of
+ * pipelined frames instead of three per frame (the breakers' time came
+ * from a third). The time of every NOTIFY in the batch is the batch's
+ * start, well within the milliseconds the breakers count in; the
+ * notify_time histogram gets the batch's mean once per frame.
+ */
+struct notify_batch {
+	uint64_t start_ns;
+	uint64_t notifies;
+};
+
+static void notify_batch_end(struct agent *a, const struct notify_batch *b)
+{
+	if (b->notifies > 0)
+		histogram_observe_batch_ns(&a->stats.notify_time, histogram_now_ns() - b->start_ns,
+					   b->notifies);
+}
+
+static void handle_notify(struct conn *c, const struct spop_frame *f, struct notify_batch *batch)
 {
 	struct spop_writer w;
 	const char *why = NULL;
@@ -281,12 +301,13 @@ static void handle_notify(struct conn *c, const struct spop_frame *f)
 	}
 	c->agent->stats.notifies++;
 	conn_used(c);
+	if (batch->notifies++ == 0)
+		batch->start_ns = histogram_now_ns();
 	spop_writer_init(&w, c->out, c->out_cap);
 	w.len = c->out_len;
-	uint64_t start_ns = histogram_now_ns();
-	bool ok = dispatch_notify(c->agent->dispatch, f, &w, c->max_frame_size, &why);
-	histogram_observe_ns(&c->agent->stats.notify_time, histogram_now_ns() - start_ns);
-	if (!ok) {
+	/* CLOCK_MONOTONIC in ms, as clock_now_ms() reads it elsewhere. */
+	uint64_t now_ms = batch->start_ns / 1000000u;
+	if (!dispatch_notify(c->agent->dispatch, f, &w, c->max_frame_size, now_ms, &why)) {
 		conn_disconnect(c, SPOP_STATUS_INVALID, why);
 		return;
 	}
@@ -305,7 +326,7 @@ static void handle_haproxy_disconnect(struct conn *c, const struct spop_frame *f
 	conn_disconnect(c, SPOP_STATUS_NORMAL, "answering HAPROXY-DISCONNECT");
 }
 
-static void handle_frame(struct conn *c, const struct spop_frame *f)
+static void handle_frame(struct conn *c, const struct spop_frame *f, struct notify_batch *batch)
 {
 	if (c->state == CONN_HELLO) {
 		handle_hello(c, f);
@@ -313,7 +334,7 @@ static void handle_frame(struct conn *c, const struct spop_frame *f)
 	}
 	switch (f->type) {
 	case SPOP_FRAME_NOTIFY:
-		handle_notify(c, f);
+		handle_notify(c, f, batch);
 		break;
 	case SPOP_FRAME_HAPROXY_DISCONNECT:
 		handle_haproxy_disconnect(c, f);
@@ -331,6 +352,7 @@ static void handle_frame(struct conn *c, const struct spop_frame *f)
  * answer; keeps a partial frame for the next read. */
 static void process_input(struct conn *c)
 {
+	struct notify_batch batch = {0};
 	size_t off = 0;
 
 	while (c->state != CONN_CLOSING && can_answer_a_frame(c)) {
@@ -347,8 +369,9 @@ static void process_input(struct conn *c)
 			break;
 		}
 		off += (size_t)n;
-		handle_frame(c, &frame);
+		handle_frame(c, &frame, &batch);
 	}
+	notify_batch_end(c->agent, &batch);
 	if (c->state == CONN_CLOSING) {
 		c->in_len = 0; /* nothing more will be answered */
 	} else if (off > 0) {

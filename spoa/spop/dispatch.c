@@ -46,9 +46,9 @@ static bool put_error_only_ack(const struct spop_frame *notify, struct spop_writ
 }
 
 bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
-		     uint32_t max_frame_size, const char **why)
+		     uint32_t max_frame_size, uint64_t now_ms, const char **why)
 {
-	struct dispatch_reply reply = {.w = w, .nb_actions = 0};
+	struct dispatch_reply reply = {.w = w, .nb_actions = 0, .now_ms = now_ms};
 	const uint8_t *p = notify->payload.ptr;
 	size_t left = notify->payload.len;
 
@@ -83,16 +83,23 @@ bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct
 	return false;
 }
 
-void dispatch_set_string(struct dispatch_reply *r, const char *name, const char *value)
+void dispatch_put_string(struct dispatch_reply *r, const char *name, size_t name_len,
+			 const char *value, size_t value_len)
 {
-	struct spop_data v = spop_data_string(value, strlen(value));
-	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, strlen(name), &v);
+	/* Built in place (see dispatch_put_int()). */
+	struct spop_data v = {.type = SPOP_DATA_STRING,
+			      .u.bytes = {.ptr = (const uint8_t *)value, .len = value_len}};
+	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, name_len, &v);
 	r->nb_actions++;
 }
 
-void dispatch_set_int(struct dispatch_reply *r, const char *name, int64_t value)
+void dispatch_put_int(struct dispatch_reply *r, const char *name, size_t name_len, int64_t value)
 {
-	struct spop_data v = spop_data_sint(value);
-	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, strlen(name), &v);
+	/* Built in place, not copied from spop_data_sint()'s return value:
+	 * GCC assembled that copy with an 8-byte load over two smaller
+	 * stores, which store forwarding cannot serve (dispatch_put_int was
+	 * 5-7 % of the agent in the profile of table 1). */
+	struct spop_data v = {.type = SPOP_DATA_INT64, .u.sint = value};
+	spop_put_set_var(r->w, SPOP_SCOPE_TXN, name, name_len, &v);
 	r->nb_actions++;
 }

@@ -5,23 +5,44 @@
  * the server's breaker, classify the status under its policy, record the
  * outcome, and answer with the variables HAProxy's configuration uses.
  */
+#include <string.h>
+
 #include "util/names.h"
 #include "spop/observe.h"
 
-static const struct spop_data *find_arg(const struct spop_message *msg, const char *name)
+/* The arguments the handler reads; NULL when the message lacks one. */
+struct observe_args {
+	const struct spop_data *be, *srv, *status;
+};
+
+static bool arg_is(struct spop_slice name, const char *literal, size_t len)
 {
-	for (unsigned i = 0; i < msg->nb_stored; i++)
-		if (spop_slice_eq(msg->args[i].name, name))
-			return &msg->args[i].value;
-	return NULL;
+	return name.len == len && memcmp(name.ptr, literal, len) == 0;
+}
+
+#define ARG_IS(name, literal) arg_is(name, literal, sizeof(literal) - 1)
+
+/* One pass over the arguments, the lengths known from the message: the
+ * first of each name counts, as a lookup by name would find it. */
+static void collect_args(const struct spop_message *msg, struct observe_args *args)
+{
+	*args = (struct observe_args){0};
+	for (unsigned i = 0; i < msg->nb_stored; i++) {
+		const struct spop_kv *kv = &msg->args[i];
+		if (!args->be && ARG_IS(kv->name, "be"))
+			args->be = &kv->value;
+		else if (!args->srv && ARG_IS(kv->name, "srv"))
+			args->srv = &kv->value;
+		else if (!args->status && ARG_IS(kv->name, "status"))
+			args->status = &kv->value;
+	}
 }
 
 /* A name argument: a STRING HAProxy could have produced. NULL otherwise,
  * with *why saying what was wrong. */
-static const struct spop_slice *name_arg(const struct spop_message *msg, const char *arg,
+static const struct spop_slice *name_arg(const struct spop_data *d, const char *arg,
 					 const char **why)
 {
-	const struct spop_data *d = find_arg(msg, arg);
 	if (!d) {
 		*why = arg[0] == 'b' ? "missing argument: be" : "missing argument: srv";
 		return NULL;
@@ -47,14 +68,17 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	const char *why = NULL;
 	int64_t status;
 
-	const struct spop_slice *be = name_arg(msg, "be", &why);
-	const struct spop_slice *srv = be ? name_arg(msg, "srv", &why) : NULL;
+	struct observe_args args;
+	collect_args(msg, &args);
+
+	const struct spop_slice *be = name_arg(args.be, "be", &why);
+	const struct spop_slice *srv = be ? name_arg(args.srv, "srv", &why) : NULL;
 	if (!srv) {
 		refuse(o, reply, why);
 		return;
 	}
 
-	const struct spop_data *status_arg = find_arg(msg, "status");
+	const struct spop_data *status_arg = args.status;
 	if (!status_arg) {
 		refuse(o, reply, "missing argument: status");
 		return;
@@ -65,7 +89,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 		return;
 	}
 
-	uint64_t now = o->now_ms();
+	uint64_t now = reply->now_ms;
 	enum breaker_table_status found;
 	struct breaker_table_entry *entry =
 		breaker_table_get(o->table, (const char *)be->ptr, be->len, (const char *)srv->ptr,

@@ -277,9 +277,10 @@ static struct breaker_table_entry *get_weird(const char *backend, const char *se
 	uint32_t i = breaker_table_index(&table, e);
 	struct breaker_table_names *names =
 		&table.chunks[i / BREAKER_TABLE_CHUNK]->names[i % BREAKER_TABLE_CHUNK];
-	snprintf(names->backend, sizeof(names->backend), "%s", backend);
-	snprintf(names->server, sizeof(names->server), "%s", server);
-	e->backend_len = (uint8_t)strlen(backend);
+	size_t backend_len = strlen(backend);
+	snprintf(names->key, sizeof(names->key), "%s%c%s", backend, '\0', server);
+	e->server = names->key + backend_len + 1;
+	e->backend_len = (uint8_t)backend_len;
 	e->server_len = (uint8_t)strlen(server);
 	return e;
 }
@@ -643,6 +644,19 @@ static void test_histogram_buckets(void **state)
 	free(text);
 }
 
+/* A read's frames share its time: counted once each, at the mean. */
+static void test_histogram_batch(void **state)
+{
+	struct histogram h = {0};
+
+	histogram_observe_batch_ns(&h, 4500, 3); /* mean 1.5 us: <= 2 us */
+	histogram_observe_batch_ns(&h, 500, 1);  /* <= 1 us */
+	assert_int_equal(h.buckets[0], 1);
+	assert_int_equal(h.buckets[1], 3);
+	assert_int_equal(h.count, 4);
+	assert_int_equal(h.sum_ns, 5000);
+}
+
 static void test_label_escaping(void **state)
 {
 	static const char *const cases[][2] = {
@@ -802,6 +816,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_per_server_samples, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_histogram_buckets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
+		cmocka_unit_test(test_histogram_batch),
 		cmocka_unit_test(test_json_string_escaping),
 		cmocka_unit_test_setup_teardown(test_state_json, setup, teardown),
 		cmocka_unit_test(test_strbuf_grows),
