@@ -210,7 +210,8 @@ $(MAN): packaging/spoa-breaker.8.scd
 # $(datadir)/spoa-breaker/haproxy/haproxy.cfg` passes as installed.
 EXAMPLES   := $(datadir)/spoa-breaker/haproxy
 CONF_FILES := packaging/spoa-breaker.ini:$(sysconfdir)/spoa-breaker/spoa-breaker.ini \
-              haproxy/spoe-breaker.conf:$(sysconfdir)/haproxy/spoe-breaker.conf
+              haproxy/spoe-breaker.conf:$(sysconfdir)/haproxy/spoe-breaker.conf \
+              haproxy/spoe-breaker-steady.conf:$(sysconfdir)/haproxy/spoe-breaker-steady.conf
 DOCS       := README.md CHANGELOG.md LICENSE
 
 install: $(BIN) $(MAN)
@@ -232,7 +233,8 @@ install: $(BIN) $(MAN)
 		haproxy/haproxy.cfg >$(DESTDIR)$(EXAMPLES)/haproxy.cfg
 	chmod 0644 $(DESTDIR)$(EXAMPLES)/haproxy.cfg
 	install -m 0644 haproxy/router-errors.map haproxy/router-conditions.map \
-		haproxy/breaker-owned.map haproxy/breaker-retry-at.map $(DESTDIR)$(EXAMPLES)/
+		haproxy/breaker-owned.map haproxy/breaker-retry-at.map haproxy/breaker-watched.map \
+		$(DESTDIR)$(EXAMPLES)/
 	install -m 0644 haproxy/router-errors/* $(DESTDIR)$(EXAMPLES)/router-errors/
 	install -m 0755 haproxy/reload-haproxy.sh $(DESTDIR)$(EXAMPLES)/
 	install -D -m 0644 packaging/grafana-dashboard.json $(DESTDIR)$(datadir)/spoa-breaker/grafana-dashboard.json
