@@ -70,7 +70,7 @@ LIB_SRCS   := $(wildcard spoa/*/*.c)
 PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/spop/codec.c spoa/spop/hello.c spoa/spop/dispatch.c spoa/spop/observe.c \
               spoa/link/runtime_api_cmd.c spoa/link/runtime_api_parse.c spoa/link/faults.c \
-              spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/owner_map.c spoa/link/retry_map.c spoa/link/agent_check_parse.c \
+              spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/owner_map.c spoa/link/retry_map.c spoa/link/watched_map.c spoa/link/agent_check_parse.c \
               spoa/admin/metrics.c spoa/admin/state_json.c spoa/admin/counters.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
@@ -210,7 +210,8 @@ $(MAN): packaging/spoa-breaker.8.scd
 # $(datadir)/spoa-breaker/haproxy/haproxy.cfg` passes as installed.
 EXAMPLES   := $(datadir)/spoa-breaker/haproxy
 CONF_FILES := packaging/spoa-breaker.ini:$(sysconfdir)/spoa-breaker/spoa-breaker.ini \
-              haproxy/spoe-breaker.conf:$(sysconfdir)/haproxy/spoe-breaker.conf
+              haproxy/spoe-breaker.conf:$(sysconfdir)/haproxy/spoe-breaker.conf \
+              haproxy/spoe-breaker-steady.conf:$(sysconfdir)/haproxy/spoe-breaker-steady.conf
 DOCS       := README.md CHANGELOG.md LICENSE
 
 install: $(BIN) $(MAN)
@@ -232,7 +233,8 @@ install: $(BIN) $(MAN)
 		haproxy/haproxy.cfg >$(DESTDIR)$(EXAMPLES)/haproxy.cfg
 	chmod 0644 $(DESTDIR)$(EXAMPLES)/haproxy.cfg
 	install -m 0644 haproxy/router-errors.map haproxy/router-conditions.map \
-		haproxy/breaker-owned.map haproxy/breaker-retry-at.map $(DESTDIR)$(EXAMPLES)/
+		haproxy/breaker-owned.map haproxy/breaker-retry-at.map haproxy/breaker-watched.map \
+		$(DESTDIR)$(EXAMPLES)/
 	install -m 0644 haproxy/router-errors/* $(DESTDIR)$(EXAMPLES)/router-errors/
 	install -m 0755 haproxy/reload-haproxy.sh $(DESTDIR)$(EXAMPLES)/
 	install -D -m 0644 packaging/grafana-dashboard.json $(DESTDIR)$(datadir)/spoa-breaker/grafana-dashboard.json

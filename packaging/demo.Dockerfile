@@ -10,7 +10,8 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends haproxy python3 \
     && rm -rf /var/lib/apt/lists/*
 
-COPY haproxy/haproxy.cfg haproxy/spoe-breaker.conf haproxy/router-errors.map \
+COPY haproxy/haproxy.cfg haproxy/spoe-breaker.conf haproxy/spoe-breaker-steady.conf \
+     haproxy/breaker-watched.map haproxy/router-errors.map \
      haproxy/router-conditions.map haproxy/breaker-owned.map haproxy/breaker-retry-at.map /etc/haproxy/
 COPY haproxy/router-errors /etc/haproxy/router-errors
 COPY tests/lib/worker.py /usr/local/bin/worker.py

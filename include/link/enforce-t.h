@@ -60,6 +60,13 @@ struct enforce_entry {
 	uint32_t group_look[2];
 	/* Open, but the ejection cap holds its drain back here. */
 	bool ejection_capped;
+	/* Steady-state mode (watched_map.h): whether HAProxy's watched map
+	 * lists the server, as the agent last made it or a look read it; the
+	 * look whose map listed it; the link's command count after the last
+	 * command to it. */
+	bool watched_have;
+	uint32_t watched_in_look;
+	uint64_t watched_command;
 };
 
 #endif /* SPOA_ENFORCE_T_H */

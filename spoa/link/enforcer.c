@@ -32,6 +32,7 @@
 #include "link/owner_map.h"
 #include "link/retry_map.h"
 #include "link/runtime_api.h"
+#include "link/watched_map.h"
 #include "util/clock.h"
 #include "util/container_of.h"
 #include "util/log.h"
@@ -96,6 +97,14 @@ struct haproxy_link {
 	size_t nb_retry_have;
 	uint64_t retry_last_command;
 	bool retry_missing_said;
+	/* Steady-state mode: HAProxy's map of the servers it must notify
+	 * every response of (watched_map.h); empty until `show map` names
+	 * it, which is what turns the mode on for this HAProxy. watched_read:
+	 * the look in flight read it; watched_last_command: `commands` after
+	 * the last command to it, any server. */
+	char watched_map[OWNER_MAP_PATH_MAX];
+	bool watched_read;
+	uint64_t watched_last_command;
 	/* Backend counts for the ejection cap, by look parity: the last
 	 * complete look's (`groups_current`, -1 before one) and the one
 	 * under way. A drain the agent adds or lifts between looks moves the
@@ -494,6 +503,9 @@ static void converge_entry(struct haproxy_link *link, struct breaker_table_entry
 		release_waiting(link, en->be_id);
 }
 
+static void sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+			 struct enforce_entry *en, bool look);
+
 /* The breakers' subscriber: a transition acts at once. */
 static void on_recorded(void *ctx, struct breaker_table_entry *entry,
 			const struct breaker_event *ev, const struct breaker_cause *cause)
@@ -502,6 +514,10 @@ static void on_recorded(void *ctx, struct breaker_table_entry *entry,
 
 	if (cause->kind == BREAKER_CAUSE_RESPONSE)
 		e->last_spop_ms[breaker_table_index(e->table, entry)] = cause->now_ms;
+	if (ev->dirty != BREAKER_DIRTY_UNCHANGED)
+		for (unsigned i = 0; i < e->nb_links; i++)
+			sync_watched(&e->links[i], entry,
+				     &e->links[i].entries[breaker_table_index(e->table, entry)], false);
 	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
 		return;
 	for (unsigned i = 0; i < e->nb_links; i++)
@@ -568,6 +584,10 @@ static void on_info(void *ctx, enum runtime_api_result result, const char *reply
 	if (link->info_known &&
 	    (info.pid != link->info.pid || info.start_time_sec != link->info.start_time_sec)) {
 		link->restarted = true; /* its counters start from zero */
+		/* Its configuration may load other maps: look for them again
+		 * (a reload can turn steady-state mode on or off). */
+		link->watched_map[0] = '\0';
+		link->retry_map[0] = '\0';
 		log_notice("HAProxy %s: new process (pid %llu, was %llu): re-applying the breakers",
 			   runtime_api_client_address(link->client), (unsigned long long)info.pid,
 			   (unsigned long long)link->info.pid);
@@ -666,6 +686,13 @@ static void on_map_list(void *ctx, enum runtime_api_result result, const char *r
 
 	if (result != RUNTIME_API_OK)
 		return;
+	if (map_file_find(reply, len, WATCHED_MAP_NAME, path, sizeof(path))) {
+		if (!link->watched_map[0])
+			log_notice("HAProxy %s loads %s: steady-state mode, it notifies the successes "
+				   "of watched servers only, and the agent keeps the map",
+				   runtime_api_client_address(link->client), WATCHED_MAP_NAME);
+		snprintf(link->watched_map, sizeof(link->watched_map), "%s", path);
+	}
 	if (map_file_find(reply, len, RETRY_MAP_NAME, path, sizeof(path))) {
 		snprintf(link->retry_map, sizeof(link->retry_map), "%s", path);
 	} else if (!link->retry_missing_said) {
@@ -759,6 +786,78 @@ static void on_retry_map(void *ctx, enum runtime_api_result result, const char *
 	if (skipped)
 		log_debug("HAProxy %s: %u line(s) of %s skipped", runtime_api_client_address(link->client),
 			  skipped, link->retry_map);
+}
+
+/* One server the watched map lists. */
+static void on_watched_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server)
+{
+	struct haproxy_link *link = ctx;
+	struct enforcer *e = link->owner;
+	struct breaker_table_entry *entry =
+		breaker_table_find(e->table, backend.ptr, backend.len, server.ptr, server.len);
+	if (entry) {
+		link->entries[breaker_table_index(e->table, entry)].watched_in_look = link->look_id;
+		return;
+	}
+	/* No breaker (dropped, evicted, or never one): nothing to watch.
+	 * Unless a command to the map went out after this look was queued:
+	 * it may be this server's own add. */
+	if (e->mode != ENFORCE_RUNTIME_API || link->watched_last_command > link->look_queued_after)
+		return;
+	char command[OWNER_MAP_CMD_MAX], be[BREAKER_NAME_MAX + 1], srv[BREAKER_NAME_MAX + 1];
+	if (backend.len > BREAKER_NAME_MAX || server.len > BREAKER_NAME_MAX)
+		return;
+	memcpy(be, backend.ptr, backend.len);
+	be[backend.len] = '\0';
+	memcpy(srv, server.ptr, server.len);
+	srv[server.len] = '\0';
+	if (watched_map_cmd(command, sizeof(command), link->watched_map, be, srv, false)) {
+		send_command(link, command, "no breaker to watch");
+		link->watched_last_command = link->commands;
+	}
+}
+
+/* `show map FILE`: the servers HAProxy notifies every response of. */
+static void on_watched_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
+{
+	struct haproxy_link *link = ctx;
+	unsigned skipped = 0;
+
+	if (result != RUNTIME_API_OK)
+		return;
+	if (!watched_map_parse(reply, len, on_watched_entry, link, &skipped)) {
+		link->watched_map[0] = '\0'; /* gone: search again */
+		return;
+	}
+	link->watched_read = true;
+	if (skipped)
+		log_debug("HAProxy %s: %u line(s) of %s skipped", runtime_api_client_address(link->client),
+			  skipped, link->watched_map);
+}
+
+/* Makes HAProxy's watched map list the server exactly when its breaker is
+ * dirty. From a transition (look false) or a look that read the map. */
+static void sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+			 struct enforce_entry *en, bool look)
+{
+	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->watched_map[0])
+		return;
+	if (look) {
+		if (!link->watched_read || en->watched_command > link->look_queued_after)
+			return; /* the look predates our own command */
+		en->watched_have = en->watched_in_look == link->look_id;
+	}
+	bool want = breaker_is_dirty(&entry->breaker);
+	char command[OWNER_MAP_CMD_MAX];
+	if (want == en->watched_have ||
+	    !watched_map_cmd(command, sizeof(command), link->watched_map, entry->backend,
+			     entry->server, want))
+		return;
+	send_command(link, command, want ? "breaker dirty: every response matters"
+					 : "breaker clean: only failures matter");
+	en->watched_have = want;
+	en->watched_command = link->commands;
+	link->watched_last_command = link->commands;
 }
 
 /* Records what the counters say happened since the previous look. */
@@ -938,6 +1037,7 @@ static void reconcile_entry(struct haproxy_link *link, struct breaker_table_entr
 		en->owner.present = false; /* the map does not list it */
 	if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
 		converge_entry(link, entry);
+	sync_watched(link, entry, en, true);
 	note_retry_at(link, entry, en);
 }
 
@@ -1103,15 +1203,18 @@ static bool start_look(struct haproxy_link *link)
 	 * as they arrive, never held whole). The servers' states come last:
 	 * their answer converges. */
 	char show_owner[OWNER_MAP_PATH_MAX + 16], show_retry[OWNER_MAP_PATH_MAX + 16];
+	char show_watched[OWNER_MAP_PATH_MAX + 16];
 	link->look_id++;
 	link->stat_read = false;
 	link->owner_read = false;
 	link->retry_read = false;
+	link->watched_read = false;
 	link->look_queued_after = link->commands_done;
 	runtime_api_stat_stream_init(&link->stat_stream, on_stat_row, link);
 	runtime_api_servers_state_stream_init(&link->state_stream, on_server_state, link);
 	snprintf(show_owner, sizeof(show_owner), "show map %s", link->owner_map);
 	snprintf(show_retry, sizeof(show_retry), "show map %s", link->retry_map);
+	snprintf(show_watched, sizeof(show_watched), "show map %s", link->watched_map);
 	bool queued =
 		runtime_api_submit(link->client, "show info", on_info, link) &&
 		/* The records' names are looked for until found; from then on
@@ -1123,6 +1226,8 @@ static bool start_look(struct haproxy_link *link)
 		 runtime_api_submit(link->client, show_owner, on_owner_map, link)) &&
 		(!link->retry_map[0] ||
 		 runtime_api_submit(link->client, show_retry, on_retry_map, link)) &&
+		(!link->watched_map[0] ||
+		 runtime_api_submit(link->client, show_watched, on_watched_map, link)) &&
 		runtime_api_submit_streamed(link->client, "show stat -1 4 -1", on_stat_bytes, on_stat,
 					    link) &&
 		runtime_api_submit_streamed(link->client, "show servers state",

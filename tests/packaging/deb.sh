@@ -120,10 +120,10 @@ system_user() {
 }
 check "postinst made the system user $PKG" system_user
 conffiles() {
-	dpkg-query -W -f='${Conffiles}\n' "$PKG" | awk 'NF {print $1}' | sort | tr '\n' ' ' |
-		grep -qx '/etc/haproxy/spoe-breaker.conf /etc/spoa-breaker/spoa-breaker.ini '
+	dpkg-query -W -f='${Conffiles}\n' "$PKG" | awk 'NF {print $1}' | LC_ALL=C sort | tr '\n' ' ' |
+		grep -qx '/etc/haproxy/spoe-breaker-steady.conf /etc/haproxy/spoe-breaker.conf /etc/spoa-breaker/spoa-breaker.ini '
 }
-check "the INI and the SPOE file are conffiles" conffiles
+check "the INI and the SPOE files are conffiles" conffiles
 names_version() {
 	local expected
 	expected="spoa-breaker $(sed -n 's/^VERSION *:= *//p' Makefile)${REVISION:+ (git $REVISION)}"

@@ -16,6 +16,7 @@ check "make install PREFIX=$P" mk install || { finish; exit; }
 
 expected_files() {
 	cat <<LIST
+etc/haproxy/spoe-breaker-steady.conf
 etc/haproxy/spoe-breaker.conf
 etc/spoa-breaker/spoa-breaker.ini
 lib/systemd/system/spoa-breaker.service
@@ -27,6 +28,7 @@ share/man/man8/spoa-breaker.8
 share/spoa-breaker/grafana-dashboard.json
 share/spoa-breaker/haproxy/breaker-owned.map
 share/spoa-breaker/haproxy/breaker-retry-at.map
+share/spoa-breaker/haproxy/breaker-watched.map
 share/spoa-breaker/haproxy/haproxy.cfg
 share/spoa-breaker/haproxy/reload-haproxy.sh
 share/spoa-breaker/haproxy/router-conditions.map

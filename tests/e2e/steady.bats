@@ -1,0 +1,144 @@
+#!/usr/bin/env bats
+# Steady-state mode: the shipped haproxy.cfg with spoe-breaker-steady.conf.
+# HAProxy notifies a response only when it can change a breaker: a status
+# that is not a success, or any response of a server whose breaker is
+# dirty, which the agent lists in breaker-watched.map. A clean server's
+# successes send nothing; a failing server trips as it does when every
+# response is notified.
+
+load helpers
+
+setup() {
+	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
+	export RUN_DIR
+	FE_PORT=$(free_port)
+	AGENT_PORT=$(free_port)
+	ADMIN_PORT=$(free_port)
+	export BREAKER_FRONTEND=127.0.0.1:$FE_PORT
+	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
+	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker-steady.conf
+	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
+	export BREAKER_STATE_FILE=$RUN_DIR/server-state
+	echo 1 >"$BREAKER_STATE_FILE"
+}
+
+teardown() {
+	stop_all
+}
+
+# scene W1 W2 W3: each worker's behaviour, then the agent driving the
+# shipped HAProxy (steady-state SPOE file) through its admin socket.
+scene() {
+	local name port behaviour i=0
+	for behaviour in "$@"; do
+		i=$((i + 1))
+		name=W$i
+		port=$(free_port)
+		export "BREAKER_$name=127.0.0.1:$port"
+		start_worker "$name" "$port" "$behaviour"
+	done
+	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
+		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown 60s
+	wait_port "$AGENT_PORT"
+	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
+	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
+	wait_port "$FE_PORT"
+	wait_until 10 agent_is_up
+	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
+}
+
+notifies() { metric 'spoa_breaker_spop_frames_total{type="notify"}'; }
+
+# The watched map's keys, one a line.
+watched() {
+	haproxy_cli "show map breaker-watched.map" | awk 'NF >= 3 {print $2}'
+}
+is_watched() { watched | grep -qx "$1"; }
+is_not_watched() { ! watched | grep -qx "$1"; }
+
+# Every request to w1: the others in maintenance (an operator's, which the
+# agent leaves alone).
+only_w1() {
+	haproxy_cli "set server workers/w2 state maint" >/dev/null
+	haproxy_cli "set server workers/w3 state maint" >/dev/null
+}
+
+status_of() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT$1"; }
+
+@test "steady-state: the agent finds breaker-watched.map and says so" {
+	scene 200 200 200
+	grep -q "loads breaker-watched.map: steady-state mode" "$RUN_DIR/agent.log"
+	run watched
+	assert_output ""
+}
+
+@test "steady-state: a clean server's successes send no NOTIFY, its failures do" {
+	scene 200 200 200
+	local before i
+	before=$(notifies)
+	for i in $(seq 30); do
+		run status_of /
+		assert_output 200
+	done
+	# HAProxy's counters saw them all; SPOP none.
+	run notifies
+	assert_output "$before"
+	run status_of /status/500
+	assert_output 500
+	wait_until 5 metric_is 'spoa_breaker_spop_frames_total{type="notify"}' $((before + 1))
+}
+
+@test "steady-state: a failure makes the server watched, a success after it clears both" {
+	scene 200 200 200
+	only_w1
+	run status_of /status/500
+	assert_output 500
+	wait_until 5 is_watched w1@workers
+	run breaker_field workers/w1 failure_streak
+	assert_output 1
+	# Watched: its success is notified, and ends the streak.
+	local before
+	before=$(notifies)
+	run status_of /
+	assert_output 200
+	wait_until 5 metric_is 'spoa_breaker_spop_frames_total{type="notify"}' $((before + 1))
+	run breaker_field workers/w1 failure_streak
+	assert_output 0
+	wait_until 5 is_not_watched w1@workers
+	is_not_watched w2@workers
+}
+
+@test "steady-state: a failing server trips, is drained, and stays watched while open" {
+	scene 500 200 200
+	local i
+	for i in $(seq 60); do
+		[ "$(breaker_field workers/w1 state)" = open ] && break
+		status_of / >/dev/null
+	done
+	run breaker_field workers/w1 state
+	assert_output open
+	wait_until 5 is_drained w1
+	is_watched w1@workers
+	is_not_drained w2
+	is_not_watched w2@workers
+	# The same trip as in every-response mode: at the threshold, by the
+	# failure streak.
+	run breaker_field workers/w1 opened_by
+	assert_output failure_streak
+}
+
+@test "steady-state: an entry HAProxy lost is written again at the next look, a stray one removed" {
+	scene 500 200 200
+	local i
+	for i in $(seq 60); do
+		is_watched w1@workers && break
+		status_of / >/dev/null
+	done
+	wait_until 5 is_watched w1@workers
+	haproxy_cli "del map breaker-watched.map w1@workers" >/dev/null
+	is_not_watched w1@workers
+	wait_until 5 is_watched w1@workers
+	# A server with no breaker has nothing to watch.
+	haproxy_cli "add map breaker-watched.map nobody@workers 1" >/dev/null
+	wait_until 5 is_not_watched nobody@workers
+}
