@@ -292,7 +292,7 @@ table_memory() {
 }
 
 # --- 4. end to end -------------------------------------------------------------
-SETUPS="plain spoe-ack spoe-breaker lua"
+SETUPS="plain spoe-ack spoe-breaker spoe-steady lua"
 
 # Renders and starts one HAProxy for SETUP; sets SPAWNED and FE_PORT_<setup>.
 start_haproxy() { # HAPROXY SETUP AGENT_PORT
@@ -300,12 +300,14 @@ start_haproxy() { # HAPROXY SETUP AGENT_PORT
 	fe=$(free_port) resp=$(free_port)
 	case $setup in
 	plain) keep="" ;;
+	spoe-steady) keep=steady ;;
 	spoe-*) keep=spoe ;;
 	lua) keep=lua ;;
 	esac
 	sed -e "s|@RUN@|$RUN|g" -e "s|@REPO@|$REPO|g" -e "s|@SETUP@|$setup|g" \
 		-e "s|@FE_PORT@|$fe|g" -e "s|@RESP_PORT@|$resp|g" -e "s|@AGENT_PORT@|$agent_port|g" \
 		${keep:+-e "s|^#$keep||"} bench/haproxy.cfg.in | grep -v '^#[a-z]' >"$cfg"
+	cp haproxy/breaker-watched.map "$RUN/"
 	if ! "$bin" -c -q -f "$cfg" >"$RUN/haproxy-$setup-check.log" 2>&1; then
 		echo "bench: HAProxy refuses the $setup configuration:" >&2
 		cat "$RUN/haproxy-$setup-check.log" >&2
@@ -351,17 +353,27 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 	wait_port "$aport" || return 1
 	PIN_AGENT="$PIN_LOAD" start_agent "t4-agent-$version" "$bport" "$badmin" || return 1
 	pids+=("$SPAWNED")
+	# Steady-state mode needs its agent on the Runtime API (it keeps the
+	# watched map): an agent of its own, started once its HAProxy is up.
+	local sport sadmin
+	sport=$(free_port) sadmin=$(free_port)
 	for setup in $SETUPS; do
 		local agent_port=$aport
 		[ "$setup" = spoe-breaker ] && agent_port=$bport
+		[ "$setup" = spoe-steady ] && agent_port=$sport
 		if ! start_haproxy "$bin" "$setup" "$agent_port"; then
 			for i in "${haproxies[@]}"; do stop_haproxy ${i/:/ }; done
 			for i in "${pids[@]}"; do stop "$i"; done
 			return 1
 		fi
 		haproxies+=("$setup:$SPAWNED")
+		if [ "$setup" = spoe-steady ]; then
+			PIN_AGENT="$PIN_LOAD" start_agent "t4-steady-$version" "$sport" "$sadmin" \
+				--runtime-api "unix:$RUN/haproxy-spoe-steady.sock" || return 1
+			pids+=("$SPAWNED")
+		fi
 	done
-	for setup in spoe-ack spoe-breaker; do
+	for setup in spoe-ack spoe-breaker spoe-steady; do
 		for i in $(seq 50); do agent_up_in "$setup" && break; sleep 0.2; done
 		agent_up_in "$setup" || echo "bench: HAProxy $version never saw its agent UP ($setup)" >&2
 	done
@@ -370,8 +382,9 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 		local warm="FE_PORT_${setup//-/_}"
 		$PIN_LOAD wrk -t1 -c20 -d1s "http://127.0.0.1:${!warm}/" >/dev/null 2>&1
 	done
-	local notify_before
+	local notify_before steady_before
 	notify_before=$(curl -s "http://127.0.0.1:$badmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
+	steady_before=$(curl -s "http://127.0.0.1:$sadmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
 	header "4. End to end, HAProxy $version (nbthread 1): wrk -t1 -c20, ${E2E_ROUNDS} rounds x ${SECS}s alternating, medians" \
 		"HAProxy on core 0; wrk and the agents on core 1"
 	for r in $(seq "$E2E_ROUNDS"); do
@@ -396,6 +409,7 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 				'BEGIN {if (n > 0) printf "%.2f", 1e6 * t / hz / n; else print 0}')
 			echo "${rps:-0} $p99 $busy $per_req" >>"$dir/$setup"
 			[ "$setup" = spoe-breaker ] && echo "${total:-0}" >>"$dir/breaker-requests"
+			[ "$setup" = spoe-steady ] && echo "${total:-0}" >>"$dir/steady-requests"
 			[ -n "$errs" ] && echo "  round $r $setup: $errs" >>"$dir/errors"
 		done
 	done
@@ -412,12 +426,16 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 			"$(cut -d' ' -f2 "$dir/$setup" | median)" \
 			"$(cut -d' ' -f3 "$dir/$setup" | median)" "$cpu" "$(ratio "$cpu" "$plain_cpu")"
 	done
-	local notify_after requests
+	local notify_after requests steady_after steady_requests
 	notify_after=$(curl -s "http://127.0.0.1:$badmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
+	steady_after=$(curl -s "http://127.0.0.1:$sadmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
 	requests=$(awk '{s += $1} END {print s}' "$dir/breaker-requests")
+	steady_requests=$(awk '{s += $1} END {print s}' "$dir/steady-requests")
 	echo "(ratios: to plain HAProxy; p99: wrk's, median of the rounds; HAProxy %: its busy share of core 0;"
 	echo " CPU us/req: HAProxy's CPU time per request, what SPOE or Lua adds to HAProxy itself;"
-	echo " spoa-breaker saw $((${notify_after:-0} - ${notify_before:-0})) NOTIFYs for $requests requests)"
+	echo " spoa-breaker saw $((${notify_after:-0} - ${notify_before:-0})) NOTIFYs for $requests requests;"
+	echo " in steady-state mode (spoe-breaker-steady.conf, every worker healthy)" \
+		"$((${steady_after:-0} - ${steady_before:-0})) for $steady_requests)"
 	[ -f "$dir/errors" ] && cat "$dir/errors"
 	for i in "${haproxies[@]}"; do stop_haproxy ${i/:/ }; done
 	for i in "${pids[@]}"; do stop "$i"; done
