@@ -215,9 +215,10 @@ struct breaker {
 };
 
 /* Whether an operation turned the breaker dirty or clean. A breaker is
- * dirty when it is not CLOSED, has a failure streak, or (under a policy
- * with the failure-rate rule) a failure in its window: only then can a
- * success change a decision, which is what lets HAProxy skip notifying
+ * dirty when it is not CLOSED, has a failure streak, (under a policy with
+ * the failure-rate rule) a failure in its window, or (under a policy with
+ * wedged_after) a run of capacity statuses: only then can a success change
+ * a decision, which is what lets HAProxy skip notifying
  * successes of clean servers (DESIGN 5.5). Trips in a row are no part of
  * it (a success does not change them); breaker_is_forgettable() says
  * whether a breaker holds anything a fresh one would not. */

@@ -82,9 +82,12 @@ static bool failure_rate_rule_on(const struct breaker_policy *p)
 bool breaker_is_dirty(const struct breaker *b)
 {
 	/* A failure in the window is only worth a success's notice where the
-	 * rate can open the breaker; elsewhere it changes nothing. */
+	 * rate can open the breaker; elsewhere it changes nothing. Likewise a
+	 * run of capacity statuses where wedged_after can open it: only the
+	 * server's own success ends the run, so that success must be seen. */
 	return b->state != BREAKER_CLOSED || b->failure_streak > 0 ||
-	       (failure_rate_rule_on(b->policy) && breaker_window_failures(b) > 0);
+	       (failure_rate_rule_on(b->policy) && breaker_window_failures(b) > 0) ||
+	       (b->policy && b->policy->wedged_after_ms > 0 && b->capacity_run > 0);
 }
 
 bool breaker_is_forgettable(const struct breaker *b)

@@ -105,6 +105,10 @@ struct haproxy_link {
 	char watched_map[OWNER_MAP_PATH_MAX];
 	bool watched_read;
 	uint64_t watched_last_command;
+	/* Search `show map` again at the next look, the known maps read all
+	 * the same: a new HAProxy process may load other maps, and a map
+	 * read that failed may have been renamed. */
+	bool maps_search;
 	/* Backend counts for the ejection cap, by look parity: the last
 	 * complete look's (`groups_current`, -1 before one) and the one
 	 * under way. A drain the agent adds or lifts between looks moves the
@@ -172,11 +176,17 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 	free(cc);
 }
 
-static void send_command(struct haproxy_link *link, const char *command, const char *why)
+/* Queues a command on the link's command connection; link->commands
+ * counts it when queued. `observing`: a command that keeps HAProxy telling
+ * the agent what it needs (the watched map), sent in every enforcement
+ * mode - shadow mode promises not to act on HAProxy's servers, and this
+ * changes none; it keeps the breakers' view right. */
+static void queue_command(struct haproxy_link *link, const char *command, const char *why,
+			  bool observing)
 {
 	struct enforcer *e = link->owner;
 
-	if (e->mode != ENFORCE_RUNTIME_API) {
+	if (e->mode != ENFORCE_RUNTIME_API && !observing) {
 		log_info("shadow: would send to HAProxy %s: %s (%s)",
 			 runtime_api_client_address(link->client), command, why);
 		e->stats.shadow_commands++;
@@ -198,6 +208,11 @@ static void send_command(struct haproxy_link *link, const char *command, const c
 		return;
 	}
 	link->commands++;
+}
+
+static void send_command(struct haproxy_link *link, const char *command, const char *why)
+{
+	queue_command(link, command, why, false);
 }
 
 /* Keeps HAProxy's ownership map saying what the agent did to the server:
@@ -584,10 +599,10 @@ static void on_info(void *ctx, enum runtime_api_result result, const char *reply
 	if (link->info_known &&
 	    (info.pid != link->info.pid || info.start_time_sec != link->info.start_time_sec)) {
 		link->restarted = true; /* its counters start from zero */
-		/* Its configuration may load other maps: look for them again
-		 * (a reload can turn steady-state mode on or off). */
-		link->watched_map[0] = '\0';
-		link->retry_map[0] = '\0';
+		/* Its configuration may load other maps: search again at the
+		 * next look (a reload can turn steady-state mode on or off),
+		 * reading meanwhile the ones known. */
+		link->maps_search = true;
 		log_notice("HAProxy %s: new process (pid %llu, was %llu): re-applying the breakers",
 			   runtime_api_client_address(link->client), (unsigned long long)info.pid,
 			   (unsigned long long)link->info.pid);
@@ -686,16 +701,34 @@ static void on_map_list(void *ctx, enum runtime_api_result result, const char *r
 
 	if (result != RUNTIME_API_OK)
 		return;
+	link->maps_search = false;
 	if (map_file_find(reply, len, WATCHED_MAP_NAME, path, sizeof(path))) {
 		if (!link->watched_map[0])
 			log_notice("HAProxy %s loads %s: steady-state mode, it notifies the successes "
 				   "of watched servers only, and the agent keeps the map",
 				   runtime_api_client_address(link->client), WATCHED_MAP_NAME);
 		snprintf(link->watched_map, sizeof(link->watched_map), "%s", path);
+	} else {
+		if (link->watched_map[0])
+			log_notice("HAProxy %s no longer loads %s: every-response mode",
+				   runtime_api_client_address(link->client), WATCHED_MAP_NAME);
+		link->watched_map[0] = '\0';
+		/* Listed, but under a path no command may carry: steady-state
+		 * mode with a map nobody keeps, whose watched servers' successes
+		 * would never be notified. Said at every search. */
+		static const char listed[] = WATCHED_MAP_NAME ")";
+		if (memmem(reply, len, listed, sizeof(listed) - 1))
+			log_error("HAProxy %s loads %s under a path with characters other than "
+				  "letters, digits and /._- : the agent cannot keep it, and failures "
+				  "of its servers would add up to trips; rename it",
+				  runtime_api_client_address(link->client), WATCHED_MAP_NAME);
 	}
 	if (map_file_find(reply, len, RETRY_MAP_NAME, path, sizeof(path))) {
 		snprintf(link->retry_map, sizeof(link->retry_map), "%s", path);
-	} else if (!link->retry_missing_said) {
+	} else {
+		link->retry_map[0] = '\0';
+	}
+	if (!link->retry_map[0] && !link->retry_missing_said) {
 		link->retry_missing_said = true;
 		log_info("HAProxy %s loads no %s: its own 503 gets the configuration's fixed "
 			 "Retry-After, not the time until a breaker probes (see haproxy.cfg)",
@@ -776,7 +809,7 @@ static void on_retry_map(void *ctx, enum runtime_api_result result, const char *
 	long n = retry_map_parse(reply, len, &have, &skipped);
 	if (n < 0) {
 		/* Gone (another configuration), or no memory: search again. */
-		link->retry_map[0] = '\0';
+		link->maps_search = true;
 		return;
 	}
 	free(link->retry_have);
@@ -802,7 +835,7 @@ static void on_watched_entry(void *ctx, struct runtime_api_str backend, struct r
 	/* No breaker (dropped, evicted, or never one): nothing to watch.
 	 * Unless a command to the map went out after this look was queued:
 	 * it may be this server's own add. */
-	if (e->mode != ENFORCE_RUNTIME_API || link->watched_last_command > link->look_queued_after)
+	if (link->watched_last_command > link->look_queued_after)
 		return;
 	char command[OWNER_MAP_CMD_MAX], be[BREAKER_NAME_MAX + 1], srv[BREAKER_NAME_MAX + 1];
 	if (backend.len > BREAKER_NAME_MAX || server.len > BREAKER_NAME_MAX)
@@ -811,10 +844,11 @@ static void on_watched_entry(void *ctx, struct runtime_api_str backend, struct r
 	be[backend.len] = '\0';
 	memcpy(srv, server.ptr, server.len);
 	srv[server.len] = '\0';
-	if (watched_map_cmd(command, sizeof(command), link->watched_map, be, srv, false)) {
-		send_command(link, command, "no breaker to watch");
+	uint64_t before = link->commands;
+	if (watched_map_cmd(command, sizeof(command), link->watched_map, be, srv, false))
+		queue_command(link, command, "no breaker to watch", true);
+	if (link->commands != before)
 		link->watched_last_command = link->commands;
-	}
 }
 
 /* `show map FILE`: the servers HAProxy notifies every response of. */
@@ -826,7 +860,7 @@ static void on_watched_map(void *ctx, enum runtime_api_result result, const char
 	if (result != RUNTIME_API_OK)
 		return;
 	if (!watched_map_parse(reply, len, on_watched_entry, link, &skipped)) {
-		link->watched_map[0] = '\0'; /* gone: search again */
+		link->maps_search = true; /* gone, or renamed: search again */
 		return;
 	}
 	link->watched_read = true;
@@ -840,7 +874,7 @@ static void on_watched_map(void *ctx, enum runtime_api_result result, const char
 static void sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, bool look)
 {
-	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->watched_map[0])
+	if (!link->watched_map[0])
 		return;
 	if (look) {
 		if (!link->watched_read || en->watched_command > link->look_queued_after)
@@ -853,8 +887,12 @@ static void sync_watched(struct haproxy_link *link, struct breaker_table_entry *
 	    !watched_map_cmd(command, sizeof(command), link->watched_map, entry->backend,
 			     entry->server, want))
 		return;
-	send_command(link, command, want ? "breaker dirty: every response matters"
-					 : "breaker clean: only failures matter");
+	uint64_t before = link->commands;
+	queue_command(link, command,
+		      want ? "breaker dirty: every response matters" : "breaker clean: only failures matter",
+		      true);
+	if (link->commands == before)
+		return; /* not queued: the next look finds it missing and tries again */
 	en->watched_have = want;
 	en->watched_command = link->commands;
 	link->watched_last_command = link->commands;
@@ -1220,7 +1258,7 @@ static bool start_look(struct haproxy_link *link)
 		/* The records' names are looked for until found; from then on
 		 * they are read, and a reply that no longer knows one starts
 		 * the search again (on_owner_map, on_retry_map). */
-		((link->owner_map[0] && link->retry_map[0]) ||
+		((link->owner_map[0] && link->retry_map[0] && !link->maps_search) ||
 		 runtime_api_submit(link->client, "show map", on_map_list, link)) &&
 		(!link->owner_map[0] ||
 		 runtime_api_submit(link->client, show_owner, on_owner_map, link)) &&
@@ -1312,9 +1350,18 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 		/* The new link's list of servers waiting for room starts empty:
 		 * they wait again from their next convergence. */
 		for (uint32_t j = 0; j < e->capacity; j++) {
-			e->links[i].entries[j].last_command = 0;
-			e->links[i].entries[j].ejection_capped = false;
+			struct enforce_entry *en = &e->links[i].entries[j];
+			en->last_command = 0;
+			en->ejection_capped = false;
+			/* The new link's looks and commands count from zero: the
+			 * next look's read of the watched map decides. */
+			en->watched_command = 0;
+			en->watched_in_look = 0;
+			en->watched_have = false;
 		}
+		/* The maps it found are still there: read from the first look. */
+		memcpy(e->links[i].watched_map, old->watched_map, sizeof(old->watched_map));
+		memcpy(e->links[i].retry_map, old->retry_map, sizeof(old->retry_map));
 		e->links[i].info = old->info;
 		e->links[i].info_known = old->info_known;
 	}

@@ -27,7 +27,8 @@ teardown() {
 }
 
 # scene W1 W2 W3: each worker's behaviour, then the agent driving the
-# shipped HAProxy (steady-state SPOE file) through its admin socket.
+# shipped HAProxy (steady-state SPOE file) through its admin socket
+# (AGENT_EXTRA: more of its options).
 scene() {
 	local name port behaviour i=0
 	for behaviour in "$@"; do
@@ -38,7 +39,7 @@ scene() {
 		start_worker "$name" "$port" "$behaviour"
 	done
 	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
-		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown 60s
+		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown 60s ${AGENT_EXTRA:-}
 	wait_port "$AGENT_PORT"
 	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
 	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
@@ -141,4 +142,48 @@ status_of() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT$
 	# A server with no breaker has nothing to watch.
 	haproxy_cli "add map breaker-watched.map nobody@workers 1" >/dev/null
 	wait_until 5 is_not_watched nobody@workers
+}
+
+@test "steady-state: in shadow mode the agent changes no server, and keeps the watched map" {
+	AGENT_EXTRA="--enforce none" scene 500 200 200
+	local i
+	for i in $(seq 60); do
+		[ "$(breaker_field workers/w1 state)" = open ] && break
+		status_of / >/dev/null
+	done
+	run breaker_field workers/w1 state
+	assert_output open
+	# Watched, so that its probes' answers come; not drained: shadow.
+	wait_until 5 is_watched w1@workers
+	is_not_drained w1
+}
+
+# A link rebuilt by SIGHUP counts its commands and looks from zero.
+@test "steady-state: after a reload rebuilds the HAProxy link, the watched map is still kept" {
+	cat >"$RUN_DIR/agent.ini" <<INI
+[haproxy]
+poll_interval = 500ms
+INI
+	AGENT_EXTRA="-f $RUN_DIR/agent.ini" scene 200 200 200
+	only_w1
+	local i
+	# Map commands on the first link: watched, clean, several times.
+	for i in 1 2 3; do
+		run status_of /status/500
+		assert_output 500
+		wait_until 5 is_watched w1@workers
+		run status_of /
+		assert_output 200
+		wait_until 5 is_not_watched w1@workers
+	done
+	run status_of /status/500
+	assert_output 500
+	wait_until 5 is_watched w1@workers
+	sed -i 's/^poll_interval = .*/poll_interval = 400ms/' "$RUN_DIR/agent.ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 5 grep -q "configuration reloaded" "$RUN_DIR/agent.log"
+	# Lost in HAProxy: the new link's next looks write it again.
+	haproxy_cli "del map breaker-watched.map w1@workers" >/dev/null
+	is_not_watched w1@workers
+	wait_until 5 is_watched w1@workers
 }

@@ -142,6 +142,29 @@ static void test_global_overload_under_retries_never_trips(void **state)
 	assert_int_equal(server(t, "be", "w1")->breaker.failure_streak, 0);
 }
 
+/* Steady-state mode notifies a success only for a dirty breaker: under
+ * wedged_after, a run of capacity statuses must make it dirty, or the
+ * success that ends the run would never be seen. */
+static void test_capacity_run_is_dirty_under_wedged_after(void **state)
+{
+	struct breaker_table *t = *state;
+	struct breaker_table_entry *e = server(t, "be", "w1");
+	assert_false(breaker_is_dirty(&e->breaker));
+	struct breaker_event ev = breaker_table_record_response(t, e, BREAKER_OUTCOME_BACKPRESSURE, T0);
+	assert_int_equal(ev.dirty, BREAKER_BECAME_DIRTY);
+	ev = breaker_table_record_capacity_retries(t, e, 5, T0 + 500);
+	assert_int_equal(ev.dirty, BREAKER_DIRTY_UNCHANGED);
+	ev = breaker_table_record_response(t, e, BREAKER_OUTCOME_SUCCESS, T0 + 600);
+	assert_int_equal(ev.dirty, BREAKER_BECAME_CLEAN);
+	assert_int_equal(e->breaker.capacity_run, 0);
+
+	/* Without wedged_after a 503 changes no decision: clean throughout. */
+	policy.wedged_after_ms = 0;
+	ev = breaker_table_record_response(t, e, BREAKER_OUTCOME_BACKPRESSURE, T0 + 700);
+	assert_int_equal(ev.dirty, BREAKER_DIRTY_UNCHANGED);
+	assert_false(breaker_is_dirty(&e->breaker));
+}
+
 /* Everyone answers 503: the backend is busy, nobody is wedged. */
 static void global_overload(struct breaker_table *t, uint64_t now, unsigned step)
 {
@@ -296,6 +319,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wedged_found_from_retried_capacity_statuses, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_global_overload_under_retries_never_trips, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_capacity_run_is_dirty_under_wedged_after, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_busy_worker_that_serves_never_trips, setup,
 						teardown),
