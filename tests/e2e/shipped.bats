@@ -37,6 +37,13 @@ teardown() {
 	assert_failure
 }
 
+@test "the shipped configuration passes haproxy -c without a warning with the steady-state SPOE file too" {
+	BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker-steady.conf \
+		"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check-steady.log" 2>&1
+	run grep -i -E "warning|alert" "$RUN_DIR/check-steady.log"
+	assert_failure
+}
+
 @test "with the shipped configuration, worker responses pass unchanged" {
 	run bash -c "curl -s -D - http://127.0.0.1:$FE_PORT/status/503 | tr -d '\r'"
 	assert_line "HTTP/1.1 503 Service Unavailable"
