@@ -67,6 +67,10 @@ struct enforce_entry {
 	bool watched_have;
 	uint32_t watched_in_look;
 	uint64_t watched_command;
+	/* Its 1xx-3xx answers by HAProxy's counters at the previous look:
+	 * in steady-state mode a clean server's successes reach the agent
+	 * only this way. */
+	uint64_t successes_counted;
 };
 
 #endif /* SPOA_ENFORCE_T_H */

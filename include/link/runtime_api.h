@@ -112,6 +112,9 @@ struct runtime_api_stat_row {
 	uint64_t iid; /* proxy id */
 	uint64_t sid; /* server id within the proxy */
 	uint64_t scur; /* current sessions: requests in flight on the server */
+	/* The worker's own answers by class (optional columns, 0 when
+	 * absent); 429 is among the 4xx. */
+	uint64_t hrsp_1xx, hrsp_2xx, hrsp_3xx, hrsp_4xx;
 };
 
 typedef void (*runtime_api_stat_fn)(void *ctx, const struct runtime_api_stat_row *row);
@@ -146,7 +149,7 @@ bool runtime_api_parse_stat(const char *buf, size_t len, runtime_api_stat_fn fn,
  * (test_runtime_api_parse, fuzz_runtime_api). A refused reply is known at
  * its first two bytes and consumes everything after. Fields are private.
  */
-#define RUNTIME_API_STAT_COLS 17
+#define RUNTIME_API_STAT_COLS 21
 struct runtime_api_stat_columns {
 	size_t nb_fields;
 	struct {

@@ -940,6 +940,26 @@ static void record_faults(struct haproxy_link *link, struct breaker_table_entry 
 }
 
 /*
+ * Steady-state mode: a clean server's successes are not notified, yet
+ * wedged_after needs to know that a backend's other servers are serving.
+ * HAProxy's counters know: 1xx-3xx answers since the previous look count
+ * as a success of the server now (a look's delay, well under any
+ * wedged_after). Only once a previous look gave the baseline, and not
+ * across an HAProxy restart (its counters start again).
+ */
+static void note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
+				   struct enforce_entry *en, const struct runtime_api_stat_row *row)
+{
+	uint64_t counted = row->hrsp_1xx + row->hrsp_2xx + row->hrsp_3xx;
+	bool baseline = en->seen_in_look != 0 && !link->restarted && counted >= en->successes_counted;
+	uint64_t delta = baseline ? counted - en->successes_counted : 0;
+	en->successes_counted = counted;
+	if (delta > 0 && link->watched_map[0])
+		breaker_table_note_outcome(link->owner->table, entry, BREAKER_OUTCOME_SUCCESS,
+					   clock_now_ms());
+}
+
+/*
  * Every HTTP server HAProxy lists gets a breaker (within max_breakers): one
  * that only ever refuses connections sends nothing over SPOP, and its
  * faults come from the counters alone. TCP backends -- the agent's own
@@ -966,6 +986,7 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 		en->seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
 	en->seen.sessions = row->scur > UINT32_MAX ? UINT32_MAX : (uint32_t)row->scur;
 	record_faults(link, entry, en, row);
+	note_counted_successes(link, entry, en, row);
 }
 
 static size_t on_stat_bytes(void *ctx, const char *buf, size_t len, bool at_end)

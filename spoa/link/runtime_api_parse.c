@@ -185,6 +185,11 @@ enum stat_col {
 	STAT_MODE,
 	/* optional: current sessions, 0 when absent */
 	STAT_SCUR,
+	/* optional: the worker's own 1xx-4xx answers, 0 when absent */
+	STAT_HRSP_1XX,
+	STAT_HRSP_2XX,
+	STAT_HRSP_3XX,
+	STAT_HRSP_4XX,
 	STAT_NB_COLS,
 };
 #define STAT_NB_REQUIRED STAT_TYPE
@@ -207,6 +212,10 @@ static const char *const stat_col_names[STAT_NB_COLS] = {
 	[STAT_TYPE] = "type",
 	[STAT_MODE] = "mode",
 	[STAT_SCUR] = "scur",
+	[STAT_HRSP_1XX] = "hrsp_1xx",
+	[STAT_HRSP_2XX] = "hrsp_2xx",
+	[STAT_HRSP_3XX] = "hrsp_3xx",
+	[STAT_HRSP_4XX] = "hrsp_4xx",
 };
 
 _Static_assert(STAT_NB_COLS <= RUNTIME_API_STAT_COLS, "runtime_api.h: RUNTIME_API_STAT_COLS too small");
@@ -347,6 +356,10 @@ static bool stat_row_fill(const struct runtime_api_str *v, const bool *quoted, s
 	    {STAT_IID, offsetof(struct runtime_api_stat_row, iid)},
 	    {STAT_SID, offsetof(struct runtime_api_stat_row, sid)},
 	    {STAT_SCUR, offsetof(struct runtime_api_stat_row, scur)},
+	    {STAT_HRSP_1XX, offsetof(struct runtime_api_stat_row, hrsp_1xx)},
+	    {STAT_HRSP_2XX, offsetof(struct runtime_api_stat_row, hrsp_2xx)},
+	    {STAT_HRSP_3XX, offsetof(struct runtime_api_stat_row, hrsp_3xx)},
+	    {STAT_HRSP_4XX, offsetof(struct runtime_api_stat_row, hrsp_4xx)},
 	};
 
 	row->pxname = v[STAT_PXNAME];

@@ -187,3 +187,21 @@ INI
 	is_not_watched w1@workers
 	wait_until 5 is_watched w1@workers
 }
+
+# Its neighbours are clean, so their successes are never notified: only
+# HAProxy's counters tell the agent that the backend is serving.
+@test "steady-state: a worker wedged at 503 beside clean ones that serve is opened as wedged" {
+	AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" scene 503 200 200
+	local i
+	for i in $(seq 300); do
+		[ "$(breaker_field workers/w1 state)" = open ] && break
+		run status_of /
+		assert_output 200 # its 503s are retried on the others
+		sleep 0.02
+	done
+	run breaker_field workers/w1 opened_by
+	assert_output wedged
+	wait_until 5 is_drained w1
+	is_not_watched w2@workers
+	is_not_watched w3@workers
+}
