@@ -105,7 +105,9 @@ void breaker_restore_history(struct breaker *b, uint32_t trips_in_a_row, uint64_
  *   backpressure: CLOSED nothing, the streak is kept; OPEN ignored;
  *                 HALF_OPEN => CLOSED (policy close) or no sample (policy
  *                 ignore: HAProxy frees the probe's maxconn slot when the
- *                 request ends, so a busy worker cannot wedge the breaker).
+ *                 request ends, so a busy worker cannot wedge the breaker);
+ *                 but a breaker opened as wedged => OPEN again, still
+ *                 wedged (a capacity status is its symptom).
  */
 struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms);
 struct breaker_event breaker_record_failure(struct breaker *b, uint64_t now_ms);

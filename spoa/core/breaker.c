@@ -440,6 +440,13 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 		/* A late 503 must not reset a breaker that has already tripped. */
 		break;
 	case BREAKER_HALF_OPEN:
+		if (b->last_trip_rule == BREAKER_TRIP_WEDGED) {
+			/* Opened for answering nothing but capacity statuses: one
+			 * more is the symptom, not a sign of life. Still wedged,
+			 * and the wedged reason stays for the next probe. */
+			trip(b, BREAKER_TRIP_WEDGED, now_ms);
+			break;
+		}
 		if (b->policy->half_open_backpressure == BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE) {
 			/* Seed 000: any answer proves the worker is up, which is
 			 * what the probe was sent to find out - provided its body

@@ -72,11 +72,15 @@ static void format_detail(char *buf, size_t size, const struct breaker_table_ent
 			snprintf(rule, sizeof(rule), "the half-open probe failed");
 			break;
 		case BREAKER_TRIP_WEDGED:
-			snprintf(rule, sizeof(rule),
-				 "wedged: only capacity statuses for %llu ms (at least %u) while "
-				 "another server of the backend succeeded",
-				 (unsigned long long)b->policy->wedged_after_ms,
-				 b->policy->minimum_volume);
+			if (ev->from == BREAKER_HALF_OPEN)
+				snprintf(rule, sizeof(rule),
+					 "still wedged: the half-open probe got a capacity status");
+			else
+				snprintf(rule, sizeof(rule),
+					 "wedged: only capacity statuses for %llu ms (at least %u) "
+					 "while another server of the backend succeeded",
+					 (unsigned long long)b->policy->wedged_after_ms,
+					 b->policy->minimum_volume);
 			break;
 		case BREAKER_TRIP_NONE:
 			snprintf(rule, sizeof(rule), "opened");

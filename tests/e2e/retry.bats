@@ -157,7 +157,7 @@ retries_429() {
 }
 
 @test "a worker wedged at 503 is found though HAProxy retries every one of its 503s elsewhere" {
-	AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" scene 503 200 200
+	AGENT_COOLDOWN=1s AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" scene 503 200 200
 	local i
 	for i in $(seq 300); do
 		[ "$(breaker_field workers/w1 state)" = open ] && break
@@ -173,6 +173,17 @@ retries_429() {
 		"$RUN_DIR/agent.log"
 	is_not_drained w2
 	is_not_drained w3
+	# Its half-open probe gets a 503 again: still wedged, open again - a
+	# capacity status is no sign of life from a worker opened for them.
+	for i in $(seq 300); do
+		grep -q "breaker workers/w1: half_open -> open .*still wedged" "$RUN_DIR/agent.log" && break
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		sleep 0.02
+	done
+	grep -q "breaker workers/w1: half_open -> open .*still wedged: the half-open probe got a capacity status" \
+		"$RUN_DIR/agent.log"
+	run grep -c "breaker workers/w1: half_open -> closed" "$RUN_DIR/agent.log"
+	assert_output 0
 }
 
 # "STATUS CODE RETRY-AFTER" of one request (- for a missing header).

@@ -165,6 +165,53 @@ static void test_capacity_run_is_dirty_under_wedged_after(void **state)
 	assert_false(breaker_is_dirty(&e->breaker));
 }
 
+/* Opened as wedged, its probe answered 503 again: still wedged, whatever
+ * half_open_backpressure says of an ordinary breaker; a success closes. */
+static void test_wedged_probe_answered_503_reopens(void **state)
+{
+	struct breaker_table *t = *state;
+	assert_true(time_to_open(t, "be", "w1", wedged_beside_a_healthy_one, 100000) > 0);
+	struct breaker *b = &server(t, "be", "w1")->breaker;
+	uint64_t now = breaker_next_deadline(b);
+	breaker_tick(b, now);
+	assert_int_equal(b->state, BREAKER_HALF_OPEN);
+	policy.half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
+	struct breaker_event ev =
+		breaker_table_record_response(t, server(t, "be", "w1"), BREAKER_OUTCOME_BACKPRESSURE, now);
+	assert_int_equal(ev.from, BREAKER_HALF_OPEN);
+	assert_int_equal(ev.to, BREAKER_OPEN);
+	assert_int_equal(ev.trip_rule, BREAKER_TRIP_WEDGED);
+	assert_int_equal(b->trips_in_a_row, 2);
+	/* The same from the counters' retried 503s. */
+	now = breaker_next_deadline(b);
+	breaker_tick(b, now);
+	assert_int_equal(b->state, BREAKER_HALF_OPEN);
+	ev = breaker_table_record_capacity_retries(t, server(t, "be", "w1"), 3, now);
+	assert_int_equal(ev.to, BREAKER_OPEN);
+	assert_int_equal(b->trips_in_a_row, 3);
+	/* Recovered: its probe succeeds and it closes. */
+	now = breaker_next_deadline(b);
+	breaker_tick(b, now);
+	ev = breaker_table_record_response(t, server(t, "be", "w1"), BREAKER_OUTCOME_SUCCESS, now);
+	assert_int_equal(ev.to, BREAKER_CLOSED);
+}
+
+/* An ordinary breaker (opened by failures) still closes on a probe's 503. */
+static void test_failed_probe_answered_503_closes(void **state)
+{
+	struct breaker_table *t = *state;
+	struct breaker_table_entry *e = server(t, "be", "w1");
+	policy.half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
+	uint64_t now = T0;
+	while (breaker_would_allow(&e->breaker) && now < T0 + 1000)
+		breaker_table_record_response(t, e, BREAKER_OUTCOME_FAILURE, now++);
+	assert_int_equal(e->breaker.state, BREAKER_OPEN);
+	now = breaker_next_deadline(&e->breaker);
+	breaker_tick(&e->breaker, now);
+	struct breaker_event ev = breaker_table_record_response(t, e, BREAKER_OUTCOME_BACKPRESSURE, now);
+	assert_int_equal(ev.to, BREAKER_CLOSED);
+}
+
 /* Everyone answers 503: the backend is busy, nobody is wedged. */
 static void global_overload(struct breaker_table *t, uint64_t now, unsigned step)
 {
@@ -322,6 +369,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_capacity_run_is_dirty_under_wedged_after, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_wedged_probe_answered_503_reopens, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_probe_answered_503_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy_worker_that_serves_never_trips, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_below_minimum_volume_never_trips, setup,
