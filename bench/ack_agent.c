@@ -24,7 +24,13 @@
 #include "spop_wire.h"
 
 #define IN_CAP   (256 * 1024)
-#define ACK_ROOM 64 /* one ACK frame of one small variable */
+#define MAX_VARS 8
+#define ACK_ROOM (32 + MAX_VARS * 16) /* one ACK frame of MAX_VARS small variables */
+
+/* The variables each ACK sets (--vars): ack, then ack1..ack7. */
+static const char *const var_names[MAX_VARS] = {"ack", "ack1", "ack2", "ack3",
+						 "ack4", "ack5", "ack6", "ack7"};
+static unsigned nb_vars = 1;
 
 struct client {
 	int fd;
@@ -51,10 +57,12 @@ static void on_signal(int sig)
 
 static void usage(FILE *to)
 {
-	fprintf(to, "Usage: ack_agent [-l HOST:PORT]\n"
+	fprintf(to, "Usage: ack_agent [-l HOST:PORT] [-n VARS]\n"
 		    "An SPOE agent that ACKs every NOTIFY with one variable (ack=1), to measure\n"
 		    "what SPOE itself costs.\n\n"
 		    "  -l, --listen HOST:PORT  where to listen (default 127.0.0.1:12350)\n"
+		    "  -n, --vars N            set N variables per ACK, 1 to 8 (default 1): what\n"
+		    "                          each set-var costs HAProxy\n"
 		    "  -h, --help              this help\n"
 		    "Stops on TERM or INT.\n");
 }
@@ -126,7 +134,8 @@ static int answer(struct client *c, const struct wire_frame *f)
 	case WIRE_NOTIFY:
 		if (!c->hello_done)
 			break;
-		c->out_len += wire_ack_one_var(out, ACK_ROOM, f->stream_id, f->frame_id, "ack", 1);
+		c->out_len += wire_ack_vars(out, ACK_ROOM, f->stream_id, f->frame_id, var_names,
+					    nb_vars, 1);
 		return 1;
 	case WIRE_HAPROXY_DISCONNECT:
 		c->out_len += wire_disconnect(out, 256, WIRE_AGENT_DISCONNECT, 0, "normal");
@@ -219,12 +228,21 @@ static void on_accept(int lfd)
 int main(int argc, char **argv)
 {
 	static const struct option longs[] = {
-		{"listen", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"listen", required_argument, 0, 'l'}, {"vars", required_argument, 0, 'n'},
+		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	const char *addr = "127.0.0.1:12350";
 	int o;
-	while ((o = getopt_long(argc, argv, "l:h", longs, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "l:n:h", longs, NULL)) != -1) {
 		if (o == 'l') {
 			addr = optarg;
+		} else if (o == 'n') {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > MAX_VARS) {
+				fprintf(stderr, "ack_agent: --vars takes 1 to %d\n", MAX_VARS);
+				return 2;
+			}
+			nb_vars = (unsigned)v;
 		} else if (o == 'h') {
 			usage(stdout);
 			return 0;

@@ -292,21 +292,25 @@ table_memory() {
 }
 
 # --- 4. end to end -------------------------------------------------------------
-SETUPS="plain spoe-ack spoe-breaker spoe-steady lua"
+SETUPS="plain spoe-ack spoe-ack4 spoe-breaker spoe-steady spoe-steady-fail lua"
 
 # Renders and starts one HAProxy for SETUP; sets SPAWNED and FE_PORT_<setup>.
 start_haproxy() { # HAPROXY SETUP AGENT_PORT
-	local bin=$1 setup=$2 agent_port=$3 fe resp cfg=$RUN/haproxy-$2.cfg keep
-	fe=$(free_port) resp=$(free_port)
+	local bin=$1 setup=$2 agent_port=$3 fe resp fail cfg=$RUN/haproxy-$2.cfg keep
+	fe=$(free_port) resp=$(free_port) fail=$(free_port)
 	case $setup in
 	plain) keep="" ;;
 	spoe-steady) keep=steady ;;
+	spoe-steady-fail) keep="steady fail" ;;
 	spoe-*) keep=spoe ;;
 	lua) keep=lua ;;
 	esac
+	local k keep_args=()
+	for k in $keep; do keep_args+=(-e "s|^#$k||"); done
 	sed -e "s|@RUN@|$RUN|g" -e "s|@REPO@|$REPO|g" -e "s|@SETUP@|$setup|g" \
 		-e "s|@FE_PORT@|$fe|g" -e "s|@RESP_PORT@|$resp|g" -e "s|@AGENT_PORT@|$agent_port|g" \
-		${keep:+-e "s|^#$keep||"} bench/haproxy.cfg.in | grep -v '^#[a-z]' >"$cfg"
+		-e "s|@FAIL_PORT@|$fail|g" "${keep_args[@]}" bench/haproxy.cfg.in |
+		grep -v '^#[a-z]' >"$cfg"
 	cp haproxy/breaker-watched.map "$RUN/"
 	if ! "$bin" -c -q -f "$cfg" >"$RUN/haproxy-$setup-check.log" 2>&1; then
 		echo "bench: HAProxy refuses the $setup configuration:" >&2
@@ -351,16 +355,25 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 	spawn "t4-ack-$version" $PIN_LOAD "$ACK_BIN" --listen "127.0.0.1:$aport"
 	pids+=("$SPAWNED")
 	wait_port "$aport" || return 1
+	# The same floor with four variables per ACK, as many as the agent
+	# usually sets: the difference is what three set-vars cost HAProxy.
+	local a4port
+	a4port=$(free_port)
+	spawn "t4-ack4-$version" $PIN_LOAD "$ACK_BIN" --listen "127.0.0.1:$a4port" --vars 4
+	pids+=("$SPAWNED")
+	wait_port "$a4port" || return 1
 	PIN_AGENT="$PIN_LOAD" start_agent "t4-agent-$version" "$bport" "$badmin" || return 1
 	pids+=("$SPAWNED")
 	# Steady-state mode needs its agent on the Runtime API (it keeps the
 	# watched map): an agent of its own, started once its HAProxy is up.
-	local sport sadmin
-	sport=$(free_port) sadmin=$(free_port)
+	local sport sadmin fport fadmin
+	sport=$(free_port) sadmin=$(free_port) fport=$(free_port) fadmin=$(free_port)
 	for setup in $SETUPS; do
 		local agent_port=$aport
 		[ "$setup" = spoe-breaker ] && agent_port=$bport
 		[ "$setup" = spoe-steady ] && agent_port=$sport
+		[ "$setup" = spoe-ack4 ] && agent_port=$a4port
+		[ "$setup" = spoe-steady-fail ] && agent_port=$fport
 		if ! start_haproxy "$bin" "$setup" "$agent_port"; then
 			for i in "${haproxies[@]}"; do stop_haproxy ${i/:/ }; done
 			for i in "${pids[@]}"; do stop "$i"; done
@@ -372,8 +385,13 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 				--runtime-api "unix:$RUN/haproxy-spoe-steady.sock" || return 1
 			pids+=("$SPAWNED")
 		fi
+		if [ "$setup" = spoe-steady-fail ]; then
+			PIN_AGENT="$PIN_LOAD" start_agent "t4-steady-fail-$version" "$fport" "$fadmin" \
+				--runtime-api "unix:$RUN/haproxy-spoe-steady-fail.sock" || return 1
+			pids+=("$SPAWNED")
+		fi
 	done
-	for setup in spoe-ack spoe-breaker spoe-steady; do
+	for setup in spoe-ack spoe-ack4 spoe-breaker spoe-steady spoe-steady-fail; do
 		for i in $(seq 50); do agent_up_in "$setup" && break; sleep 0.2; done
 		agent_up_in "$setup" || echo "bench: HAProxy $version never saw its agent UP ($setup)" >&2
 	done
@@ -385,6 +403,8 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 	local notify_before steady_before
 	notify_before=$(curl -s "http://127.0.0.1:$badmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
 	steady_before=$(curl -s "http://127.0.0.1:$sadmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
+	local fail_before fail_after fail_requests
+	fail_before=$(curl -s "http://127.0.0.1:$fadmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
 	header "4. End to end, HAProxy $version (nbthread 1): wrk -t1 -c20, ${E2E_ROUNDS} rounds x ${SECS}s alternating, medians" \
 		"HAProxy on core 0; wrk and the agents on core 1"
 	for r in $(seq "$E2E_ROUNDS"); do
@@ -410,10 +430,11 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 			echo "${rps:-0} $p99 $busy $per_req" >>"$dir/$setup"
 			[ "$setup" = spoe-breaker ] && echo "${total:-0}" >>"$dir/breaker-requests"
 			[ "$setup" = spoe-steady ] && echo "${total:-0}" >>"$dir/steady-requests"
+			[ "$setup" = spoe-steady-fail ] && echo "${total:-0}" >>"$dir/steady-fail-requests"
 			[ -n "$errs" ] && echo "  round $r $setup: $errs" >>"$dir/errors"
 		done
 	done
-	printf '%-14s %10s %8s %10s %10s %12s %8s\n' setup "req/s" ratio "p99 ms" "HAProxy %" \
+	printf '%-17s %10s %8s %10s %10s %12s %8s\n' setup "req/s" ratio "p99 ms" "HAProxy %" \
 		"CPU us/req" ratio
 	local plain plain_cpu
 	plain=$(cut -d' ' -f1 "$dir/plain" | median)
@@ -422,7 +443,7 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 		local m cpu
 		m=$(cut -d' ' -f1 "$dir/$setup" | median)
 		cpu=$(cut -d' ' -f4 "$dir/$setup" | median)
-		printf '%-14s %10.0f %8s %10s %10s %12s %8s\n' "$setup" "$m" "$(ratio "$m" "$plain")" \
+		printf '%-17s %10.0f %8s %10s %10s %12s %8s\n' "$setup" "$m" "$(ratio "$m" "$plain")" \
 			"$(cut -d' ' -f2 "$dir/$setup" | median)" \
 			"$(cut -d' ' -f3 "$dir/$setup" | median)" "$cpu" "$(ratio "$cpu" "$plain_cpu")"
 	done
@@ -431,11 +452,16 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 	steady_after=$(curl -s "http://127.0.0.1:$sadmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
 	requests=$(awk '{s += $1} END {print s}' "$dir/breaker-requests")
 	steady_requests=$(awk '{s += $1} END {print s}' "$dir/steady-requests")
+	fail_after=$(curl -s "http://127.0.0.1:$fadmin/metrics" | awk '$1=="spoa_breaker_spop_frames_total{type=\"notify\"}" {print $2}')
+	fail_requests=$(awk '{s += $1} END {print s}' "$dir/steady-fail-requests")
 	echo "(ratios: to plain HAProxy; p99: wrk's, median of the rounds; HAProxy %: its busy share of core 0;"
 	echo " CPU us/req: HAProxy's CPU time per request, what SPOE or Lua adds to HAProxy itself;"
 	echo " spoa-breaker saw $((${notify_after:-0} - ${notify_before:-0})) NOTIFYs for $requests requests;"
 	echo " in steady-state mode (spoe-breaker-steady.conf, every worker healthy)" \
-		"$((${steady_after:-0} - ${steady_before:-0})) for $steady_requests)"
+		"$((${steady_after:-0} - ${steady_before:-0})) for $steady_requests;"
+	echo " with a fourth worker failing every request (drained by its agent after the warm-up)" \
+		"$((${fail_after:-0} - ${fail_before:-0})) for $fail_requests;"
+	echo " spoe-ack4: the ack-only agent setting 4 variables per ACK instead of 1)"
 	[ -f "$dir/errors" ] && cat "$dir/errors"
 	for i in "${haproxies[@]}"; do stop_haproxy ${i/:/ }; done
 	for i in "${pids[@]}"; do stop "$i"; done

@@ -172,14 +172,26 @@ size_t wire_agent_hello(uint8_t *out, size_t cap, uint32_t max_frame)
 size_t wire_ack_one_var(uint8_t *out, size_t cap, uint64_t stream_id, uint64_t frame_id,
 			const char *name, int32_t value)
 {
+	const char *names[1] = {name};
+	return wire_ack_vars(out, cap, stream_id, frame_id, names, 1, value);
+}
+
+size_t wire_ack_vars(uint8_t *out, size_t cap, uint64_t stream_id, uint64_t frame_id,
+		     const char *const *names, unsigned count, int32_t value)
+{
 	size_t n = put_header(out, cap, WIRE_ACK, stream_id, frame_id);
-	if (!n || cap - n < 3)
+	if (!n)
 		return 0;
-	out[n++] = WIRE_ACTION_SET_VAR;
-	out[n++] = 3; /* nb-args: scope, name, value */
-	out[n++] = WIRE_SCOPE_TXN;
-	/* INT32 travels as a varint of its 64-bit two's complement. */
-	APPEND(put_kv_int(out + n, cap - n, name, WIRE_T_INT32, (uint64_t)(int64_t)value));
+	for (unsigned i = 0; i < count; i++) {
+		if (cap - n < 3)
+			return 0;
+		out[n++] = WIRE_ACTION_SET_VAR;
+		out[n++] = 3; /* nb-args: scope, name, value */
+		out[n++] = WIRE_SCOPE_TXN;
+		/* INT32 travels as a varint of its 64-bit two's complement. */
+		APPEND(put_kv_int(out + n, cap - n, names[i], WIRE_T_INT32,
+				  (uint64_t)(int64_t)value));
+	}
 	return finish(out, n);
 }
 

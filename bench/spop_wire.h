@@ -80,6 +80,9 @@ size_t wire_agent_hello(uint8_t *out, size_t cap, uint32_t max_frame);
 /* An ACK setting one txn variable `name` to an INT32 value. */
 size_t wire_ack_one_var(uint8_t *out, size_t cap, uint64_t stream_id, uint64_t frame_id,
 			const char *name, int32_t value);
+/* An ACK setting `count` txn variables, names[i] each, all to value. */
+size_t wire_ack_vars(uint8_t *out, size_t cap, uint64_t stream_id, uint64_t frame_id,
+		     const char *const *names, unsigned count, int32_t value);
 
 /* An AGENT-DISCONNECT (or HAPROXY-DISCONNECT, by type) with a status and
  * message. */
