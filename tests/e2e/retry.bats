@@ -275,7 +275,7 @@ open_every_breaker() {
 	done
 	run breaker_field workers/w3 state
 	assert_output closed
+	# Gone from HAProxy's map: the agent deleted it (its log may not say
+	# so: command lines are rate-limited).
 	wait_until 5 retry_moment_gone
-	run grep -c "del map .*breaker-retry-at.map workers" "$RUN_DIR/agent.log"
-	assert_output --regexp '^[1-9]'
 }
