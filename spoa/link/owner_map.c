@@ -137,29 +137,45 @@ static void parse_value(const char *v, size_t len, struct owner_record *r)
 	r->present = r->drained || r->limited;
 }
 
-/* "0xADDR KEY VALUE": false when the line is not an entry. */
+bool map_entry_split(const char *p, size_t len, struct runtime_api_str *key,
+		     struct runtime_api_str *value)
+{
+	const char *end = p + len;
+	if (len < 3 || p[0] != '0' || p[1] != 'x')
+		return false;
+	const char *sp1 = memchr(p, ' ', len);
+	if (!sp1)
+		return false;
+	const char *k = sp1 + 1;
+	const char *sp2 = memchr(k, ' ', (size_t)(end - k));
+	*key = (struct runtime_api_str){k, (size_t)((sp2 ? sp2 : end) - k)};
+	*value = sp2 ? (struct runtime_api_str){sp2 + 1, (size_t)(end - sp2 - 1)}
+		     : (struct runtime_api_str){NULL, 0};
+	return true;
+}
+
+bool map_reply_is_list(const char *reply, size_t len)
+{
+	/* An empty map answers nothing; an error answers a sentence. */
+	return len == 0 || (len >= 2 && reply[0] == '0' && reply[1] == 'x') || reply[0] == '\n';
+}
+
+/* "0xADDR BACKEND/SERVER VALUE": false when the line is not an entry. */
 static bool parse_entry(struct runtime_api_str line, struct runtime_api_str *backend,
 			struct runtime_api_str *server, struct owner_record *rec)
 {
-	const char *p = line.ptr, *end = line.ptr + line.len;
-	if (line.len < 3 || p[0] != '0' || p[1] != 'x')
+	struct runtime_api_str key, value;
+	if (!map_entry_split(line.ptr, line.len, &key, &value) || !value.ptr)
 		return false;
-	const char *sp1 = memchr(p, ' ', line.len);
-	if (!sp1)
-		return false;
-	const char *key = sp1 + 1;
-	const char *sp2 = memchr(key, ' ', (size_t)(end - key));
-	if (!sp2)
-		return false;
-	const char *slash = memchr(key, '/', (size_t)(sp2 - key));
+	const char *slash = memchr(key.ptr, '/', key.len);
 	if (!slash)
 		return false;
-	*backend = (struct runtime_api_str){key, (size_t)(slash - key)};
-	*server = (struct runtime_api_str){slash + 1, (size_t)(sp2 - slash - 1)};
+	*backend = (struct runtime_api_str){key.ptr, (size_t)(slash - key.ptr)};
+	*server = (struct runtime_api_str){slash + 1, (size_t)(key.ptr + key.len - slash - 1)};
 	if (!name_is_valid(backend->ptr, backend->len) || !name_is_valid(server->ptr, server->len))
 		return false;
 	memset(rec, 0, sizeof(*rec));
-	parse_value(sp2 + 1, (size_t)(end - sp2 - 1), rec);
+	parse_value(value.ptr, value.len, rec);
 	return true;
 }
 
@@ -171,8 +187,7 @@ bool owner_map_parse(const char *reply, size_t len, owner_map_fn fn, void *ctx,
 	struct owner_record rec;
 	unsigned bad = 0;
 
-	/* An empty map answers nothing; an error answers a sentence. */
-	if (len > 0 && !(len >= 2 && reply[0] == '0' && reply[1] == 'x') && reply[0] != '\n')
+	if (!map_reply_is_list(reply, len))
 		return false;
 	while (next_line(&p, end, &line)) {
 		if (line.len == 0)

@@ -14,20 +14,13 @@
 /* "0xADDR BACKEND VALUE" into e; false when the line is not such an entry. */
 static bool parse_entry(const char *p, size_t len, struct retry_map_entry *e)
 {
-	const char *end = p + len;
-	if (len < 3 || p[0] != '0' || p[1] != 'x')
+	struct runtime_api_str k, value;
+	if (!map_entry_split(p, len, &k, &value) || !value.ptr)
 		return false;
-	const char *sp1 = memchr(p, ' ', len);
-	if (!sp1)
-		return false;
-	const char *key = sp1 + 1;
-	const char *sp2 = memchr(key, ' ', (size_t)(end - key));
-	if (!sp2)
-		return false;
-	size_t key_len = (size_t)(sp2 - key);
+	const char *key = k.ptr, *v = value.ptr, *end = value.ptr + value.len;
+	size_t key_len = k.len;
 	if (key_len > BREAKER_NAME_MAX || !name_is_valid(key, key_len))
 		return false;
-	const char *v = sp2 + 1;
 	/* At most 18 digits: no overflow, and far beyond any real moment. */
 	if (v == end || end - v > 18)
 		return false;
@@ -60,8 +53,7 @@ long retry_map_parse(const char *reply, size_t len, struct retry_map_entry **out
 	*out = NULL;
 	if (skipped)
 		*skipped = 0;
-	/* An empty map answers nothing; an error answers a sentence. */
-	if (len > 0 && !(len >= 2 && reply[0] == '0' && reply[1] == 'x') && reply[0] != '\n')
+	if (!map_reply_is_list(reply, len))
 		return -1;
 	for (size_t i = 0; i < len; i++)
 		lines += reply[i] == '\n';

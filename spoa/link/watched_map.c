@@ -14,22 +14,16 @@
 static bool parse_entry(const char *p, size_t len, struct runtime_api_str *backend,
 			struct runtime_api_str *server)
 {
-	const char *end = p + len;
-	if (len < 3 || p[0] != '0' || p[1] != 'x')
+	struct runtime_api_str key, value;
+	if (!map_entry_split(p, len, &key, &value))
 		return false;
-	const char *sp1 = memchr(p, ' ', len);
-	if (!sp1)
-		return false;
-	const char *key = sp1 + 1;
-	const char *sp2 = memchr(key, ' ', (size_t)(end - key));
-	const char *key_end = sp2 ? sp2 : end;
-	const char *at = NULL;
-	for (const char *c = key; c < key_end; c++)
+	const char *key_end = key.ptr + key.len, *at = NULL;
+	for (const char *c = key.ptr; c < key_end; c++)
 		if (*c == '@')
 			at = c;
 	if (!at)
 		return false;
-	*server = (struct runtime_api_str){key, (size_t)(at - key)};
+	*server = (struct runtime_api_str){key.ptr, (size_t)(at - key.ptr)};
 	*backend = (struct runtime_api_str){at + 1, (size_t)(key_end - at - 1)};
 	return name_is_valid(server->ptr, server->len) && name_is_valid(backend->ptr, backend->len);
 }
@@ -41,8 +35,7 @@ bool watched_map_parse(const char *reply, size_t len, watched_map_fn fn, void *c
 	struct runtime_api_str backend, server;
 	unsigned bad = 0;
 
-	/* An empty map answers nothing; an error answers a sentence. */
-	if (len > 0 && !(len >= 2 && reply[0] == '0' && reply[1] == 'x') && reply[0] != '\n')
+	if (!map_reply_is_list(reply, len))
 		return false;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
