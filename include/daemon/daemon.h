@@ -46,6 +46,10 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
  * whole, or keep the running one whole. */
 void daemon_reload(struct daemon *d);
 
+/* Points the agent's ACK gate at the current HAProxy link (daemon.c);
+ * again after a reload replaced it. */
+void daemon_gate_link(struct daemon *d);
+
 /* The admin pages (admin_pages.c): /metrics, /state, /healthz from the
  * running parts. ctx is the daemon. */
 bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_cursor *cursor,

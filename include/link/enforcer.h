@@ -59,6 +59,20 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 			      size_t err_size);
 void enforcer_free(struct enforcer *e);
 
+/*
+ * Steady-state mode's ACK hold (ack_hold.h), for the SPOP agent's gate.
+ * enforcer_ack_take(): after a NOTIFY was answered, 0, or the ticket its
+ * ACK waits for when the response made its server watched (an `add map`
+ * was queued). enforcer_ack_passed(): whether that wait is over (every
+ * command queued before it, on each HAProxy keeping a watched map, was
+ * answered or failed). fn is called when tickets pass; a replacing
+ * enforcer keeps it and lets every earlier ticket pass.
+ */
+typedef void (*enforcer_release_fn)(void *ctx);
+uint64_t enforcer_ack_take(struct enforcer *e);
+bool enforcer_ack_passed(const struct enforcer *e, uint64_t ticket);
+void enforcer_on_ack_release(struct enforcer *e, enforcer_release_fn fn, void *ctx);
+
 /* What the agent changed on one server (entry index), for the snapshot:
  * fn is called once per HAProxy where it drained or limited the server,
  * with that HAProxy's Runtime API address, and once with address NULL for

@@ -56,6 +56,7 @@ struct agent_stats {
 	uint64_t healthchecks;
 	uint64_t hellos;
 	uint64_t notifies;
+	uint64_t acks_held; /* ACKs that waited at the gate */
 	uint64_t haproxy_disconnects;
 	uint64_t disconnects_sent[AGENT_STATUS_SLOTS]; /* by SPOP status code */
 	struct histogram notify_time; /* one NOTIFY frame: the mean over a read's frames (conn.c) */
@@ -63,6 +64,21 @@ struct agent_stats {
 
 struct conn;
 struct listener;
+
+/*
+ * Who may hold an ACK back (steady-state mode: the HAProxy link, until the
+ * `add map` a response caused has landed; link/ack_hold.h). After each
+ * NOTIFY is answered, take() returns 0, or a ticket its ACK must wait for;
+ * passed() says whether a ticket's wait is over. The ACK and those after it
+ * on the same connection stay queued meanwhile (HAProxy matches ACKs to
+ * streams by id; keeping them in order keeps the output one buffer). The
+ * gate calls agent_release_held() when tickets pass. No gate: no hold.
+ */
+struct ack_gate {
+	uint64_t (*take)(void *ctx);
+	bool (*passed)(void *ctx, uint64_t ticket);
+	void *ctx;
+};
 
 struct agent {
 	struct ev_loop *loop;
@@ -80,6 +96,9 @@ struct agent {
 	unsigned nb_listeners;
 	bool stopping;
 	ev_timer shutdown_timer;
+	struct ack_gate gate;
+	unsigned nb_held;      /* connections whose output waits at the gate */
+	ev_timer release_timer; /* releases them from the loop, never from the gate's call */
 };
 
 void agent_settings_default(struct agent_settings *s);
@@ -99,11 +118,20 @@ bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len);
  */
 void agent_stop(struct agent *a);
 
+/* Sets (or, with NULL functions, removes) the gate. Removing it releases
+ * every held ACK: its tickets mean nothing to another gate. */
+void agent_set_gate(struct agent *a, const struct ack_gate *gate);
+
+/* The gate's tickets have moved: held ACKs whose wait is over go out, from
+ * the loop's next turn. Safe from inside any callback. */
+void agent_release_held(struct agent *a);
+
 /* Frees what is left (listeners, connections) without any goodbye. */
 void agent_destroy(struct agent *a);
 
 /* --- for conn.c and listener.c (spop/conn.h, spop/listener.h) --- */
 void agent_count_disconnect(struct agent *a, enum spop_status status);
 void agent_conn_closed(struct agent *a);
+bool agent_conn_may_send(struct agent *a, uint64_t ticket);
 
 #endif /* SPOA_AGENT_H */

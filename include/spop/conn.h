@@ -23,5 +23,7 @@ void conn_goodbye(struct conn *c);
 void conn_free(struct conn *c);
 /* The next connection of the agent's list, or NULL. */
 struct conn *conn_next(struct conn *c);
+/* Sends the held output of c if its ticket has passed; may free c. */
+void conn_release_hold(struct conn *c);
 
 #endif /* SPOA_CONN_H */

@@ -306,6 +306,11 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	sample1(o, "spop_frames_total", "type", "notify", a->notifies);
 	sample1(o, "spop_frames_total", "type", "haproxy_disconnect", a->haproxy_disconnects);
 
+	family(o, "spop_acks_held_total", "counter",
+	       "ACKs held until the watched-map entry their response caused was in HAProxy "
+	       "(steady-state mode).");
+	sample(o, "spop_acks_held_total", a->acks_held);
+
 	family(o, "spop_disconnects_sent_total", "counter",
 	       "AGENT-DISCONNECT frames sent, by SPOP status code (0 normal; 99 any code above 13).");
 	for (unsigned i = 0; i < AGENT_STATUS_SLOTS; i++) {

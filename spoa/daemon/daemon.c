@@ -93,6 +93,32 @@ static bool subscribe_all(struct daemon *d)
 	return true;
 }
 
+/* The agent's ACK gate is the HAProxy link of the moment: a reload may
+ * replace it (the new one lets every earlier ticket pass). */
+static uint64_t gate_take(void *ctx)
+{
+	struct daemon *d = ctx;
+	return enforcer_ack_take(d->enforcer);
+}
+
+static bool gate_passed(void *ctx, uint64_t ticket)
+{
+	struct daemon *d = ctx;
+	return enforcer_ack_passed(d->enforcer, ticket);
+}
+
+static void gate_released(void *ctx)
+{
+	struct daemon *d = ctx;
+	agent_release_held(&d->agent);
+}
+
+void daemon_gate_link(struct daemon *d)
+{
+	enforcer_on_ack_release(d->enforcer, gate_released, d);
+	agent_release_held(&d->agent);
+}
+
 /* Starts every part; false (and logged) if one cannot start. Whatever
  * started is torn down by teardown(). */
 static bool start(struct daemon *d)
@@ -130,6 +156,9 @@ static bool start(struct daemon *d)
 	struct agent_settings settings = c->agent;
 	fit_descriptor_limit(c, &settings);
 	agent_init(&d->agent, d->loop, &settings, &d->dispatch);
+	const struct ack_gate gate = {.take = gate_take, .passed = gate_passed, .ctx = d};
+	agent_set_gate(&d->agent, &gate);
+	daemon_gate_link(d);
 	for (unsigned i = 0; i < c->nb_listen; i++) {
 		if (!agent_listen(&d->agent, c->listen[i], err, sizeof(err))) {
 			log_error("%s", err);

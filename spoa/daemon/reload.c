@@ -90,6 +90,7 @@ void daemon_reload(struct daemon *d)
 	if (enforcer) {
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;
+		daemon_gate_link(d);
 	}
 	config_restart_only_changes(&d->config, &fresh, warn_restart_only, NULL);
 	config_keep_restart_only(&fresh, &d->config);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "link/ack_hold.h"
 #include "link/agent_check.h"
 #include "link/ejection.h"
 #include "link/enforcer.h"
@@ -145,6 +146,14 @@ struct enforcer {
 	struct agent_check agent_check;
 	bool agent_check_open;
 	struct enforce_stats stats;
+	/* Steady-state mode: the ACK of a response that made its server
+	 * watched waits for the `add map` (ack_hold.h). wanted: the response
+	 * being answered queued one; released: told when points land. */
+	struct ack_hold ack_hold;
+	bool ack_hold_wanted;
+	enforcer_release_fn ack_released;
+	void *ack_released_ctx;
+	bool freeing; /* the clients' last callbacks come from enforcer_free */
 };
 
 /* ---- commands ---- */
@@ -154,12 +163,25 @@ struct command_ctx {
 	char command[OWNER_MAP_CMD_MAX];
 };
 
+/* Points whose commands have all completed let their ACKs go. */
+static void settle_ack_holds(struct enforcer *e)
+{
+	uint64_t done[ENFORCE_MAX_HAPROXY];
+
+	for (unsigned i = 0; i < e->nb_links; i++)
+		done[i] = e->links[i].commands_done;
+	if (ack_hold_settle(&e->ack_hold, done, e->nb_links) && e->ack_released)
+		e->ack_released(e->ack_released_ctx);
+}
+
 static void command_done(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
 	struct command_ctx *cc = ctx;
 	struct enforcer *e = cc->link->owner;
 
 	cc->link->commands_done++;
+	if (!e->freeing && ack_hold_waiting(&e->ack_hold))
+		settle_ack_holds(e);
 	if (result == RUNTIME_API_OK && len == 0) {
 		e->stats.commands_ok++;
 	} else if (result == RUNTIME_API_OK) {
@@ -518,7 +540,7 @@ static void converge_entry(struct haproxy_link *link, struct breaker_table_entry
 		release_waiting(link, en->be_id);
 }
 
-static void sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+static bool sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, bool look);
 
 /* The breakers' subscriber: a transition acts at once. */
@@ -529,10 +551,17 @@ static void on_recorded(void *ctx, struct breaker_table_entry *entry,
 
 	if (cause->kind == BREAKER_CAUSE_RESPONSE)
 		e->last_spop_ms[breaker_table_index(e->table, entry)] = cause->now_ms;
-	if (ev->dirty != BREAKER_DIRTY_UNCHANGED)
+	if (ev->dirty != BREAKER_DIRTY_UNCHANGED) {
+		bool added = false;
 		for (unsigned i = 0; i < e->nb_links; i++)
-			sync_watched(&e->links[i], entry,
-				     &e->links[i].entries[breaker_table_index(e->table, entry)], false);
+			added |= sync_watched(&e->links[i], entry,
+					      &e->links[i].entries[breaker_table_index(e->table, entry)],
+					      false);
+		/* The response being answered made its server watched: its
+		 * ACK waits for the entry (enforcer_ack_take()). */
+		if (added && cause->kind == BREAKER_CAUSE_RESPONSE)
+			e->ack_hold_wanted = true;
+	}
 	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
 		return;
 	for (unsigned i = 0; i < e->nb_links; i++)
@@ -870,15 +899,16 @@ static void on_watched_map(void *ctx, enum runtime_api_result result, const char
 }
 
 /* Makes HAProxy's watched map list the server exactly when its breaker is
- * dirty. From a transition (look false) or a look that read the map. */
-static void sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+ * dirty. From a transition (look false) or a look that read the map. True
+ * when it queued an `add map`. */
+static bool sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, bool look)
 {
 	if (!link->watched_map[0])
-		return;
+		return false;
 	if (look) {
 		if (!link->watched_read || en->watched_command > link->look_queued_after)
-			return; /* the look predates our own command */
+			return false; /* the look predates our own command */
 		en->watched_have = en->watched_in_look == link->look_id;
 	}
 	bool want = breaker_is_dirty(&entry->breaker);
@@ -886,16 +916,17 @@ static void sync_watched(struct haproxy_link *link, struct breaker_table_entry *
 	if (want == en->watched_have ||
 	    !watched_map_cmd(command, sizeof(command), link->watched_map, entry->backend,
 			     entry->server, want))
-		return;
+		return false;
 	uint64_t before = link->commands;
 	queue_command(link, command,
 		      want ? "breaker dirty: every response matters" : "breaker clean: only failures matter",
 		      true);
 	if (link->commands == before)
-		return; /* not queued: the next look finds it missing and tries again */
+		return false; /* not queued: the next look finds it missing and tries again */
 	en->watched_have = want;
 	en->watched_command = link->commands;
 	link->watched_last_command = link->commands;
+	return want;
 }
 
 /* Records what the counters say happened since the previous look. */
@@ -1466,6 +1497,13 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		return NULL;
 	}
 	take_over(e, previous);
+	if (previous) {
+		/* The previous link's held ACKs all go (its commands are failed
+		 * as it is freed); this one's points come after them. */
+		e->ack_hold.issued = e->ack_hold.settled = previous->ack_hold.issued;
+		e->ack_released = previous->ack_released;
+		e->ack_released_ctx = previous->ack_released_ctx;
+	}
 	if (e->nb_links > 0)
 		ev_timer_start(loop, &e->look_timer);
 	log_notice("enforcement: %s%s", enforce_mode_name(e->mode),
@@ -1478,6 +1516,7 @@ void enforcer_free(struct enforcer *e)
 {
 	if (!e)
 		return;
+	e->freeing = true;
 	breakers_unsubscribe(e->breakers, e);
 	ev_timer_stop(e->loop, &e->look_timer);
 	ev_timer_stop(e->loop, &e->sweep_timer);
@@ -1495,6 +1534,31 @@ void enforcer_free(struct enforcer *e)
 	free(e->agent_check_mem);
 	free(e->last_spop_ms);
 	free(e);
+}
+
+uint64_t enforcer_ack_take(struct enforcer *e)
+{
+	if (!e || !e->ack_hold_wanted)
+		return 0;
+	e->ack_hold_wanted = false;
+	/* Only links that keep a watched map: another HAProxy's drains have
+	 * nothing to do with this ACK. */
+	uint64_t queued[ENFORCE_MAX_HAPROXY] = {0};
+	for (unsigned i = 0; i < e->nb_links; i++)
+		if (e->links[i].watched_map[0])
+			queued[i] = e->links[i].commands;
+	return ack_hold_point(&e->ack_hold, queued, e->nb_links);
+}
+
+bool enforcer_ack_passed(const struct enforcer *e, uint64_t ticket)
+{
+	return !e || ack_hold_passed(&e->ack_hold, ticket);
+}
+
+void enforcer_on_ack_release(struct enforcer *e, enforcer_release_fn fn, void *ctx)
+{
+	e->ack_released = fn;
+	e->ack_released_ctx = ctx;
 }
 
 static bool holds_something(const struct enforce_memory *m)

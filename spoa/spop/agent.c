@@ -28,6 +28,40 @@ void agent_init(struct agent *a, struct ev_loop *loop, const struct agent_settin
 	a->loop = loop;
 	a->settings = *s;
 	a->dispatch = d;
+	ev_timer_init(&a->release_timer, NULL, 0., 0.);
+}
+
+bool agent_conn_may_send(struct agent *a, uint64_t ticket)
+{
+	return !a->gate.passed || a->gate.passed(a->gate.ctx, ticket);
+}
+
+static void release_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct agent *a = container_of(w, struct agent, release_timer);
+	(void)loop;
+	(void)revents;
+
+	/* Held connections have answered a NOTIFY: all are in `used`. */
+	for (struct conn *c = a->used.head, *next; c && a->nb_held > 0; c = next) {
+		next = conn_next(c);
+		conn_release_hold(c); /* may free c */
+	}
+}
+
+void agent_release_held(struct agent *a)
+{
+	if (a->nb_held == 0 || !a->loop || ev_is_active(&a->release_timer))
+		return;
+	ev_timer_init(&a->release_timer, release_cb, 0., 0.);
+	ev_timer_start(a->loop, &a->release_timer);
+}
+
+void agent_set_gate(struct agent *a, const struct ack_gate *gate)
+{
+	a->gate = gate && gate->take && gate->passed ? *gate : (struct ack_gate){0};
+	if (!a->gate.passed)
+		agent_release_held(a); /* with no gate, every ticket has passed */
 }
 
 void agent_count_disconnect(struct agent *a, enum spop_status status)
@@ -88,6 +122,8 @@ void agent_stop(struct agent *a)
 void agent_destroy(struct agent *a)
 {
 	close_listeners(a);
+	if (a->loop)
+		ev_timer_stop(a->loop, &a->release_timer);
 	a->stopping = false; /* no ev_break from conn_free now */
 	while (a->fresh.head)
 		conn_free(a->fresh.head);

@@ -21,6 +21,11 @@
  * both buffers are allocated with the connection. When the output buffer
  * cannot hold one more maximal frame, reading pauses until it drains, so a
  * peer that does not read cannot make us queue without bound.
+ *
+ * A held ACK (agent.h, struct ack_gate) stops sending at its first byte:
+ * it and everything answered after it wait in the output buffer until the
+ * gate lets its ticket pass. The buffer's bound holds as before: a long
+ * wait pauses reading, it never grows anything.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -59,6 +64,9 @@ struct conn {
 	size_t in_len, in_cap;
 	uint8_t *out;
 	size_t out_len, out_sent, out_cap;
+	bool held;           /* output from out + held_from waits at the gate */
+	size_t held_from;
+	uint64_t held_ticket;
 	char peer[64];
 	char engine_id[48];
 };
@@ -145,10 +153,19 @@ void conn_accept(struct agent *a, int fd, const char *peer)
 	log_debug("%s: connection accepted", c->peer);
 }
 
+static void hold_end(struct conn *c)
+{
+	if (c->held) {
+		c->held = false;
+		c->agent->nb_held--;
+	}
+}
+
 void conn_free(struct conn *c)
 {
 	struct agent *a = c->agent;
 
+	hold_end(c);
 	ev_io_stop(a->loop, &c->io);
 	ev_timer_stop(a->loop, &c->timer);
 	close(c->fd);
@@ -164,6 +181,8 @@ static size_t out_room(struct conn *c)
 	if (c->out_sent > 0) {
 		memmove(c->out, c->out + c->out_sent, c->out_len - c->out_sent);
 		c->out_len -= c->out_sent;
+		if (c->held)
+			c->held_from -= c->out_sent; /* never below out_sent: sending stops there */
 		c->out_sent = 0;
 	}
 	return c->out_cap - c->out_len;
@@ -179,6 +198,8 @@ static void conn_begin_close(struct conn *c)
 {
 	struct agent *a = c->agent;
 
+	/* The goodbye comes after every ACK: nothing waits any more. */
+	hold_end(c);
 	c->state = CONN_CLOSING;
 	ev_timer_stop(a->loop, &c->timer);
 	ev_timer_set(&c->timer, a->settings.close_timeout, 0.);
@@ -288,6 +309,29 @@ static void notify_batch_end(struct agent *a, const struct notify_batch *b)
 					   b->notifies);
 }
 
+/* The ACK just written at ack_at waits if the gate says so. Held already:
+ * the later ticket covers both (tickets pass in order). */
+static void hold_if_gated(struct conn *c, size_t ack_at)
+{
+	struct agent *a = c->agent;
+
+	if (!a->gate.take)
+		return;
+	uint64_t ticket = a->gate.take(a->gate.ctx);
+	if (ticket == 0 || agent_conn_may_send(a, ticket))
+		return;
+	a->stats.acks_held++;
+	if (c->held) {
+		if (ticket > c->held_ticket)
+			c->held_ticket = ticket;
+		return;
+	}
+	c->held = true;
+	c->held_from = ack_at;
+	c->held_ticket = ticket;
+	a->nb_held++;
+}
+
 static void handle_notify(struct conn *c, const struct spop_frame *f, struct notify_batch *batch)
 {
 	struct spop_writer w;
@@ -307,11 +351,13 @@ static void handle_notify(struct conn *c, const struct spop_frame *f, struct not
 	w.len = c->out_len;
 	/* CLOCK_MONOTONIC in ms, as clock_now_ms() reads it elsewhere. */
 	uint64_t now_ms = batch->start_ns / 1000000u;
+	size_t ack_at = c->out_len;
 	if (!dispatch_notify(c->agent->dispatch, f, &w, c->max_frame_size, now_ms, &why)) {
 		conn_disconnect(c, SPOP_STATUS_INVALID, why);
 		return;
 	}
 	c->out_len = w.len;
+	hold_if_gated(c, ack_at);
 }
 
 static void handle_haproxy_disconnect(struct conn *c, const struct spop_frame *f)
@@ -381,10 +427,17 @@ static void process_input(struct conn *c)
 }
 
 /* Sends what is queued. Returns false if the connection was freed. */
+static size_t sendable_end(const struct conn *c)
+{
+	return c->held ? c->held_from : c->out_len;
+}
+
 static bool flush_output(struct conn *c)
 {
-	while (c->out_sent < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent, MSG_NOSIGNAL);
+	size_t end = sendable_end(c);
+
+	while (c->out_sent < end) {
+		ssize_t n = send(c->fd, c->out + c->out_sent, end - c->out_sent, MSG_NOSIGNAL);
 		if (n > 0) {
 			c->out_sent += (size_t)n;
 		} else if (n < 0 && errno == EINTR) {
@@ -397,6 +450,8 @@ static bool flush_output(struct conn *c)
 			return false;
 		}
 	}
+	if (c->held)
+		return true; /* the rest waits at the gate */
 	c->out_len = c->out_sent = 0;
 	if (c->state == CONN_CLOSING && !c->write_shut) {
 		/* Our last frame is out: FIN after it, so HAProxy reads it before
@@ -409,7 +464,7 @@ static bool flush_output(struct conn *c)
 
 static void update_events(struct conn *c)
 {
-	bool pending = c->out_sent < c->out_len;
+	bool pending = c->out_sent < sendable_end(c);
 	int events;
 
 	if (c->state == CONN_CLOSING)
@@ -452,14 +507,9 @@ static bool read_input(struct conn *c)
 	return false;
 }
 
-static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* Answers what is waiting, sends, and answers again what waited for room. */
+static void answer_and_send(struct conn *c)
 {
-	struct conn *c = (struct conn *)w;
-	(void)loop;
-
-	if ((revents & EV_READ) && !read_input(c))
-		return;
-	/* Answer, send, and answer again what waited for room. */
 	for (;;) {
 		size_t before = c->in_len;
 		if (c->state != CONN_CLOSING)
@@ -471,6 +521,24 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 			break;
 	}
 	update_events(c);
+}
+
+static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = (struct conn *)w;
+	(void)loop;
+
+	if ((revents & EV_READ) && !read_input(c))
+		return;
+	answer_and_send(c);
+}
+
+void conn_release_hold(struct conn *c)
+{
+	if (!c->held || !agent_conn_may_send(c->agent, c->held_ticket))
+		return;
+	hold_end(c);
+	answer_and_send(c); /* frames that waited for output room, too */
 }
 
 /* READY: closes a connection silent for idle_timeout_ms; the timer is

@@ -28,7 +28,7 @@ teardown() {
 
 # scene W1 W2 W3: each worker's behaviour, then the agent driving the
 # shipped HAProxy (steady-state SPOE file) through its admin socket
-# (AGENT_EXTRA: more of its options).
+# (AGENT_EXTRA: more of its options; AGENT_RUNTIME_API: another socket).
 scene() {
 	local name port behaviour i=0
 	for behaviour in "$@"; do
@@ -39,7 +39,7 @@ scene() {
 		start_worker "$name" "$port" "$behaviour"
 	done
 	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
-		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown 60s ${AGENT_EXTRA:-}
+		--runtime-api "${AGENT_RUNTIME_API:-unix:$BREAKER_ADMIN_SOCKET}" --cooldown 60s ${AGENT_EXTRA:-}
 	wait_port "$AGENT_PORT"
 	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
 	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
@@ -52,7 +52,7 @@ notifies() { metric 'spoa_breaker_spop_frames_total{type="notify"}'; }
 
 # The watched map's keys, one a line.
 watched() {
-	haproxy_cli "show map breaker-watched.map" | awk 'NF >= 3 {print $2}'
+	haproxy_cli "show map ${WATCHED_MAP:-breaker-watched.map}" | awk 'NF >= 3 {print $2}'
 }
 is_watched() { watched | grep -qx "$1"; }
 is_not_watched() { ! watched | grep -qx "$1"; }
@@ -126,6 +126,41 @@ status_of() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT$
 	# failure streak.
 	run breaker_field workers/w1 opened_by
 	assert_output failure_streak
+}
+
+# The order HAProxy served is the order the breaker sees: once the client
+# of the response that made its server watched has its answer, HAProxy has
+# the entry, so every later response of that server is notified.
+@test "steady-state: the ACK of the response that makes a server watched waits for its add map" {
+	# Each `add map` reaches HAProxy 300 ms late; HAProxy waits up to 5 s
+	# for an ACK, so the wait shows at the client, not as a timeout.
+	sed -e 's/timeout processing .*/timeout processing 5s/' \
+		-e "s|map(breaker-watched.map)|map($REPO/haproxy/breaker-watched.map)|" \
+		"$REPO/haproxy/spoe-breaker-steady.conf" >"$RUN_DIR/spoe-steady.conf"
+	export BREAKER_SPOE_CONF=$RUN_DIR/spoe-steady.conf
+	WATCHED_MAP=$REPO/haproxy/breaker-watched.map
+	spawn relay python3 "$REPO/tests/lib/slow_runtime_api.py" --listen "$RUN_DIR/relay.sock" \
+		--upstream "$BREAKER_ADMIN_SOCKET" --delay 0.3 --answered "$RUN_DIR/answered"
+	wait_until 5 test -S "$RUN_DIR/relay.sock"
+	AGENT_RUNTIME_API="unix:$RUN_DIR/relay.sock" scene 200 200 200
+	only_w1
+	run status_of /status/500
+	assert_output 500
+	# Answered: HAProxy had the entry first (the relay notes it before
+	# the agent can know it). Without the hold the client would have its
+	# 500 some 300 ms before the entry lands.
+	run cat "$RUN_DIR/answered"
+	assert_success
+	assert_output --partial "add map"
+	is_watched w1@workers
+	run metric spoa_breaker_spop_acks_held_total
+	assert_output 1
+	# Clean again: the `del map` holds nothing.
+	run status_of /
+	assert_output 200
+	wait_until 5 is_not_watched w1@workers
+	run metric spoa_breaker_spop_acks_held_total
+	assert_output 1
 }
 
 @test "steady-state: an entry HAProxy lost is written again at the next look, a stray one removed" {

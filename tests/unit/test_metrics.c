@@ -354,6 +354,7 @@ static int setup(void **state)
 		observe(w2, 500);
 	agent.connections_accepted = 5;
 	agent.notifies = 9;
+	agent.acks_held = 2;
 	agent.disconnects_sent[0] = 3;
 	agent.disconnects_sent[AGENT_STATUS_SLOTS - 1] = 1;
 	histogram_observe_ns(&agent.notify_time, 800);     /* <= 1 us */
@@ -454,6 +455,7 @@ static void test_every_family_present(void **state)
 		{"spop_connections_closed_total", "counter"},
 		{"spop_connections_open", "gauge"},
 		{"spop_frames_total", "counter"},
+		{"spop_acks_held_total", "counter"},
 		{"spop_disconnects_sent_total", "counter"},
 		{"spop_observations_refused_total", "counter"},
 		{"spop_unknown_messages_total", "counter"},
@@ -598,6 +600,7 @@ static void test_per_server_samples(void **state)
 		"spop_connections_total{result=\"accepted\"} 5\n",
 		"spop_connections_open 2\n",
 		"spop_frames_total{type=\"notify\"} 9\n",
+		"spop_acks_held_total 2\n",
 		"spop_disconnects_sent_total{code=\"0\"} 3\n",
 		"spop_disconnects_sent_total{code=\"13\"} 0\n",
 		"spop_disconnects_sent_total{code=\"99\"} 1\n",
