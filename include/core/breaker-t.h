@@ -212,6 +212,13 @@ struct breaker {
 	 * OPEN and HALF_OPEN to show what tripped. The policy's window reads
 	 * the newest `window` of them, so a reload may change it. */
 	uint64_t window_failures;
+	/* OPEN only: held open by another HAProxy node's verdict (peers,
+	 * link/verdicts.h) until this time, 0 when not: the verdict's owner
+	 * probes, this node does not. peer_adopted: it opened on that verdict
+	 * alone (CLOSED or HALF_OPEN before), not on evidence of its own.
+	 * Not in the snapshot: a restarted agent reads the verdicts again. */
+	uint64_t peer_hold_until_ms;
+	bool peer_adopted;
 };
 
 /* Whether an operation turned the breaker dirty or clean. A breaker is

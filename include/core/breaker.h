@@ -163,6 +163,27 @@ struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms);
 bool breaker_would_allow(const struct breaker *b);
 
 /*
+ * Verdicts of other HAProxy nodes (peers mode, link/verdicts.h). A node
+ * whose breaker opened publishes it; the others hold theirs open, so that
+ * only the owner probes.
+ *   hold:    another node holds the server open until until_ms (the caller
+ *            extends it while the verdict stands). CLOSED or HALF_OPEN =>
+ *            OPEN, adopted when it was CLOSED; OPEN stays. An adopted
+ *            breaker moves to HALF_OPEN at until_ms - a verdict that stops
+ *            being renewed (its node gone, the peers link down) leaves this
+ *            node to its own probes - and one of its own at the later of
+ *            its cool-down and until_ms. No trip: the backoff is the
+ *            owner's.
+ *   release: the owner closed it. An adopted breaker => CLOSED; one open on
+ *            its own evidence just loses the hold.
+ */
+struct breaker_event breaker_peer_hold(struct breaker *b, uint64_t until_ms, uint64_t now_ms);
+struct breaker_event breaker_peer_release(struct breaker *b, uint64_t now_ms);
+/* Open or half-open on its own evidence, held by no other node now: the
+ * verdict this node owns and publishes. */
+bool breaker_owns_verdict(const struct breaker *b, uint64_t now_ms);
+
+/*
  * Time-driven changes: OPEN => HALF_OPEN once the open time (the cooldown,
  * backed off: breaker_open_duration_ms) has elapsed; CLOSED forgets its
  * trips in a row once it has been closed healthy_for_ms (no transition).

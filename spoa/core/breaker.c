@@ -153,6 +153,10 @@ static void enter_state(struct breaker *b, enum breaker_state state, uint64_t no
 	b->capacity_run_since_ms = 0;
 	if (state == BREAKER_OPEN && b->trips < UINT32_MAX)
 		b->trips++;
+	if (state != BREAKER_OPEN) {
+		b->peer_hold_until_ms = 0;
+		b->peer_adopted = false;
+	}
 	if (state == BREAKER_CLOSED) {
 		/* A fresh start for both rules: failures from before the trip
 		 * must not reopen a worker that has just proved itself. */
@@ -525,6 +529,40 @@ bool breaker_would_allow(const struct breaker *b)
 	return b->state != BREAKER_OPEN;
 }
 
+struct breaker_event breaker_peer_hold(struct breaker *b, uint64_t until_ms, uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+
+	if (b->state != BREAKER_OPEN) {
+		/* A half-open breaker had its own trip: it yields the probe to
+		 * the owner but keeps its own evidence (not adopted). */
+		bool adopted = b->state == BREAKER_CLOSED;
+		enter_state(b, BREAKER_OPEN, now_ms);
+		b->peer_adopted = adopted;
+		if (adopted)
+			b->last_trip_rule = BREAKER_TRIP_NONE;
+	}
+	if (until_ms > b->peer_hold_until_ms)
+		b->peer_hold_until_ms = until_ms;
+	return event_end(b, before);
+}
+
+struct breaker_event breaker_peer_release(struct breaker *b, uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+
+	if (b->state == BREAKER_OPEN && b->peer_adopted)
+		enter_state(b, BREAKER_CLOSED, now_ms);
+	else
+		b->peer_hold_until_ms = 0;
+	return event_end(b, before);
+}
+
+bool breaker_owns_verdict(const struct breaker *b, uint64_t now_ms)
+{
+	return b->state != BREAKER_CLOSED && !b->peer_adopted && b->peer_hold_until_ms <= now_ms;
+}
+
 /*
  * Open-time backoff: the n-th trip in a row stays open cooldown * 2^(n-1),
  * capped by max_cooldown. Doubling rather than cooldown * n (Envoy's):
@@ -553,8 +591,12 @@ uint64_t breaker_open_duration_ms(const struct breaker *b)
 
 uint64_t breaker_next_deadline(const struct breaker *b)
 {
-	if (b->state == BREAKER_OPEN)
-		return deadline_after(b->state_since_ms, breaker_open_duration_ms(b));
+	if (b->state == BREAKER_OPEN && b->peer_adopted)
+		return b->peer_hold_until_ms;
+	if (b->state == BREAKER_OPEN) {
+		uint64_t own = deadline_after(b->state_since_ms, breaker_open_duration_ms(b));
+		return own > b->peer_hold_until_ms ? own : b->peer_hold_until_ms;
+	}
 	/* Forgetting the trips in a row is a deadline too, so that /state,
 	 * the snapshot and eviction see it when it happens, not at the next
 	 * trip. */
