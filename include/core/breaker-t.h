@@ -195,10 +195,19 @@ struct breaker {
 	uint32_t erased_streak;
 	uint8_t window_volume;  /* judged requests in window_failures (below) */
 	uint8_t last_trip_rule; /* enum breaker_trip_rule */
+	bool peer_adopted;      /* see peer_hold_ms */
 	/* CLOSED only: capacity statuses in a row (no success, no failure in
 	 * between; saturates) and when the first of them came (0: none) -
 	 * what breaker_is_wedged() judges. Reset on entering any state. */
 	uint32_t capacity_run;
+	/* OPEN only: held open by another HAProxy node's verdict (peers,
+	 * link/verdicts.h) until state_since_ms + peer_hold_ms, 0 when not:
+	 * the verdict's owner probes, this node does not (breaker_peer_hold).
+	 * peer_adopted: it opened on that verdict alone, not on evidence of
+	 * its own. Relative and 32 bits, to keep the entry in four cache
+	 * lines. Not in the snapshot: a restarted agent reads the verdicts
+	 * again. */
+	uint32_t peer_hold_ms;
 	uint64_t capacity_run_since_ms;
 	uint64_t state_since_ms;  /* when the current state began (OPEN: the trip) */
 	uint32_t trips;           /* times it opened, for the record (saturates) */
@@ -212,13 +221,6 @@ struct breaker {
 	 * OPEN and HALF_OPEN to show what tripped. The policy's window reads
 	 * the newest `window` of them, so a reload may change it. */
 	uint64_t window_failures;
-	/* OPEN only: held open by another HAProxy node's verdict (peers,
-	 * link/verdicts.h) until this time, 0 when not: the verdict's owner
-	 * probes, this node does not. peer_adopted: it opened on that verdict
-	 * alone (CLOSED or HALF_OPEN before), not on evidence of its own.
-	 * Not in the snapshot: a restarted agent reads the verdicts again. */
-	uint64_t peer_hold_until_ms;
-	bool peer_adopted;
 };
 
 /* Whether an operation turned the breaker dirty or clean. A breaker is

@@ -182,6 +182,8 @@ struct breaker_event breaker_peer_release(struct breaker *b, uint64_t now_ms);
 /* Open or half-open on its own evidence, held by no other node now: the
  * verdict this node owns and publishes. */
 bool breaker_owns_verdict(const struct breaker *b, uint64_t now_ms);
+/* When another node's hold ends; 0: not held. */
+uint64_t breaker_peer_hold_until(const struct breaker *b);
 
 /*
  * Time-driven changes: OPEN => HALF_OPEN once the open time (the cooldown,

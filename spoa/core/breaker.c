@@ -154,7 +154,7 @@ static void enter_state(struct breaker *b, enum breaker_state state, uint64_t no
 	if (state == BREAKER_OPEN && b->trips < UINT32_MAX)
 		b->trips++;
 	if (state != BREAKER_OPEN) {
-		b->peer_hold_until_ms = 0;
+		b->peer_hold_ms = 0;
 		b->peer_adopted = false;
 	}
 	if (state == BREAKER_CLOSED) {
@@ -542,8 +542,10 @@ struct breaker_event breaker_peer_hold(struct breaker *b, uint64_t until_ms, uin
 		if (adopted)
 			b->last_trip_rule = BREAKER_TRIP_NONE;
 	}
-	if (until_ms > b->peer_hold_until_ms)
-		b->peer_hold_until_ms = until_ms;
+	if (until_ms > breaker_peer_hold_until(b)) {
+		uint64_t rel = until_ms > b->state_since_ms ? until_ms - b->state_since_ms : 1;
+		b->peer_hold_ms = rel > UINT32_MAX ? UINT32_MAX : (uint32_t)rel;
+	}
 	return event_end(b, before);
 }
 
@@ -554,13 +556,18 @@ struct breaker_event breaker_peer_release(struct breaker *b, uint64_t now_ms)
 	if (b->state == BREAKER_OPEN && b->peer_adopted)
 		enter_state(b, BREAKER_CLOSED, now_ms);
 	else
-		b->peer_hold_until_ms = 0;
+		b->peer_hold_ms = 0;
 	return event_end(b, before);
 }
 
 bool breaker_owns_verdict(const struct breaker *b, uint64_t now_ms)
 {
-	return b->state != BREAKER_CLOSED && !b->peer_adopted && b->peer_hold_until_ms <= now_ms;
+	return b->state != BREAKER_CLOSED && !b->peer_adopted && breaker_peer_hold_until(b) <= now_ms;
+}
+
+uint64_t breaker_peer_hold_until(const struct breaker *b)
+{
+	return b->peer_hold_ms ? b->state_since_ms + b->peer_hold_ms : 0;
 }
 
 /*
@@ -592,10 +599,11 @@ uint64_t breaker_open_duration_ms(const struct breaker *b)
 uint64_t breaker_next_deadline(const struct breaker *b)
 {
 	if (b->state == BREAKER_OPEN && b->peer_adopted)
-		return b->peer_hold_until_ms;
+		return breaker_peer_hold_until(b);
 	if (b->state == BREAKER_OPEN) {
 		uint64_t own = deadline_after(b->state_since_ms, breaker_open_duration_ms(b));
-		return own > b->peer_hold_until_ms ? own : b->peer_hold_until_ms;
+		uint64_t held = breaker_peer_hold_until(b);
+		return own > held ? own : held;
 	}
 	/* Forgetting the trips in a row is a deadline too, so that /state,
 	 * the snapshot and eviction see it when it happens, not at the next

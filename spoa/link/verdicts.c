@@ -188,7 +188,7 @@ enum verdict_action verdicts_decide(const struct verdict *v, const struct breake
 	if (v->state == VERDICT_CLOSED) {
 		/* Only what a verdict put there is undone: evidence of our
 		 * own stands. */
-		bool held = b->state == BREAKER_OPEN && (b->peer_adopted || b->peer_hold_until_ms > 0);
+		bool held = b->state == BREAKER_OPEN && (b->peer_adopted || b->peer_hold_ms > 0);
 		return held ? VERDICT_RELEASE : VERDICT_IGNORE;
 	}
 	/* Two owners: the lower node_id keeps the verdict, so that both

@@ -89,7 +89,7 @@ static void test_the_owner_closing_closes_an_adopted_breaker(void **state)
 	struct breaker_event ev = breaker_peer_release(&b, T0 + 10);
 	assert_int_equal(ev.to, BREAKER_CLOSED);
 	assert_int_equal(ev.dirty, BREAKER_BECAME_CLEAN);
-	assert_int_equal(b.peer_hold_until_ms, 0);
+	assert_int_equal(breaker_peer_hold_until(&b), 0);
 }
 
 static void test_own_evidence_is_kept_through_a_release(void **state)
