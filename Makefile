@@ -234,7 +234,7 @@ install: $(BIN) $(MAN)
 	chmod 0644 $(DESTDIR)$(EXAMPLES)/haproxy.cfg
 	install -m 0644 haproxy/router-errors.map haproxy/router-conditions.map \
 		haproxy/breaker-owned.map haproxy/breaker-retry-at.map haproxy/breaker-watched.map \
-		$(DESTDIR)$(EXAMPLES)/
+		haproxy/breaker-peers.cfg $(DESTDIR)$(EXAMPLES)/
 	install -m 0644 haproxy/router-errors/* $(DESTDIR)$(EXAMPLES)/router-errors/
 	install -m 0755 haproxy/reload-haproxy.sh $(DESTDIR)$(EXAMPLES)/
 	install -D -m 0644 packaging/grafana-dashboard.json $(DESTDIR)$(datadir)/spoa-breaker/grafana-dashboard.json

@@ -12,7 +12,8 @@ RUN apt-get update \
 
 COPY haproxy/haproxy.cfg haproxy/spoe-breaker.conf haproxy/spoe-breaker-steady.conf \
      haproxy/breaker-watched.map haproxy/router-errors.map \
-     haproxy/router-conditions.map haproxy/breaker-owned.map haproxy/breaker-retry-at.map /etc/haproxy/
+     haproxy/router-conditions.map haproxy/breaker-owned.map haproxy/breaker-retry-at.map \
+     haproxy/breaker-peers.cfg /etc/haproxy/
 COPY haproxy/router-errors /etc/haproxy/router-errors
 COPY tests/lib/worker.py /usr/local/bin/worker.py
 

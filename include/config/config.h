@@ -72,6 +72,10 @@ struct config {
 	unsigned nb_runtime_api;
 	char agent_check[CONFIG_LISTEN_MAX_LEN]; /* empty: none */
 	uint64_t poll_ms;
+	/* Peers mode (link/verdicts.h): the stick table HAProxy's peers
+	 * replicate between nodes ("": off), and this node's id in it. */
+	char verdict_table[64];
+	uint32_t node_id;
 	/* The admin HTTP listener; empty: none. admin_set: given explicitly
 	 * (then failing to open it is fatal; the default only warns). */
 	char admin[CONFIG_LISTEN_MAX_LEN];

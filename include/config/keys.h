@@ -37,6 +37,7 @@ enum config_type {
 	CONFIG_ADDRESS,    /* HOST:PORT, [IPV6]:PORT, unix:PATH; char[CONFIG_LISTEN_MAX_LEN] */
 	CONFIG_BOOL,       /* true/false, yes/no, on/off, 1/0; bool. A flag on the command line */
 	CONFIG_PATH,       /* an absolute file path, or "none" (stored as ""); char[size] */
+	CONFIG_NAME,       /* an HAProxy name (names.h), or "none" (stored as ""); char[size] */
 	CONFIG_OBSOLETE,   /* accepted with a warning (`help` says why), stored nowhere */
 };
 
@@ -86,7 +87,7 @@ struct config_key {
 	const char *default_text; /* --help's default when the formatted one would mislead */
 };
 
-#define CONFIG_NB_KEYS 31
+#define CONFIG_NB_KEYS 33
 extern const struct config_key config_keys[CONFIG_NB_KEYS];
 
 /* The row of a key as written in the file, or NULL. */

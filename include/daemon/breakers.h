@@ -29,6 +29,7 @@ enum breaker_cause_kind {
 	/* HAProxy's counters at a look: a capacity status retried on another
 	 * worker, recorded as backpressure (faults->capacity_retries) */
 	BREAKER_CAUSE_CAPACITY_RETRY,
+	BREAKER_CAUSE_PEER, /* another HAProxy node's verdict, read from the shared table */
 };
 
 struct breaker_cause {
@@ -36,6 +37,7 @@ struct breaker_cause {
 	enum breaker_outcome outcome;      /* RESPONSE */
 	int status;                        /* RESPONSE */
 	const struct faults_delta *faults; /* COUNTERS, CAPACITY_RETRY */
+	uint32_t node;                     /* PEER: the node whose verdict */
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 

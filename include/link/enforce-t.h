@@ -71,6 +71,10 @@ struct enforce_entry {
 	 * in steady-state mode a clean server's successes reach the agent
 	 * only this way. */
 	uint64_t successes_counted;
+	/* Peers mode (verdicts.h): this node wrote an open or half-open
+	 * verdict for the server into the shared table, and has not yet
+	 * written it closed. */
+	bool verdict_published;
 };
 
 #endif /* SPOA_ENFORCE_T_H */

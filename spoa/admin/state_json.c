@@ -125,6 +125,12 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	u64_field(o, "trips_in_a_row", b->trips_in_a_row, false);
 	string_field(o, "opened_by",
 		     breaker_trip_rule_name((enum breaker_trip_rule)b->last_trip_rule), false);
+	/* Peers mode: held open by another HAProxy node's verdict (how long
+	 * still, unless renewed), and whether on that verdict alone. */
+	uint64_t hold_end = b->state == BREAKER_OPEN ? breaker_peer_hold_until(b) : 0;
+	u64_field(o, "peer_hold_left_ms", hold_end > now ? hold_end - now : 0, false);
+	key(o, "peer_adopted");
+	strbuf_puts(o, b->state == BREAKER_OPEN && b->peer_adopted ? "true," : "false,");
 	u64_field(o, "window_volume", volume, false);
 	u64_field(o, "window_failures", failures, false);
 	u64_field(o, "failure_rate_percent", volume ? failures * 100u / volume : 0, false);

@@ -69,6 +69,31 @@ static bool read_after(int a, int b)
 	return a > b;
 }
 
+/* Peers mode needs to know who this node is (a verdict names its owner)
+ * and an HAProxy to read and write the table through. */
+static int check_verdicts(const struct config *c, const struct config_origins *origins,
+			  FILE *errors)
+{
+	const struct config_key *table = config_key_find("verdict_table");
+	int at_table = origins->line[config_key_index(table)];
+	char what[256];
+
+	if (!c->verdict_table[0])
+		return 0;
+	spell(what, sizeof(what), table, c->verdict_table, at_table, 0, c);
+	if (c->node_id == 0) {
+		report_at(errors, c, at_table);
+		fprintf(errors, "%s needs a node_id, unique among the HAProxy nodes\n", what);
+		return 1;
+	}
+	if (c->nb_runtime_api == 0) {
+		report_at(errors, c, at_table);
+		fprintf(errors, "%s needs a runtime_api socket\n", what);
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * Settles the enforcement mode (see struct config) and checks that the
  * channels agree: runtime-api needs a socket; agent-check needs a listener;
@@ -172,6 +197,7 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 
 	/* Even after other problems: what did parse may still conflict. */
 	problems += check_enforcement(c, &origins, errors);
+	problems += check_verdicts(c, &origins, errors);
 	problems += config_resolve_policies(c, errors);
 	if (problems > 0) {
 		if (c->path)

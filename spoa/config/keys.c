@@ -165,6 +165,21 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.help = "how often the agent looks at HAProxy: faults SPOE never sees, "
 			"reconciliation",
 	},
+	{
+		.name = "verdict_table", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_NAME,
+		IN_CONFIG(verdict_table), .flags = CONFIG_KEY_RELOADABLE,
+		.option = "verdict-table", .arg = "NAME",
+		.help = "share breaker verdicts with other HAProxy nodes through this stick "
+			"table, which HAProxy's peers replicate (needs node_id), or none",
+	},
+	{
+		.name = "node_id", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_UINT,
+		IN_CONFIG(node_id), .min = 1, .max = UINT32_MAX, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "node-id", .arg = "N",
+		.help = "this node's id in the verdict table, unique among the nodes; the "
+			"lowest keeps a verdict two nodes own",
+		.default_text = "none",
+	},
 
 	/* ---- [breaker], [backend NAME], [server BACKEND/SERVER]: policies ---- */
 	{

@@ -14,6 +14,7 @@
 
 #include "config/keys.h"
 #include "util/errmsg.h"
+#include "util/names.h"
 #include "util/sockaddr.h"
 
 /* ---- fields ---- */
@@ -276,6 +277,26 @@ static bool set_path(const struct config_key *k, unsigned char *field, const cha
 	return true;
 }
 
+/* A name sent to HAProxy inside a command: only what HAProxy accepts in
+ * a name, so it can never carry another command. */
+static bool set_name(const struct config_key *k, unsigned char *field, const char *value,
+		     char *err, size_t err_size)
+{
+	if (value[0] == '\0' || strcmp(value, "none") == 0) {
+		field[0] = '\0';
+		return true;
+	}
+	if (strlen(value) >= k->size || !name_is_valid(value, strlen(value))) {
+		errmsg_set(err, err_size,
+			   "expected an HAProxy name (letters, digits, '-', '_', '.', ':') of at "
+			   "most %zu characters, or none",
+			   k->size - 1);
+		return false;
+	}
+	memcpy(field, value, strlen(value) + 1);
+	return true;
+}
+
 bool config_key_set(const struct config_key *k, struct config *c,
 		    struct breaker_policy_layer *layer, const char *value, char *err,
 		    size_t err_size)
@@ -308,6 +329,9 @@ bool config_key_set(const struct config_key *k, struct config *c,
 		break;
 	case CONFIG_PATH:
 		ok = set_path(k, field, value, err, err_size);
+		break;
+	case CONFIG_NAME:
+		ok = set_name(k, field, value, err, err_size);
 		break;
 	case CONFIG_OBSOLETE:
 		return true;
@@ -373,6 +397,7 @@ size_t config_key_format(const struct config_key *k, const struct config *c,
 		return (size_t)snprintf(buf, size, "%s", v ? "true" : "false");
 	}
 	case CONFIG_PATH:
+	case CONFIG_NAME:
 		return (size_t)snprintf(buf, size, "%s", field[0] ? (const char *)field : "none");
 	case CONFIG_OBSOLETE:
 		break;

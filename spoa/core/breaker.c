@@ -534,9 +534,10 @@ struct breaker_event breaker_peer_hold(struct breaker *b, uint64_t until_ms, uin
 	struct before before = event_begin(b);
 
 	if (b->state != BREAKER_OPEN) {
-		/* A half-open breaker had its own trip: it yields the probe to
-		 * the owner but keeps its own evidence (not adopted). */
-		bool adopted = b->state == BREAKER_CLOSED;
+		/* A half-open breaker with a trip of its own yields the probe
+		 * to the owner but keeps its evidence (not adopted); one that
+		 * is half-open because an adopted verdict lapsed has none. */
+		bool adopted = b->state == BREAKER_CLOSED || b->last_trip_rule == BREAKER_TRIP_NONE;
 		enter_state(b, BREAKER_OPEN, now_ms);
 		b->peer_adopted = adopted;
 		if (adopted)

@@ -34,6 +34,15 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 			 "worker (wredis with wretr)",
 			 (unsigned long long)d->capacity_retries);
 		return;
+	case BREAKER_CAUSE_PEER:
+		if (e->breaker.state == BREAKER_CLOSED)
+			snprintf(buf, size, "node %u closed it", cause->node);
+		else
+			snprintf(buf, size,
+				 "node %u holds it open: that node probes, this one waits for "
+				 "its verdict",
+				 cause->node);
+		return;
 	case BREAKER_CAUSE_COOLDOWN:
 		/* The open time that elapsed: the backed-off one of this trip. */
 		snprintf(buf, size, "cool-down of %llu ms elapsed",
@@ -103,6 +112,8 @@ static void log_transition(void *ctx, struct breaker_table_entry *e, const struc
 		return;
 	format_reason(reason, sizeof(reason), e, cause);
 	format_detail(detail, sizeof(detail), e, ev);
+	if (cause->kind == BREAKER_CAUSE_PEER)
+		detail[0] = '\0'; /* no trip of its own: the reason says it all */
 	log_record(LOG_LEVEL_NOTICE, "breaker %s/%s: %s -> %s (%s)%s", e->backend, e->server,
 		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason, detail);
 }

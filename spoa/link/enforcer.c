@@ -33,6 +33,7 @@
 #include "link/owner_map.h"
 #include "link/retry_map.h"
 #include "link/runtime_api.h"
+#include "link/verdicts.h"
 #include "link/watched_map.h"
 #include "util/clock.h"
 #include "util/container_of.h"
@@ -98,6 +99,11 @@ struct haproxy_link {
 	size_t nb_retry_have;
 	uint64_t retry_last_command;
 	bool retry_missing_said;
+	/* Peers mode: the look in flight read the verdict table; the table
+	 * is missing in this HAProxy (said once, until it is back). */
+	bool verdicts_read;
+	bool verdicts_missing;
+	bool verdicts_known; /* a look has read the table: writes can land */
 	/* Steady-state mode: HAProxy's map of the servers it must notify
 	 * every response of (watched_map.h); empty until `show map` names
 	 * it, which is what turns the mode on for this HAProxy. watched_read:
@@ -154,6 +160,12 @@ struct enforcer {
 	enforcer_release_fn ack_released;
 	void *ack_released_ctx;
 	bool freeing; /* the clients' last callbacks come from enforcer_free */
+	/* Peers mode (verdicts.h): the shared table ("": off), this node's
+	 * id, and how long another node's verdict holds a breaker after a
+	 * look read it (renewed at every look that reads it again). */
+	char verdict_table[sizeof(((struct config *)0)->verdict_table)];
+	uint32_t node_id;
+	uint64_t verdict_hold_ms;
 };
 
 /* ---- commands ---- */
@@ -203,8 +215,19 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
  * the agent what it needs (the watched map), sent in every enforcement
  * mode - shadow mode promises not to act on HAProxy's servers, and this
  * changes none; it keeps the breakers' view right. */
+static void queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
+				 bool observing, enum log_level level);
+
 static void queue_command(struct haproxy_link *link, const char *command, const char *why,
 			  bool observing)
+{
+	queue_command_logged(link, command, why, observing, LOG_LEVEL_NOTICE);
+}
+
+/* The same, the command logged at `level`: a write repeated at every look
+ * (a verdict kept alive) is no news. */
+static void queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
+				 bool observing, enum log_level level)
 {
 	struct enforcer *e = link->owner;
 
@@ -221,7 +244,8 @@ static void queue_command(struct haproxy_link *link, const char *command, const 
 	}
 	cc->link = link;
 	snprintf(cc->command, sizeof(cc->command), "%s", command);
-	log_notice("HAProxy %s: %s (%s)", runtime_api_client_address(link->client), command, why);
+	log_msg(level, "HAProxy %s: %s (%s)", runtime_api_client_address(link->client), command,
+		why);
 	if (!runtime_api_submit(link->commands_client, command, command_done, cc)) {
 		e->stats.commands_failed++;
 		log_warning("HAProxy %s: queue full, '%s' dropped (the next look retries)",
@@ -543,6 +567,46 @@ static void converge_entry(struct haproxy_link *link, struct breaker_table_entry
 static bool sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, bool look);
 
+/* ---- peers mode: this node's verdicts (verdicts.h) ---- */
+
+/* Writes the breaker's verdict into the link's shared table: the state of
+ * a breaker this node owns, or closed once for one it published before.
+ * Runtime API mode only: a shadow agent must not make other nodes drain. */
+static void publish_verdict(struct haproxy_link *link, struct breaker_table_entry *entry,
+			    struct enforce_entry *en, uint64_t now_ms, bool again)
+{
+	struct enforcer *e = link->owner;
+	const struct breaker *b = &entry->breaker;
+	char command[RUNTIME_API_CMD_MAX];
+
+	if (!e->verdict_table[0] || !link->verdicts_known || link->verdicts_missing)
+		return;
+	bool owns = breaker_owns_verdict(b, now_ms);
+	if (!owns && !(en->verdict_published && b->state == BREAKER_CLOSED))
+		return;
+	enum verdict_state state = owns ? verdicts_state_of(b) : VERDICT_CLOSED;
+	int64_t left = breaker_retry_after_s(b, now_ms);
+	uint64_t deadline = (uint64_t)time(NULL) + (uint64_t)(left > 0 ? left : 0);
+	if (!verdicts_cmd_set(command, sizeof(command), e->verdict_table, entry->backend,
+			      entry->server, state, deadline, e->node_id))
+		return;
+	uint64_t before = link->commands;
+	queue_command_logged(link, command,
+			     state == VERDICT_CLOSED ? "verdict for the other nodes: closed"
+						     : "verdict for the other nodes: this node owns it",
+			     false, again ? LOG_LEVEL_DEBUG : LOG_LEVEL_NOTICE);
+	if (link->commands != before)
+		en->verdict_published = state != VERDICT_CLOSED;
+}
+
+static void publish_verdicts(struct enforcer *e, struct breaker_table_entry *entry,
+			     uint64_t now_ms)
+{
+	uint32_t index = breaker_table_index(e->table, entry);
+	for (unsigned i = 0; i < e->nb_links; i++)
+		publish_verdict(&e->links[i], entry, &e->links[i].entries[index], now_ms, false);
+}
+
 /* The breakers' subscriber: a transition acts at once. */
 static void on_recorded(void *ctx, struct breaker_table_entry *entry,
 			const struct breaker_event *ev, const struct breaker_cause *cause)
@@ -564,6 +628,9 @@ static void on_recorded(void *ctx, struct breaker_table_entry *entry,
 	}
 	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
 		return;
+	/* Before the drain: the other nodes learn of it at their next look. */
+	if (e->verdict_table[0] && cause->kind != BREAKER_CAUSE_PEER)
+		publish_verdicts(e, entry, cause->now_ms);
 	for (unsigned i = 0; i < e->nb_links; i++)
 		converge_entry(&e->links[i], entry);
 }
@@ -1285,6 +1352,80 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 	sweep(e);
 }
 
+/* One entry of the shared table: another node's verdict on one of our
+ * servers. A server this node does not have gets nothing (no breaker is
+ * made for it). */
+static void on_verdict(void *ctx, const struct verdict *v)
+{
+	struct haproxy_link *link = ctx;
+	struct enforcer *e = link->owner;
+	uint64_t now = clock_now_ms();
+	struct breaker_table_entry *entry = breaker_table_find(
+		e->table, v->backend.ptr, v->backend.len, v->server.ptr, v->server.len);
+
+	if (!entry)
+		return;
+	struct breaker_event ev;
+	switch (verdicts_decide(v, &entry->breaker, e->node_id, now)) {
+	case VERDICT_HOLD:
+		ev = breaker_peer_hold(&entry->breaker, now + e->verdict_hold_ms, now);
+		break;
+	case VERDICT_RELEASE:
+		ev = breaker_peer_release(&entry->breaker, now);
+		break;
+	case VERDICT_IGNORE:
+	default:
+		return;
+	}
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_PEER, .node = v->node, .now_ms = now};
+	breakers_publish(e->breakers, entry, &ev, &cause);
+}
+
+/* This node's verdicts again, at every look: what keeps them alive in the
+ * other nodes (each expires entries on its own clock), and what puts
+ * right a write peers lost or replaced (verdicts.h). */
+static void reassert_verdicts(struct haproxy_link *link)
+{
+	struct enforcer *e = link->owner;
+	uint64_t now = clock_now_ms();
+
+	for (uint32_t i = 0; i < e->table->allocated; i++) {
+		struct breaker_table_entry *entry = breaker_table_at(e->table, i);
+		if (entry && entry->in_use && breaker_owns_verdict(&entry->breaker, now))
+			publish_verdict(link, entry, &link->entries[i], now, true);
+	}
+}
+
+static void on_verdict_table(void *ctx, enum runtime_api_result result, const char *reply,
+			     size_t len)
+{
+	struct haproxy_link *link = ctx;
+	struct enforcer *e = link->owner;
+	unsigned skipped = 0;
+
+	if (result != RUNTIME_API_OK)
+		return; /* the look fails as a whole in on_servers_state */
+	if (!verdicts_parse(reply, len, on_verdict, link, &skipped)) {
+		if (!link->verdicts_missing)
+			log_warning("HAProxy %s has no stick table %s (%.*s): its verdicts are "
+				    "neither shared nor read until it has",
+				    runtime_api_client_address(link->client), e->verdict_table,
+				    (int)strcspn(reply, "\n"), reply);
+		link->verdicts_missing = true;
+		return;
+	}
+	if (link->verdicts_missing)
+		log_notice("HAProxy %s has stick table %s: verdicts shared again",
+			   runtime_api_client_address(link->client), e->verdict_table);
+	link->verdicts_missing = false;
+	link->verdicts_read = true;
+	link->verdicts_known = true;
+	if (skipped > 0)
+		log_debug("HAProxy %s: %u entries of %s are not verdicts, left alone",
+			  runtime_api_client_address(link->client), skipped, e->verdict_table);
+	reassert_verdicts(link);
+}
+
 static bool start_look(struct haproxy_link *link)
 {
 	/* Queued together, the answers follow each other at once: `show info`
@@ -1294,7 +1435,10 @@ static bool start_look(struct haproxy_link *link)
 	 * their answer converges. */
 	char show_owner[OWNER_MAP_PATH_MAX + 16], show_retry[OWNER_MAP_PATH_MAX + 16];
 	char show_watched[OWNER_MAP_PATH_MAX + 16];
+	char show_verdicts[RUNTIME_API_CMD_MAX];
+	struct enforcer *e = link->owner;
 	link->look_id++;
+	link->verdicts_read = false;
 	link->stat_read = false;
 	link->owner_read = false;
 	link->retry_read = false;
@@ -1320,6 +1464,11 @@ static bool start_look(struct haproxy_link *link)
 		 runtime_api_submit(link->client, show_watched, on_watched_map, link)) &&
 		runtime_api_submit_streamed(link->client, "show stat -1 4 -1", on_stat_bytes, on_stat,
 					    link) &&
+		/* After `show stat`: the breakers of every server it lists
+		 * exist, so a verdict finds its server's. */
+		(!e->verdict_table[0] ||
+		 !verdicts_cmd_show(show_verdicts, sizeof(show_verdicts), e->verdict_table) ||
+		 runtime_api_submit(link->client, show_verdicts, on_verdict_table, link)) &&
 		runtime_api_submit_streamed(link->client, "show servers state",
 					    on_servers_state_bytes, on_servers_state, link);
 	link->looking = queued;
@@ -1441,6 +1590,11 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	e->breakers = breakers;
 	e->table = &breakers->table;
 	e->poll_interval = (double)c->poll_ms / 1000.0;
+	snprintf(e->verdict_table, sizeof(e->verdict_table), "%s", c->verdict_table);
+	e->node_id = c->node_id;
+	/* Two looks and a second: a look late or failed once does not let go
+	 * of a verdict that still stands. */
+	e->verdict_hold_ms = 2 * c->poll_ms + 1000;
 	ev_timer_init(&e->look_timer, look_timer_cb, 0., e->poll_interval);
 	ev_timer_init(&e->sweep_timer, sweep_cb, 0., 0.);
 	e->end_round_next = SWEEP_NONE;

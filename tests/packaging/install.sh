@@ -27,6 +27,7 @@ share/doc/spoa-breaker/README.md
 share/man/man8/spoa-breaker.8
 share/spoa-breaker/grafana-dashboard.json
 share/spoa-breaker/haproxy/breaker-owned.map
+share/spoa-breaker/haproxy/breaker-peers.cfg
 share/spoa-breaker/haproxy/breaker-retry-at.map
 share/spoa-breaker/haproxy/breaker-watched.map
 share/spoa-breaker/haproxy/haproxy.cfg

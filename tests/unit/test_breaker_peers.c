@@ -136,6 +136,20 @@ static void test_half_open_yields_its_probe_to_the_owner(void **state)
 	assert_false(breaker_would_allow(&b));
 }
 
+/* A verdict that lapsed, then another node's: still nothing of its own,
+ * so the owner's close closes it too. */
+static void test_lapsed_then_held_again_is_still_adopted(void **state)
+{
+	(void)state;
+	breaker_peer_hold(&b, T0 + HOLD_MS, T0);
+	breaker_tick(&b, T0 + HOLD_MS);
+	assert_int_equal(b.state, BREAKER_HALF_OPEN);
+	breaker_peer_hold(&b, T0 + 2 * HOLD_MS, T0 + HOLD_MS + 1);
+	assert_true(b.peer_adopted);
+	struct breaker_event ev = breaker_peer_release(&b, T0 + HOLD_MS + 2);
+	assert_int_equal(ev.to, BREAKER_CLOSED);
+}
+
 static void test_a_closed_breaker_owns_nothing(void **state)
 {
 	(void)state;
@@ -154,6 +168,7 @@ int main(void)
 		cmocka_unit_test_setup(test_own_evidence_is_kept_through_a_release, setup),
 		cmocka_unit_test_setup(test_own_trip_held_waits_for_the_later_deadline, setup),
 		cmocka_unit_test_setup(test_half_open_yields_its_probe_to_the_owner, setup),
+		cmocka_unit_test_setup(test_lapsed_then_held_again_is_still_adopted, setup),
 		cmocka_unit_test_setup(test_a_closed_breaker_owns_nothing, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

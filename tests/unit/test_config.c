@@ -526,6 +526,38 @@ static void test_conflict_reported_at_its_key(void **state)
 	assert_errors_have("spoa-breaker: --enforce runtime-api needs a runtime_api socket\n");
 }
 
+/* Peers mode: a verdict names its owner, and travels through HAProxy; the
+ * table's name goes into commands, so only an HAProxy name is taken. */
+static void test_verdict_table_needs_a_node_and_a_socket(void **state)
+{
+	struct config c;
+	char line[800];
+	const char *path = file("[haproxy]\nverdict_table = breaker_verdicts\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:2: verdict_table = breaker_verdicts needs a node_id, unique among the HAProxy "
+		 "nodes\n",
+		 path);
+	assert_errors_have(line);
+	assert_int_equal(STATUS("--check", "--verdict-table", "t", "--node-id", "2"), 1);
+	assert_errors_have("spoa-breaker: --verdict-table t needs a runtime_api socket\n");
+	assert_int_equal(STATUS("--check", "--verdict-table", "t;show info", "--node-id", "2",
+				"--runtime-api", "unix:/a.sock"),
+			 2);
+	assert_errors_have("expected an HAProxy name");
+	assert_int_equal(STATUS("--check", "--node-id", "0"), 2);
+	assert_int_equal(RUN(&c, "--check", "--verdict-table", "breaker_verdicts", "--node-id", "7",
+			     "--runtime-api", "unix:/a.sock"),
+			 0);
+	assert_string_equal(c.verdict_table, "breaker_verdicts");
+	assert_int_equal(c.node_id, 7);
+	config_free(&c);
+	/* none: off, as by default. */
+	assert_int_equal(RUN(&c, "--check", "--verdict-table", "none"), 0);
+	assert_string_equal(c.verdict_table, "");
+	config_free(&c);
+}
+
 /* probe_timeout is gone from the breaker; old files load with a warning. */
 static void test_probe_timeout_warns(void **state)
 {
@@ -734,6 +766,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_key_is_an_option),
+		cmocka_unit_test(test_verdict_table_needs_a_node_and_a_socket),
 		cmocka_unit_test(test_restart_only_keys),
 		cmocka_unit_test(test_good_values),
 		cmocka_unit_test(test_bad_values),

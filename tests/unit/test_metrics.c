@@ -723,6 +723,7 @@ static void test_state_json(void **state)
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"ejection_capped\":false,\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
 			      "\"trips\":1,\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
+			      "\"peer_hold_left_ms\":0,\"peer_adopted\":false,"
 			      "\"window_volume\":3,\"window_failures\":3,\"failure_rate_percent\":100,"
 			      "\"capacity_run\":0,\"capacity_run_ms\":0,"
 			      "\"open_duration_ms\":30000,\"policy\":{\"threshold\":3,"
@@ -736,7 +737,8 @@ static void test_state_json(void **state)
 	/* Backpressure is not judged: w1's four 503s are not in its window. */
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
-			      "\"trips_in_a_row\":0,\"opened_by\":\"none\",\"window_volume\":2,"
+			      "\"trips_in_a_row\":0,\"opened_by\":\"none\","
+			      "\"peer_hold_left_ms\":0,\"peer_adopted\":false,\"window_volume\":2,"
 			      "\"window_failures\":0,\"failure_rate_percent\":0,"
 			      "\"capacity_run\":0,\"capacity_run_ms\":0,\"open_duration_ms\":30000,");
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
