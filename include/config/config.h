@@ -5,7 +5,7 @@
  *
  *   [agent]                  listen (repeatable), max_frame_size,
  *                            max_connections, idle_timeout, max_breakers,
- *                            log_level, syslog,
+ *                            log_level, syslog, ack_variables,
  *                            admin (HOST:PORT of /metrics, /state, /healthz;
  *                            none to disable)
  *   [haproxy]                enforce (runtime-api|agent-check|none),
@@ -33,6 +33,7 @@
 
 #include "spop/agent.h"
 #include "core/breaker.h"
+#include "spop/observe.h"
 #include "link/enforce_plan.h"
 #include "util/log.h"
 #include "util/names.h"
@@ -61,6 +62,7 @@ struct config {
 	enum log_level log_level;
 	bool use_syslog;
 	uint32_t max_breakers;
+	unsigned ack_variables; /* enum observe_var bits: what breaker-observe answers set */
 	struct breaker_policy_layer global;
 	int global_line; /* of the file's [breaker] header, for messages; 0: none */
 	/* How decisions reach HAProxy. enforce_set: given explicitly; when

@@ -34,6 +34,7 @@ enum config_type {
 	CONFIG_DURATION,   /* "250ms", "30s", "2m" or bare milliseconds; uint64_t ms, min..max */
 	CONFIG_STATUS_SET, /* "429,500-599" or "none"; struct status_set */
 	CONFIG_ENUM,       /* one of `words`; an enum field */
+	CONFIG_WORD_SET,   /* a comma-separated list of `words`, their values OR-ed; unsigned */
 	CONFIG_ADDRESS,    /* HOST:PORT, [IPV6]:PORT, unix:PATH; char[CONFIG_LISTEN_MAX_LEN] */
 	CONFIG_BOOL,       /* true/false, yes/no, on/off, 1/0; bool. A flag on the command line */
 	CONFIG_PATH,       /* an absolute file path, or "none" (stored as ""); char[size] */
@@ -74,7 +75,7 @@ struct config_key {
 	size_t size;          /* of the field (of one element, when repeatable) */
 	unsigned field;       /* CONFIG_IN_POLICY: the BREAKER_FIELD_* it sets */
 	uint64_t min, max;    /* CONFIG_UINT, CONFIG_DURATION (milliseconds) */
-	const struct config_word *words; /* CONFIG_ENUM, ended by a NULL word */
+	const struct config_word *words; /* CONFIG_ENUM, CONFIG_WORD_SET; ended by a NULL word */
 	unsigned address;     /* CONFIG_ADDRESS: enum config_address_flag bits */
 	unsigned flags;       /* enum config_key_flag bits */
 	size_t count_offset;  /* repeatable: the unsigned count in struct config */
@@ -87,7 +88,7 @@ struct config_key {
 	const char *default_text; /* --help's default when the formatted one would mislead */
 };
 
-#define CONFIG_NB_KEYS 33
+#define CONFIG_NB_KEYS 34
 extern const struct config_key config_keys[CONFIG_NB_KEYS];
 
 /* The row of a key as written in the file, or NULL. */

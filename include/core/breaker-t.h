@@ -250,10 +250,19 @@ struct breaker_event {
 /* What one server's breaker has seen, for the metrics endpoint (metrics.c).
  * Zeroed with its table entry; counted on the event loop, never read by the
  * core. */
+#define BREAKER_NB_TRANSITION_SLOTS 6 /* (from, to) pairs of three states, from != to */
+
 struct breaker_counters {
 	uint64_t outcomes[BREAKER_OUTCOME_IGNORED + 1]; /* SPOP observations, by outcome */
-	uint64_t transitions[BREAKER_HALF_OPEN + 1][BREAKER_HALF_OPEN + 1]; /* [from][to] */
+	/* By breaker_transition_slot(from, to): only from != to, so that the
+	 * entry keeps to four cache lines (test_breaker_table.c). */
+	uint64_t transitions[BREAKER_NB_TRANSITION_SLOTS];
 	uint64_t trips[BREAKER_NB_TRIP_RULES]; /* openings, by the rule that opened */
+	/* Steady-state mode (admin/counters.h): successes HAProxy's counters
+	 * report and SPOP was not told of; and how many of outcomes[SUCCESS]
+	 * a counters' delta has already accounted for. */
+	uint64_t counted_successes;
+	uint64_t successes_matched;
 };
 
 /* ---- policies of one configuration (policy.c) ---- */

@@ -236,6 +236,14 @@ static inline bool breaker_event_is_transition(const struct breaker_event *ev)
 	return ev->from != ev->to;
 }
 
+/* Where breaker_counters.transitions keeps from -> to (from != to):
+ * each from's two others, in state order. */
+static inline unsigned breaker_transition_slot(enum breaker_state from, enum breaker_state to)
+{
+	unsigned f = (unsigned)from, t = (unsigned)to;
+	return f * 2 + (t > f ? t - 1 : t);
+}
+
 /* ==== the per-server table (breaker_table.c) ==== */
 
 /*

@@ -12,8 +12,13 @@
  *   state            STRING  closed | open | half_open, after this observation
  *   failures         INT     the consecutive-failure streak, after it
  *   transition       STRING  e.g. "closed->open", only when this observation caused one
+ *   ejection_capped  INT     1, only while open and held in rotation by the ejection cap
+ *   retry_after      INT     whole seconds until it may let traffic in, only while open
  *   error            STRING  only when the message could not be used; then
  *                            nothing else is set and no breaker changes
+ * Each but `error` only when the agent's ack_variables lists it: every
+ * set-var costs HAProxy time on every request, so a configuration that
+ * reads only `state` asks for only `state`. `error` is always sent.
  */
 #ifndef SPOA_OBSERVE_H
 #define SPOA_OBSERVE_H
@@ -22,6 +27,19 @@
 #include "spop/dispatch.h"
 
 #define OBSERVE_MESSAGE_NAME "breaker-observe"
+
+/* The variables an ACK may carry, as bits of observe_ctx.ack_vars (the
+ * configuration's ack_variables names them, config/keys.c). */
+enum observe_var {
+	OBSERVE_VAR_UPSTREAM_STATUS = 1u << 0,
+	OBSERVE_VAR_OUTCOME = 1u << 1,
+	OBSERVE_VAR_STATE = 1u << 2,
+	OBSERVE_VAR_FAILURES = 1u << 3,
+	OBSERVE_VAR_TRANSITION = 1u << 4,
+	OBSERVE_VAR_EJECTION_CAPPED = 1u << 5,
+	OBSERVE_VAR_RETRY_AFTER = 1u << 6,
+};
+#define OBSERVE_VARS_ALL 0x7fu
 
 /* What the handler needs from its surroundings, all borrowed. */
 struct observe_ctx {
@@ -32,6 +50,7 @@ struct observe_ctx {
 			 const struct breaker_event *ev, enum breaker_outcome outcome, int status,
 			 uint64_t now_ms);
 	void *observed_ctx;
+	unsigned ack_vars; /* enum observe_var bits: what an answer sets */
 	uint64_t refused; /* observations answered with `error` */
 };
 

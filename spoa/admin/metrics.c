@@ -7,7 +7,9 @@
  * whatever happened (every outcome, every possible transition, every
  * disconnect code) are written with zeros, so rate() has a start point.
  *
- * worker_requests_total counts SPOP observations only. Faults HAProxy's
+ * worker_requests_total counts SPOP observations (source="spop") and, in
+ * steady-state mode, the successes SPOP was not told of, from HAProxy's
+ * 1xx-3xx counters (source="haproxy_counters"). Faults HAProxy's
  * counters report (connect errors, server timeouts, aborted bodies,
  * redispatches) feed the breakers but are counted apart, by kind, in
  * faults_polled_total: they are deltas of counters that do not map to one
@@ -95,13 +97,23 @@ static unsigned state_value(enum breaker_state s)
 	return 0;
 }
 
+/* source says who saw the response: the SPOP observations, and in
+ * steady-state mode the successes only HAProxy's counters saw (never one
+ * of the former: admin/counters.h). Disjoint, so that summing over source
+ * gives every response, as every rate() and dashboard that ignores the
+ * label already does; the counters' sample is written at 0 outside that
+ * mode, so the family is the same whichever mode runs. */
 static void requests_of(struct strbuf *o, const struct breaker_table_entry *e)
 {
 	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++) {
 		server_sample_begin(o, "worker_requests_total", e);
-		strbuf_printf(o, ",outcome=\"%s\"", breaker_outcome_name(outcomes[i]));
+		strbuf_printf(o, ",outcome=\"%s\",source=\"spop\"",
+			      breaker_outcome_name(outcomes[i]));
 		server_sample_end(o, e->counters.outcomes[outcomes[i]]);
 	}
+	server_sample_begin(o, "worker_requests_total", e);
+	strbuf_puts(o, ",outcome=\"success\",source=\"haproxy_counters\"");
+	server_sample_end(o, e->counters.counted_successes);
 }
 
 static void state_of(struct strbuf *o, const struct breaker_table_entry *e)
@@ -114,8 +126,10 @@ static void transitions_of(struct strbuf *o, const struct breaker_table_entry *e
 {
 	for (int from = BREAKER_CLOSED; from <= BREAKER_HALF_OPEN; from++) {
 		for (int to = BREAKER_CLOSED; to <= BREAKER_HALF_OPEN; to++) {
-			uint64_t n = e->counters.transitions[from][to];
-			if (from == to || (!n && !transition_possible(from, to)))
+			if (from == to)
+				continue;
+			uint64_t n = e->counters.transitions[breaker_transition_slot(from, to)];
+			if (!n && !transition_possible(from, to))
 				continue;
 			server_sample_begin(o, "breaker_transitions_total", e);
 			strbuf_printf(o, ",from=\"%s\",to=\"%s\"", breaker_state_name(from),
@@ -178,7 +192,8 @@ static const struct {
 	void (*samples)(struct strbuf *o, const struct breaker_table_entry *e);
 } server_families[] = {
 	{"worker_requests_total", "counter",
-	 "Worker responses judged over SPOP, by outcome (HAProxy-counter faults are in "
+	 "Worker responses, by outcome; source spop: judged over SPOP, haproxy_counters: "
+	 "successes steady-state mode did not notify (HAProxy-counter faults are in "
 	 "faults_polled_total).",
 	 requests_of},
 	{"breaker_state", "gauge", "Breaker state: 0 closed, 1 open, 2 half_open.", state_of},

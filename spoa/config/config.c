@@ -15,6 +15,7 @@ void config_defaults(struct config *c)
 	agent_settings_default(&c->agent);
 	c->log_level = LOG_LEVEL_NOTICE;
 	c->max_breakers = CONFIG_DEFAULT_MAX_BREAKERS;
+	c->ack_variables = OBSERVE_VARS_ALL; /* what every answer carried before the key */
 	snprintf(c->state_file, sizeof(c->state_file), "%s", CONFIG_DEFAULT_STATE_FILE);
 	c->state_interval_ms = CONFIG_DEFAULT_STATE_INTERVAL_MS;
 	c->poll_ms = CONFIG_DEFAULT_POLL_MS;

@@ -29,6 +29,7 @@
 
 /* Enums are written as 4-byte numbers (values.c): make sure they are. */
 _Static_assert(sizeof(enum log_level) == 4 && sizeof(enum enforce_mode) == 4 &&
+		       sizeof(((struct config *)0)->ack_variables) == 4 &&
 		       sizeof(enum breaker_half_open_backpressure) == 4 &&
 		       sizeof(enum breaker_open_late_success) == 4,
 	       "enum fields are 4 bytes");
@@ -44,6 +45,21 @@ static const struct config_word enforce_modes[] = {
 	{"agent-check", ENFORCE_AGENT_CHECK, false},
 	{"none", ENFORCE_NONE, false},
 	{"shadow", ENFORCE_NONE, true}, /* what "none" is called in the logs */
+	{NULL, 0, false},
+};
+
+/* The names HAProxy's configuration reads, after its var-prefix (observe.h). */
+static const struct config_word ack_variable_words[] = {
+	{"upstream_status", OBSERVE_VAR_UPSTREAM_STATUS, false},
+	{"outcome", OBSERVE_VAR_OUTCOME, false},
+	{"state", OBSERVE_VAR_STATE, false},
+	{"failures", OBSERVE_VAR_FAILURES, false},
+	{"transition", OBSERVE_VAR_TRANSITION, false},
+	{"ejection_capped", OBSERVE_VAR_EJECTION_CAPPED, false},
+	{"retry_after", OBSERVE_VAR_RETRY_AFTER, false},
+	{"all", OBSERVE_VARS_ALL, false},
+	/* An answer then only unsets `error`: still an ACK with an action. */
+	{"none", 0, false},
 	{NULL, 0, false},
 };
 
@@ -131,6 +147,18 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.flags = CONFIG_KEY_RELOADABLE, .option = "state-interval", .arg = "DURATION",
 		.help = "at most one state write per interval; a burst of changes is written "
 			"when it ends",
+	},
+	{
+		/* Reloads: the handler reads the bits on each message, so a
+		 * SIGHUP can widen the list before HAProxy's configuration
+		 * starts reading a new variable, without a restart that would
+		 * cut every SPOP connection. */
+		.name = "ack_variables", .sections = CONFIG_SECTION_AGENT,
+		.type = CONFIG_WORD_SET, IN_CONFIG(ack_variables), .words = ack_variable_words,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "ack-variables", .arg = "LIST",
+		.help = "comma-separated: the variables each breaker-observe answer sets, the "
+			"fewer the cheaper for HAProxy; error is always sent",
 	},
 
 	/* ---- [haproxy]: how decisions reach HAProxy; all of it reloads ---- */

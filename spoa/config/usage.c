@@ -67,7 +67,7 @@ static void key_line(FILE *out, const struct config_key *k, const struct config 
 			snprintf(value, sizeof(value), "%s",
 				 strcmp(value, "true") == 0 ? "on" : "off");
 	}
-	if (k->type == CONFIG_ENUM)
+	if (k->type == CONFIG_ENUM || k->type == CONFIG_WORD_SET)
 		config_words_format(k->words, words, sizeof(words));
 	snprintf(description, sizeof(description), "%s%s%s (default %s%s)", words,
 		 words[0] ? "; " : "", k->help, value,

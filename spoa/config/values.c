@@ -206,6 +206,65 @@ static bool set_enum(const struct config_key *k, unsigned char *field, const cha
 	return false;
 }
 
+static const struct config_word *find_word(const struct config_word *words, const char *text,
+					   size_t len)
+{
+	for (const struct config_word *w = words; w->word; w++)
+		if (strlen(w->word) == len && memcmp(w->word, text, len) == 0)
+			return w;
+	return NULL;
+}
+
+/* "state, outcome": the words' values OR-ed. The first word that is not
+ * one of them is named, so a typo is found without reading the list. */
+static bool set_word_set(const struct config_key *k, unsigned char *field, const char *value,
+			 char *err, size_t err_size)
+{
+	char words[256];
+	config_words_format(k->words, words, sizeof(words));
+	uint32_t bits = 0;
+	const char *p = value;
+	do {
+		p += strspn(p, " \t");
+		size_t len = strcspn(p, ",");
+		size_t word_len = len;
+		while (word_len > 0 && (p[word_len - 1] == ' ' || p[word_len - 1] == '\t'))
+			word_len--;
+		if (word_len == 0) {
+			errmsg_set(err, err_size, "expected a comma-separated list of %s", words);
+			return false;
+		}
+		const struct config_word *w = find_word(k->words, p, word_len);
+		if (!w) {
+			errmsg_set(err, err_size, "'%.*s' is not one of %s", (int)word_len, p, words);
+			return false;
+		}
+		bits |= (uint32_t)w->value;
+		p += len;
+	} while (*p++ == ',');
+	store_number(field, k->size, bits);
+	return true;
+}
+
+/* Canonical: the one word that says it all ("all", "none"), else each
+ * single-bit word set, in table order. */
+static size_t format_word_set(const struct config_key *k, uint32_t bits, char *buf, size_t size)
+{
+	for (const struct config_word *w = k->words; w->word; w++)
+		if (!w->alias && (uint32_t)w->value == bits)
+			return (size_t)snprintf(buf, size, "%s", w->word);
+	size_t n = 0;
+	buf[0] = '\0';
+	for (const struct config_word *w = k->words; w->word; w++) {
+		uint32_t v = (uint32_t)w->value;
+		if (w->alias || v == 0 || (v & (v - 1)) != 0 || !(bits & v))
+			continue;
+		n += (size_t)snprintf(buf + (n < size ? n : size - 1), n < size ? size - n : 1,
+				      "%s%s", n ? "," : "", w->word);
+	}
+	return n;
+}
+
 static bool set_address(const struct config_key *k, struct config *c, unsigned char *field,
 			const char *value, char *err, size_t err_size)
 {
@@ -321,6 +380,9 @@ bool config_key_set(const struct config_key *k, struct config *c,
 	case CONFIG_ENUM:
 		ok = set_enum(k, field, value, err, err_size);
 		break;
+	case CONFIG_WORD_SET:
+		ok = set_word_set(k, field, value, err, err_size);
+		break;
 	case CONFIG_ADDRESS:
 		ok = set_address(k, c, field, value, err, err_size);
 		break;
@@ -376,6 +438,8 @@ size_t config_key_format(const struct config_key *k, const struct config *c,
 				return (size_t)snprintf(buf, size, "%s", w->word);
 		return (size_t)snprintf(buf, size, "%d", v);
 	}
+	case CONFIG_WORD_SET:
+		return format_word_set(k, (uint32_t)load_number(field, k->size), buf, size);
 	case CONFIG_ADDRESS: {
 		unsigned count = 1;
 		if (k->flags & CONFIG_KEY_REPEATABLE)

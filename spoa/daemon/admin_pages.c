@@ -10,9 +10,11 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/* Table entries looked at per slice of a page: at most about 20 KB (the
- * widest family, worker_requests_total, has six samples per server), half
- * a millisecond of work; admin_http bounds the slices per loop turn. */
+/* Table entries looked at per slice of a page: about 20 KB with short
+ * names (the widest family, worker_requests_total, has six samples per
+ * server: five outcomes over SPOP and the successes HAProxy's counters
+ * add, about 105 bytes each), half a millisecond of work; admin_http
+ * bounds the slices per loop turn. */
 #define PAGE_SLICE_ENTRIES 32
 
 /* The per-server part of a page, a slice at a time, from the table alone:

@@ -149,6 +149,7 @@ bool breakers_init(struct breakers *b, struct ev_loop *loop, uint32_t max_entrie
 		.table = &b->table,
 		.observed = on_observed,
 		.observed_ctx = b,
+		.ack_vars = OBSERVE_VARS_ALL, /* the configuration's ack_variables, once read */
 	};
 	return true;
 }

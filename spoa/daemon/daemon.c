@@ -148,6 +148,7 @@ static bool start(struct daemon *d)
 		return false;
 	}
 	state_store_load(d->state);
+	d->breakers.observe.ack_vars = c->ack_variables;
 	dispatch_init(&d->dispatch);
 	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->breakers.observe);
 	/* What runs may differ from what was configured (the descriptor limit);

@@ -87,6 +87,8 @@ void daemon_reload(struct daemon *d)
 	 * one that came earlier must not wait for the timer set before. */
 	breakers_rearm(&d->breakers);
 	state_store_set_interval(d->state, fresh.state_interval_ms);
+	/* Read on the next message: HAProxy may already use what was added. */
+	d->breakers.observe.ack_vars = fresh.ack_variables;
 	if (enforcer) {
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;

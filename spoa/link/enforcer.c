@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin/counters.h"
 #include "link/ack_hold.h"
 #include "link/agent_check.h"
 #include "link/ejection.h"
@@ -1042,8 +1043,9 @@ static void record_faults(struct haproxy_link *link, struct breaker_table_entry 
  * wedged_after needs to know that a backend's other servers are serving.
  * HAProxy's counters know: 1xx-3xx answers since the previous look count
  * as a success of the server now (a look's delay, well under any
- * wedged_after). Only once a previous look gave the baseline, and not
- * across an HAProxy restart (its counters start again).
+ * wedged_after); the metrics count them too. Only once a previous look
+ * gave the baseline, and not across an HAProxy restart (its counters
+ * start again).
  */
 static void note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
 				   struct enforce_entry *en, const struct runtime_api_stat_row *row)
@@ -1055,6 +1057,8 @@ static void note_counted_successes(struct haproxy_link *link, struct breaker_tab
 	if (delta > 0 && link->watched_map[0])
 		breaker_table_note_outcome(link->owner->table, entry, BREAKER_OUTCOME_SUCCESS,
 					   clock_now_ms());
+	/* And for the metrics, the successes SPOP was not told of. */
+	counters_note_counted_successes(&entry->counters, delta, baseline && link->watched_map[0]);
 }
 
 /*

@@ -3,7 +3,8 @@
  *
  * Turns one message into one breaker sample: validate the arguments, find
  * the server's breaker, classify the status under its policy, record the
- * outcome, and answer with the variables HAProxy's configuration uses.
+ * outcome, and answer with the variables HAProxy's configuration uses (the
+ * agent's ack_variables: those it listed, `error` always).
  */
 #include <string.h>
 
@@ -110,15 +111,27 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	if (o->observed)
 		o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now);
 
-	dispatch_set_int(reply, "upstream_status", status);
-	dispatch_set_string(reply, "outcome", breaker_outcome_name(outcome));
-	dispatch_set_string(reply, "state", breaker_state_name(b->state));
-	dispatch_set_int(reply, "failures", b->failure_streak);
-	if (breaker_event_is_transition(&ev))
+	/* One bit test per variable: the list was settled when the
+	 * configuration was read, nothing is looked up by name here. An
+	 * answer left empty by the list is still an ACK with an action
+	 * (dispatch unsets `error`). */
+	unsigned vars = o->ack_vars;
+	if (vars & OBSERVE_VAR_UPSTREAM_STATUS)
+		dispatch_set_int(reply, "upstream_status", status);
+	if (vars & OBSERVE_VAR_OUTCOME)
+		dispatch_set_string(reply, "outcome", breaker_outcome_name(outcome));
+	if (vars & OBSERVE_VAR_STATE)
+		dispatch_set_string(reply, "state", breaker_state_name(b->state));
+	if (vars & OBSERVE_VAR_FAILURES)
+		dispatch_set_int(reply, "failures", b->failure_streak);
+	if ((vars & OBSERVE_VAR_TRANSITION) && breaker_event_is_transition(&ev))
 		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
-	if (b->state == BREAKER_OPEN && entry->ejection_capped)
+	if ((vars & OBSERVE_VAR_EJECTION_CAPPED) && b->state == BREAKER_OPEN &&
+	    entry->ejection_capped)
 		dispatch_set_int(reply, "ejection_capped", 1);
-	int64_t retry_after = breaker_retry_after_s(b, now);
-	if (retry_after >= 0)
-		dispatch_set_int(reply, "retry_after", retry_after);
+	if (vars & OBSERVE_VAR_RETRY_AFTER) {
+		int64_t retry_after = breaker_retry_after_s(b, now);
+		if (retry_after >= 0)
+			dispatch_set_int(reply, "retry_after", retry_after);
+	}
 }

@@ -110,19 +110,19 @@ PY
 
 	# Backpressure for the busy worker, never a failure, never a transition.
 	local busy
-	busy=$(metric 'worker_requests_total{backend="workers",server="w1",outcome="backpressure"}')
+	busy=$(metric 'worker_requests_total{backend="workers",server="w1",outcome="backpressure",source="spop"}')
 	echo "w1 backpressure: $busy"
 	[ "$busy" -ge 3 ]
-	[ "$(metric 'worker_requests_total{backend="workers",server="w1",outcome="failure"}')" = 0 ]
+	[ "$(metric 'worker_requests_total{backend="workers",server="w1",outcome="failure",source="spop"}')" = 0 ]
 	[ "$(metric 'breaker_transitions_total{backend="workers",server="w1",from="closed",to="open"}')" = 0 ]
 	[ "$(metric 'breaker_failure_streak{backend="workers",server="w1"}')" = 0 ]
 
 	# Failures for the broken one, and exactly one trip.
 	local failed
-	failed=$(metric 'worker_requests_total{backend="workers",server="w2",outcome="failure"}')
+	failed=$(metric 'worker_requests_total{backend="workers",server="w2",outcome="failure",source="spop"}')
 	echo "w2 failures: $failed"
 	[ "$failed" -ge 3 ]
-	[ "$(metric 'worker_requests_total{backend="workers",server="w2",outcome="backpressure"}')" = 0 ]
+	[ "$(metric 'worker_requests_total{backend="workers",server="w2",outcome="backpressure",source="spop"}')" = 0 ]
 	[ "$(metric 'breaker_transitions_total{backend="workers",server="w2",from="closed",to="open"}')" = 1 ]
 	[ "$(metric 'breaker_failure_streak{backend="workers",server="w2"}')" = 3 ]
 

@@ -89,6 +89,50 @@ status_of() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT$
 	wait_until 5 metric_is 'spoa_breaker_spop_frames_total{type="notify"}' $((before + 1))
 }
 
+SPOP_SUCCESSES='spoa_breaker_worker_requests_total{backend="workers",server="w1",outcome="success",source="spop"}'
+COUNTED_SUCCESSES='spoa_breaker_worker_requests_total{backend="workers",server="w1",outcome="success",source="haproxy_counters"}'
+
+# HAProxy's own count of w1's 2xx answers (show stat, by column name).
+hrsp_2xx_of_w1() {
+	haproxy_cli "show stat" | awk -F, '
+		NR == 1 {for (i = 1; i <= NF; i++) col[$i] = i; next}
+		$1 == "workers" && $2 == "w1" {print $col["hrsp_2xx"]}'
+}
+
+looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
+
+@test "steady-state: successes not notified are counted from HAProxy's counters, none twice" {
+	scene 200 200 200
+	only_w1
+	# Watched for one success, which SPOP counts.
+	run status_of /status/500
+	assert_output 500
+	wait_until 5 is_watched w1@workers
+	run status_of /
+	assert_output 200
+	wait_until 5 is_not_watched w1@workers
+	run metric "$SPOP_SUCCESSES"
+	assert_output 1
+	# Clean: ten successes HAProxy alone sees.
+	local i
+	for i in $(seq 10); do
+		run status_of /
+		assert_output 200
+	done
+	wait_until 10 metric_is "$COUNTED_SUCCESSES" 10
+	# Two more looks change nothing: the notified one is not counted again,
+	# and the sum is HAProxy's own count.
+	local looks
+	looks=$(looks_ok)
+	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((looks + 2))
+	run metric "$COUNTED_SUCCESSES"
+	assert_output 10
+	run metric "$SPOP_SUCCESSES"
+	assert_output 1
+	run hrsp_2xx_of_w1
+	assert_output 11
+}
+
 @test "steady-state: a failure makes the server watched, a success after it clears both" {
 	scene 200 200 200
 	only_w1

@@ -641,6 +641,24 @@ static void test_entry_size(void **state)
 	assert_true(sizeof(struct breaker_table_entry) <= 256);
 }
 
+/* The counters keep one slot per transition: every (from, to) with from
+ * != to has its own, within the array. */
+static void test_transition_slots(void **state)
+{
+	(void)state;
+	bool used[BREAKER_NB_TRANSITION_SLOTS] = {false};
+	for (int from = BREAKER_CLOSED; from <= BREAKER_HALF_OPEN; from++) {
+		for (int to = BREAKER_CLOSED; to <= BREAKER_HALF_OPEN; to++) {
+			if (from == to)
+				continue;
+			unsigned slot = breaker_transition_slot(from, to);
+			assert_true(slot < BREAKER_NB_TRANSITION_SLOTS);
+			assert_false(used[slot]);
+			used[slot] = true;
+		}
+	}
+}
+
 /* ==== time ==== */
 
 struct tick_log {
@@ -724,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_hooks_follow_entries),
 		cmocka_unit_test(test_quiet_lookups_keep_recency),
 		cmocka_unit_test(test_entry_size),
+		cmocka_unit_test(test_transition_slots),
 		cmocka_unit_test(test_grows_on_demand),
 		cmocka_unit_test(test_tick_drives_deadlines),
 	};

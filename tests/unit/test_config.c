@@ -225,6 +225,12 @@ static const struct {
 	{"log_level", "debug", "debug"},
 	{"admin", "[::1]:9000", "[::1]:9000"},
 	{"admin", "none", "none"},
+	{"ack_variables", "all", "all"},
+	{"ack_variables", "state", "state"},
+	{"ack_variables", " retry_after ,state,state", "state,retry_after"},
+	{"ack_variables", "upstream_status,outcome,state,failures,transition,ejection_capped,"
+			  "retry_after", "all"},
+	{"ack_variables", "none", "none"},
 	{"enforce", "shadow", "none"},
 	{"runtime_api", "unix:/run/haproxy/admin.sock", "unix:/run/haproxy/admin.sock"},
 	{"agent_check", "127.0.0.1:12346", "127.0.0.1:12346"},
@@ -293,6 +299,15 @@ static const struct {
 	{"idle_timeout", "500ms", "expected a duration of at least 1s such as 30s or 500ms"},
 	{"max_breakers", "lots", "expected 1..1048576"},
 	{"log_level", "loud", "expected error, warning, notice, info or debug"},
+	{"ack_variables", "state, sate",
+	 "'sate' is not one of upstream_status, outcome, state, failures, transition, "
+	 "ejection_capped, retry_after, all or none"},
+	{"ack_variables", "state,,outcome",
+	 "expected a comma-separated list of upstream_status, outcome, state, failures, "
+	 "transition, ejection_capped, retry_after, all or none"},
+	{"ack_variables", "error",
+	 "'error' is not one of upstream_status, outcome, state, failures, transition, "
+	 "ejection_capped, retry_after, all or none"},
 	{"enforce", "always", "expected runtime-api, agent-check or none"},
 	{"poll_interval", "50ms", "expected a duration of at least 100ms such as 30s or 500ms"},
 	{"threshold", "0", "expected 1..1000000"},
@@ -387,6 +402,7 @@ static void test_defaults(void **state)
 	assert_string_equal(r.errors, "");
 	assert_null(c.path);
 	assert_string_equal(value_of(&c, "listen"), "127.0.0.1:12345");
+	assert_string_equal(value_of(&c, "ack_variables"), "all");
 	assert_string_equal(value_of(&c, "admin"), "127.0.0.1:9786");
 	assert_false(c.admin_set);
 	assert_int_equal(c.enforce, ENFORCE_NONE);
@@ -727,7 +743,8 @@ static void test_reload_decision(void **state)
 	const char *before = file("[agent]\nlisten = 127.0.0.1:1\nmax_connections = 10\n"
 				  "log_level = info\n[breaker]\nthreshold = 3\n");
 	const char *after = file("[agent]\nlisten = 127.0.0.1:2\nmax_connections = 20\n"
-				 "log_level = debug\n[breaker]\nthreshold = 4\n");
+				 "log_level = debug\nack_variables = state\n"
+				 "[breaker]\nthreshold = 4\n");
 
 	assert_int_equal(RUN(&running, "-f", before), -1);
 	assert_int_equal(RUN(&next, "-f", after), -1);
@@ -741,6 +758,7 @@ static void test_reload_decision(void **state)
 	assert_string_equal(next.listen[0], "127.0.0.1:1");
 	assert_int_equal(next.agent.max_connections, 10);
 	assert_int_equal(next.log_level, LOG_LEVEL_DEBUG);
+	assert_int_equal(next.ack_variables, OBSERVE_VAR_STATE);
 	assert_int_equal(next.global.values.threshold, 4);
 	config_free(&next);
 

@@ -578,11 +578,11 @@ static void test_per_server_samples(void **state)
 	struct metrics_source s = source();
 	char *text = render_metrics(&s);
 	static const char *const lines[] = {
-		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"backpressure\"} 4\n",
-		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"success\"} 1\n",
-		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"client_error\"} 1\n",
-		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"failure\"} 0\n",
-		"worker_requests_total{backend=\"workers\",server=\"w2\",outcome=\"failure\"} 3\n",
+		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"backpressure\",source=\"spop\"} 4\n",
+		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"success\",source=\"spop\"} 1\n",
+		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"client_error\",source=\"spop\"} 1\n",
+		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"failure\",source=\"spop\"} 0\n",
+		"worker_requests_total{backend=\"workers\",server=\"w2\",outcome=\"failure\",source=\"spop\"} 3\n",
 		"breaker_state{backend=\"workers\",server=\"w1\"} 0\n",
 		"breaker_state{backend=\"workers\",server=\"w2\"} 1\n",
 		"breaker_transitions_total{backend=\"workers\",server=\"w2\",from=\"closed\",to=\"open\"} 1\n",
@@ -621,6 +621,80 @@ static void test_per_server_samples(void **state)
 	}
 	/* Impossible transitions are not written while they have not happened. */
 	assert_null(strstr(text, "from=\"closed\",to=\"half_open\""));
+	free(text);
+}
+
+/* ==== steady-state mode: successes from HAProxy's counters ==== */
+
+/* One look at one HAProxy: `notified` successes reached SPOP since the
+ * step before, then the look found `delta` more 1xx-3xx in HAProxy's
+ * counters (baseline: a delta that means something, in steady-state mode). */
+struct look_step {
+	uint64_t notified, delta;
+	bool baseline;
+	uint64_t want_counted; /* counted_successes after the step */
+};
+
+static const struct {
+	const char *rule;
+	struct look_step steps[4];
+	unsigned nb_steps;
+} counted_cases[] = {
+	{"a clean server: every success only in the counters",
+	 {{0, 10, true, 10}, {0, 5, true, 15}}, 2},
+	{"a watched server: every success notified, none counted twice",
+	 {{4, 4, true, 0}, {3, 3, true, 0}}, 2},
+	{"a server watched part of the interval: the rest is counted",
+	 {{2, 7, true, 5}}, 1},
+	{"a NOTIFY after the look: once too many, evened out at the next",
+	 {{2, 3, true, 1}, {1, 0, true, 1}, {0, 5, true, 5}}, 3},
+	{"no previous look: nothing counted, the notified ones forgotten",
+	 {{3, 0, false, 0}, {0, 6, true, 6}}, 2},
+	{"a restarted HAProxy: its delta means nothing",
+	 {{0, 4, true, 4}, {2, 0, false, 4}, {1, 1, true, 4}}, 3},
+	{"not in steady-state mode: nothing counted, nothing kept",
+	 {{5, 5, false, 0}, {5, 5, false, 0}}, 2},
+	{"two HAProxies: matched per server, exact in sum",
+	 {{5, 4, true, 0}, {0, 6, true, 5}}, 2},
+};
+
+static void test_counted_successes(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(counted_cases) / sizeof(counted_cases[0]); i++) {
+		struct breaker_counters c = {0};
+		uint64_t notified = 0;
+		for (unsigned k = 0; k < counted_cases[i].nb_steps; k++) {
+			const struct look_step *st = &counted_cases[i].steps[k];
+			c.outcomes[BREAKER_OUTCOME_SUCCESS] += st->notified;
+			notified += st->notified;
+			counters_note_counted_successes(&c, st->delta, st->baseline);
+			if (c.counted_successes != st->want_counted)
+				fail_msg("%s, step %u: counted %llu, expected %llu",
+					 counted_cases[i].rule, k + 1,
+					 (unsigned long long)c.counted_successes,
+					 (unsigned long long)st->want_counted);
+			/* SPOP's own count is never touched. */
+			assert_int_equal(c.outcomes[BREAKER_OUTCOME_SUCCESS], notified);
+			assert_true(c.successes_matched <= notified);
+		}
+	}
+}
+
+/* The counters' successes are a sample of their own, next to SPOP's. */
+static void test_counted_successes_sample(void **state)
+{
+	struct metrics_source s = source();
+	struct breaker_table_entry *e = get("workers", "w1");
+	counters_note_counted_successes(&e->counters, 0, false);
+	counters_note_counted_successes(&e->counters, 12, true);
+	char *text = render_metrics(&s);
+	assert_contains(text, "\nspoa_breaker_worker_requests_total{backend=\"workers\",server="
+			      "\"w1\",outcome=\"success\",source=\"spop\"} 1\n");
+	assert_contains(text, "\nspoa_breaker_worker_requests_total{backend=\"workers\",server="
+			      "\"w1\",outcome=\"success\",source=\"haproxy_counters\"} 12\n");
+	assert_contains(text, "\nspoa_breaker_worker_requests_total{backend=\"workers\",server="
+			      "\"w2\",outcome=\"success\",source=\"haproxy_counters\"} 0\n");
 	free(text);
 }
 
@@ -819,6 +893,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_output_passes_the_format_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slices_make_the_same_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_per_server_samples, setup, teardown),
+		cmocka_unit_test(test_counted_successes),
+		cmocka_unit_test_setup_teardown(test_counted_successes_sample, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_histogram_buckets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
 		cmocka_unit_test(test_histogram_batch),

@@ -1,0 +1,245 @@
+/*
+ * test_observe.c - the breaker-observe answer as HAProxy receives it: a
+ * NOTIFY in, through dispatch, an ACK out, decoded back into the variables
+ * it sets. Pins what ack_variables selects: every variable by default,
+ * only the listed ones otherwise, `error` whatever the list, and never an
+ * empty ACK.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config/keys.h"
+#include "spop/observe.h"
+
+#define T0 5000000
+#define MAX_FRAME 16384
+#define LOOP_BOUND 1000
+
+/* The actions of one ACK, their names as C strings. */
+struct answer {
+	unsigned nb;
+	char names[16][32];
+	enum spop_action_type types[16];
+};
+
+struct fixture {
+	struct breaker_table table;
+	struct observe_ctx observe;
+	struct dispatch dispatch;
+	bool cap_ejections; /* the link's decision the handler is told of */
+};
+
+static void on_observed(void *ctx, struct breaker_table_entry *entry,
+			const struct breaker_event *ev, enum breaker_outcome outcome, int status,
+			uint64_t now_ms)
+{
+	struct fixture *f = ctx;
+	(void)ev, (void)outcome, (void)status, (void)now_ms;
+	entry->ejection_capped = f->cap_ejections;
+}
+
+static void setup(struct fixture *f, unsigned ack_vars)
+{
+	char err[256];
+	memset(f, 0, sizeof(*f));
+	assert_true(breaker_table_init(&f->table, 16, err, sizeof(err)));
+	f->observe = (struct observe_ctx){.table = &f->table, .observed = on_observed,
+					  .observed_ctx = f, .ack_vars = ack_vars};
+	dispatch_init(&f->dispatch);
+	assert_true(dispatch_register(&f->dispatch, OBSERVE_MESSAGE_NAME, observe_handle,
+				      &f->observe));
+}
+
+static void teardown(struct fixture *f)
+{
+	breaker_table_free(&f->table);
+}
+
+/* One response of status from workers/w1 (srv NULL: a message without
+ * srv), answered and decoded. */
+static struct answer observe(struct fixture *f, const char *srv, int status)
+{
+	uint8_t payload[512], out[MAX_FRAME];
+	struct spop_writer pw, w;
+	spop_writer_init(&pw, payload, sizeof(payload));
+	spop_put_message_header(&pw, OBSERVE_MESSAGE_NAME, strlen(OBSERVE_MESSAGE_NAME),
+				srv ? 3 : 2);
+	struct spop_data be = spop_data_string("workers", 7);
+	spop_put_kv(&pw, "be", &be);
+	if (srv) {
+		struct spop_data s = spop_data_string(srv, strlen(srv));
+		spop_put_kv(&pw, "srv", &s);
+	}
+	struct spop_data st = spop_data_sint(status);
+	spop_put_kv(&pw, "status", &st);
+	assert_false(pw.overflow);
+
+	struct spop_frame notify = {.type = SPOP_FRAME_NOTIFY, .flags = SPOP_FLAG_FIN,
+				    .stream_id = 1, .frame_id = 1,
+				    .payload = {.ptr = payload, .len = pw.len}};
+	spop_writer_init(&w, out, sizeof(out));
+	const char *why = NULL;
+	assert_true(dispatch_notify(&f->dispatch, &notify, &w, MAX_FRAME, T0, &why));
+
+	struct spop_frame ack;
+	struct spop_error err;
+	assert_int_equal(spop_frame_decode(out, w.len, MAX_FRAME, &ack, &err), (ssize_t)w.len);
+	assert_int_equal(ack.type, SPOP_FRAME_ACK);
+
+	struct answer a = {0};
+	const uint8_t *p = ack.payload.ptr;
+	size_t left = ack.payload.len;
+	while (left > 0) {
+		struct spop_action act;
+		ssize_t n = spop_action_decode(p, left, &act);
+		assert_true(n > 0);
+		assert_true(a.nb < 16 && act.name.len < sizeof(a.names[0]));
+		memcpy(a.names[a.nb], act.name.ptr, act.name.len);
+		a.names[a.nb][act.name.len] = '\0';
+		a.types[a.nb++] = act.type;
+		p += n;
+		left -= (size_t)n;
+	}
+	return a;
+}
+
+/* "a,b,c": the variables set, in the order sent. */
+static const char *set_list(const struct answer *a)
+{
+	static char buf[512];
+	size_t n = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < a->nb; i++)
+		if (a->types[i] == SPOP_ACTION_SET_VAR)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? "," : "",
+					      a->names[i]);
+	return buf;
+}
+
+/* Failures until the breaker opens; the answer to the one that opened it,
+ * with the ejection cap holding the server in rotation. */
+static struct answer answer_to_trip(struct fixture *f)
+{
+	f->cap_ejections = true;
+	for (unsigned i = 0; i < LOOP_BOUND; i++) {
+		struct answer a = observe(f, "w1", 500);
+		struct breaker_table_entry *e = breaker_table_find(&f->table, "workers", 7, "w1", 2);
+		assert_non_null(e);
+		if (e->breaker.state == BREAKER_OPEN)
+			return a;
+	}
+	fail_msg("the breaker never opened");
+	return (struct answer){0};
+}
+
+/* ---- the table: (ack_vars) -> (variables set by a success, by the trip) ---- */
+
+static const struct {
+	const char *rule;
+	unsigned vars;
+	const char *on_success;
+	const char *on_trip;
+} selections[] = {
+	{"default: every variable, as before the key existed", OBSERVE_VARS_ALL,
+	 "upstream_status,outcome,state,failures",
+	 "upstream_status,outcome,state,failures,transition,ejection_capped,retry_after"},
+	{"state only: what the shipped haproxy.cfg routes on", OBSERVE_VAR_STATE, "state",
+	 "state"},
+	{"a subset keeps the handler's order", OBSERVE_VAR_RETRY_AFTER | OBSERVE_VAR_OUTCOME,
+	 "outcome", "outcome,retry_after"},
+	{"the conditional ones stay conditional",
+	 OBSERVE_VAR_TRANSITION | OBSERVE_VAR_EJECTION_CAPPED, "", "transition,ejection_capped"},
+	{"none: nothing set", 0, "", ""},
+};
+
+static void test_selection_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(selections) / sizeof(selections[0]); i++) {
+		struct fixture f;
+		setup(&f, selections[i].vars);
+		struct answer a = observe(&f, "w1", 200);
+		if (strcmp(set_list(&a), selections[i].on_success) != 0)
+			fail_msg("%s: a success set \"%s\", expected \"%s\"", selections[i].rule,
+				 set_list(&a), selections[i].on_success);
+		a = answer_to_trip(&f);
+		if (strcmp(set_list(&a), selections[i].on_trip) != 0)
+			fail_msg("%s: the trip set \"%s\", expected \"%s\"", selections[i].rule,
+				 set_list(&a), selections[i].on_trip);
+		teardown(&f);
+	}
+}
+
+/* HAProxy 3.1 waits out timeout processing on an ACK without an action:
+ * whatever the list leaves out, the answer carries one. */
+static void test_never_empty(void **state)
+{
+	(void)state;
+	struct fixture f;
+	setup(&f, 0);
+	struct answer a = observe(&f, "w1", 200);
+	assert_int_equal(a.nb, 1);
+	assert_int_equal(a.types[0], SPOP_ACTION_UNSET_VAR);
+	assert_string_equal(a.names[0], "error");
+	teardown(&f);
+
+	/* A list whose variables this answer has no reason to set. */
+	setup(&f, OBSERVE_VAR_TRANSITION);
+	a = observe(&f, "w1", 200);
+	assert_int_equal(a.nb, 1);
+	assert_int_equal(a.types[0], SPOP_ACTION_UNSET_VAR);
+	teardown(&f);
+}
+
+/* An unusable message is answered with `error` whatever the list says. */
+static void test_error_always_sent(void **state)
+{
+	(void)state;
+	const unsigned lists[] = {OBSERVE_VARS_ALL, OBSERVE_VAR_STATE, 0};
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		struct fixture f;
+		setup(&f, lists[i]);
+		struct answer a = observe(&f, NULL, 200);
+		assert_string_equal(set_list(&a), "error");
+		teardown(&f);
+	}
+}
+
+/* The configuration's words are the names the handler sends: each word
+ * alone selects exactly the variable of that name. */
+static void test_config_words_are_the_variables(void **state)
+{
+	(void)state;
+	const struct config_key *k = config_key_find("ack_variables");
+	assert_non_null(k);
+	unsigned single = 0;
+	for (const struct config_word *w = k->words; w->word; w++) {
+		unsigned v = (unsigned)w->value;
+		if (v == 0 || (v & (v - 1)) != 0)
+			continue;
+		single |= v;
+		struct fixture f;
+		setup(&f, v);
+		struct answer a = answer_to_trip(&f);
+		assert_string_equal(set_list(&a), w->word);
+		teardown(&f);
+	}
+	assert_int_equal(single, OBSERVE_VARS_ALL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_selection_table),
+		cmocka_unit_test(test_never_empty),
+		cmocka_unit_test(test_error_always_sent),
+		cmocka_unit_test(test_config_words_are_the_variables),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
