@@ -163,6 +163,22 @@ sent_to_w1() { on "$1" haproxy_cli "show stat" | awk -F, '$1=="workers" && $2=="
 	# Only the owner writes the verdict.
 	run on b haproxy_cli "show table breaker_verdicts"
 	assert_output --regexp "key=workers/w1 .*gpt0=1 .*gpc1=1"
+	# A verdict on a server this tier does not have, one on a name HAProxy
+	# would refuse, one with a state nobody writes: left alone everywhere,
+	# and no breaker is made for them.
+	on b haproxy_cli "set table breaker_verdicts key workers/w9 data.gpt0 1 data.gpc0 0 data.gpc1 2" >/dev/null
+	on b haproxy_cli "set table breaker_verdicts key bad\\;name/w1 data.gpt0 1 data.gpc1 2" >/dev/null
+	on b haproxy_cli "set table breaker_verdicts key workers/w2 data.gpt0 7 data.gpc1 2" >/dev/null
+	local node at
+	at=$(looks c)
+	wait_until 5 on c metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((at + 2))
+	for node in a b c; do
+		run on "$node" breaker_field workers/w9 state
+		assert_failure
+		run on "$node" breaker_field workers/w2 state
+		assert_output closed
+		on "$node" is_not_drained w2
+	done
 }
 
 @test "peers: with verdicts off each node pays the threshold itself (the comparison)" {

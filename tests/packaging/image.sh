@@ -85,9 +85,13 @@ FE_PORT=8080 W1_PORT=8101 AGENT_ADDR=127.0.0.1:12345 SPOE_CONF=$REPO/haproxy/spo
 sed -e "s|@RUN_DIR@|$RUN_DIR|g" -e "s|@FE_PORT@|$FE_PORT|g" -e "s|@W1_PORT@|$W1_PORT|g" \
 	-e "s|@AGENT_ADDR@|$AGENT_ADDR|g" -e "s|@SPOE_CONF@|$SPOE_CONF|g" \
 	tests/e2e/haproxy.cfg.in >"$RUN_DIR/haproxy.cfg"
-in_net python3 tests/lib/worker.py --name w1 --port "$W1_PORT" --behaviour 200 >"$RUN_DIR/worker.log" 2>&1 &
+# nsenter itself, not the in_net function: a function sent to the
+# background runs in a subshell of its own, and $! would be that subshell,
+# whose end leaves HAProxy running.
+nsenter --net="$NETNS" python3 tests/lib/worker.py --name w1 --port "$W1_PORT" --behaviour 200 \
+	>"$RUN_DIR/worker.log" 2>&1 &
 PIDS+=($!)
-in_net haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
+nsenter --net="$NETNS" haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
 PIDS+=($!)
 
 agent_up() {
