@@ -29,6 +29,9 @@ enum breaker_cause_kind {
 	/* HAProxy's counters at a look: a capacity status retried on another
 	 * worker, recorded as backpressure (faults->capacity_retries) */
 	BREAKER_CAUSE_CAPACITY_RETRY,
+	/* HAProxy's look: requests in flight with no response for too long
+	 * (the stalled rule, stall_watch.c) */
+	BREAKER_CAUSE_IN_FLIGHT,
 };
 
 struct breaker_cause {
@@ -36,6 +39,7 @@ struct breaker_cause {
 	enum breaker_outcome outcome;      /* RESPONSE */
 	int status;                        /* RESPONSE */
 	const struct faults_delta *faults; /* COUNTERS, CAPACITY_RETRY */
+	uint64_t in_flight;                /* IN_FLIGHT: HAProxy's scur at the look */
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 
