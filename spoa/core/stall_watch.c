@@ -11,7 +11,10 @@
  *
  * Off by default, and meant for fleets whose responses have a known upper
  * bound: a worker that generates text for tens of seconds is legitimately
- * "in flight, unanswered" all that time. And always relative to the
+ * "in flight, unanswered" all that time. The bound covers the whole
+ * exchange: HAProxy counts a response at its head, so a stream (or a
+ * WebSocket tunnel) that outlasts stalled_after, with no other answer
+ * from its server meanwhile, looks the same as a hang. And always relative to the
  * neighbours: when the whole backend stops answering (a shared dependency
  * down, a global overload), no one worker is at fault, and draining them
  * one by one would only make the outage total.
