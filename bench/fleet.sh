@@ -25,12 +25,16 @@
 # those without the agent, the retry lines out of those without retry.
 # Health checks (`check`, HAProxy's defaults) are what an operator without
 # the agent relies on; the shipped configuration has none. The agent runs
-# on its defaults and its Runtime API, plus the two protections that are
+# on its defaults and its Runtime API, plus the three protections that are
 # off by default and that this fleet calls for: `--failure-rate-threshold
-# 20` (the flaky worker) and `--wedged-after 5s`.
+# 20` (the flaky worker), `--wedged-after 5s` and `--stalled-after 300ms`
+# (the hung worker: every answer here takes at most 60 ms, so 300 ms of
+# silence with requests in flight is a hang), the latter with looks every
+# 100 ms (`--poll-interval 100ms`): the rule judges at looks, and at the
+# default 500 ms the second look comes as late as the 1 s timeout.
 #
 # Knobs: FLEET_RATE (300 requests/s), FLEET_SECONDS (60), FLEET_SEED (1),
-# FLEET_AGENT_ARGS (the agent's options beyond the defaults: the two above),
+# FLEET_AGENT_ARGS (the agent's options beyond the defaults: those above),
 # FLEET_FLAKY (0.3), FLEET_TIMEOUT_SERVER (1s), FLEET_SETUPS (all five, in
 # order), FLEET_HAPROXY (haproxy: the system's 2.6; or a path, e.g. one
 # tests/haproxy-versions.sh prints). Everything listens on 127.0.0.1; only
@@ -48,8 +52,9 @@ TIMEOUT_SERVER=${FLEET_TIMEOUT_SERVER:-1s}
 SETUPS=${FLEET_SETUPS:-"plain observe retry breaker-noretry breaker"}
 HAPROXY=${FLEET_HAPROXY:-haproxy}
 # The protections off by default that this fleet calls for: a flaky worker
-# (the failure rate) and a wedged one.
-AGENT_PROTECTIONS=${FLEET_AGENT_ARGS:-"--failure-rate-threshold 20 --wedged-after 5s"}
+# (the failure rate), a wedged one, and a hung one (stalled, judged at
+# looks every 100 ms).
+AGENT_PROTECTIONS=${FLEET_AGENT_ARGS:-"--failure-rate-threshold 20 --wedged-after 5s --stalled-after 300ms --poll-interval 100ms"}
 WORKERS="busy1:busy:4 busy2:busy:4 busy3:busy:4 busy4:busy:4 busy5:busy:4 busy6:busy:4 crashed:crashed broken:broken hung:hung flaky:flaky:$FLAKY wedged:wedged"
 
 # Hung requests and a fresh connection per request: room for descriptors.

@@ -129,6 +129,12 @@ struct breaker_policy {
 	 * succeeded meanwhile, opens the breaker (breaker_is_wedged()).
 	 * 0 turns it off (the default). */
 	uint64_t wedged_after_ms;
+	/* A hung worker: requests in flight there for this long with no
+	 * response, while another server of its backend answered meanwhile,
+	 * opens the breaker (breaker_is_stalled()). 0 turns it off (the
+	 * default): only fleets whose responses have a known upper bound
+	 * can name one. */
+	uint64_t stalled_after_ms;
 	/* The backend's ejection cap (link/ejection.h), read by the HAProxy
 	 * link, never by the breaker: per backend (a server level cannot set
 	 * them), as a share of servers is a property of the backend. */
@@ -152,6 +158,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_WINDOW = 1u << 11,
 	BREAKER_FIELD_MINIMUM_VOLUME = 1u << 12,
 	BREAKER_FIELD_WEDGED_AFTER = 1u << 15,
+	BREAKER_FIELD_STALLED_AFTER = 1u << 16,
 	BREAKER_FIELD_MAX_EJECTION_PERCENT = 1u << 13,
 	BREAKER_FIELD_DRAIN_LAST_SERVER = 1u << 14,
 };
@@ -176,8 +183,9 @@ enum breaker_trip_rule {
 	BREAKER_TRIP_FAILURE_RATE,   /* failure_rate_threshold over the window */
 	BREAKER_TRIP_PROBE_FAILED,   /* a half-open probe failed */
 	BREAKER_TRIP_WEDGED,         /* only capacity statuses for wedged_after, others succeeding */
+	BREAKER_TRIP_STALLED,        /* in flight, unanswered for stalled_after, others answering */
 };
-#define BREAKER_NB_TRIP_RULES (BREAKER_TRIP_WEDGED + 1)
+#define BREAKER_NB_TRIP_RULES (BREAKER_TRIP_STALLED + 1)
 
 struct breaker {
 	const struct breaker_policy *policy; /* not owned; must outlive the breaker */
@@ -257,12 +265,25 @@ struct breaker_counters {
 	/* By breaker_transition_slot(from, to): only from != to, so that the
 	 * entry keeps to four cache lines (test_breaker_table.c). */
 	uint64_t transitions[BREAKER_NB_TRANSITION_SLOTS];
-	uint64_t trips[BREAKER_NB_TRIP_RULES]; /* openings, by the rule that opened */
+	/* Openings, by the rule that opened. 32 bits, saturating: one a
+	 * cool-down at most, so never near the bound, and the entry the hot
+	 * path walks stays within 256 bytes with a rule more. */
+	uint32_t trips[BREAKER_NB_TRIP_RULES];
 	/* Steady-state mode (admin/counters.h): successes HAProxy's counters
 	 * report and SPOP was not told of; and how many of outcomes[SUCCESS]
 	 * a counters' delta has already accounted for. */
 	uint64_t counted_successes;
 	uint64_t successes_matched;
+};
+
+/* ---- the stalled rule's view of one server (stall_watch.c) ---- */
+
+/* What one HAProxy's looks say of one server's requests in flight, kept
+ * by whoever looks (the HAProxy link): each HAProxy has its own. */
+struct stall_watch {
+	/* The look from which requests were in flight there with no
+	 * response since, at every look (0: not so). */
+	uint64_t since_ms;
 };
 
 /* ---- policies of one configuration (policy.c) ---- */

@@ -160,6 +160,26 @@ bool breaker_is_wedged(const struct breaker *b, uint64_t now_ms, uint64_t others
 /* Opens a CLOSED breaker with trip rule "wedged"; no-op in other states. */
 struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms);
 
+/*
+ * The stalled rule (stall_watch.c). stall_watch_look() takes one look at a
+ * server: requests in flight there (HAProxy's scur > 0), and whether it
+ * answered anything since the previous look (a response in HAProxy's
+ * counters or over SPOP; the caller says true when it cannot tell, e.g.
+ * at its first look). breaker_is_stalled() says whether a CLOSED or
+ * HALF_OPEN breaker's server has had requests in flight with no response
+ * for policy->stalled_after_ms - counted from the later of the watch's
+ * start and the state's - while another server of its backend succeeded
+ * after that start (others_succeeded_ms, from
+ * breaker_table_others_succeeded(); 0: never). False whenever
+ * stalled_after_ms is 0.
+ */
+void stall_watch_look(struct stall_watch *w, bool in_flight, bool answered, uint64_t now_ms);
+bool breaker_is_stalled(const struct breaker *b, const struct stall_watch *w, uint64_t now_ms,
+			uint64_t others_succeeded_ms);
+/* Opens a CLOSED or HALF_OPEN breaker with trip rule "stalled", as a
+ * failure would (backoff, probes); no-op when OPEN. */
+struct breaker_event breaker_trip_stalled(struct breaker *b, uint64_t now_ms);
+
 bool breaker_would_allow(const struct breaker *b);
 
 /*
@@ -321,6 +341,13 @@ struct breaker_event breaker_table_record_response(struct breaker_table *t,
 struct breaker_event breaker_table_record_capacity_retries(struct breaker_table *t,
 							   struct breaker_table_entry *e,
 							   uint32_t count, uint64_t now_ms);
+/* One look at e's server by one HAProxy (see stall_watch_look()), then
+ * the stalled rule judges it against its backend: a stalled server's
+ * breaker opens. The event says what changed (nothing, mostly). */
+struct breaker_event breaker_table_look_in_flight(struct breaker_table *t,
+						  struct breaker_table_entry *e,
+						  struct stall_watch *w, bool in_flight,
+						  bool answered, uint64_t now_ms);
 void breaker_table_note_outcome(struct breaker_table *t, const struct breaker_table_entry *e,
 				enum breaker_outcome outcome, uint64_t now_ms);
 uint64_t breaker_table_others_succeeded(const struct breaker_table *t,

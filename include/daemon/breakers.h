@@ -30,6 +30,9 @@ enum breaker_cause_kind {
 	 * worker, recorded as backpressure (faults->capacity_retries) */
 	BREAKER_CAUSE_CAPACITY_RETRY,
 	BREAKER_CAUSE_PEER, /* another HAProxy node's verdict, read from the shared table */
+	/* HAProxy's look: requests in flight with no response for too long
+	 * (the stalled rule, stall_watch.c) */
+	BREAKER_CAUSE_IN_FLIGHT,
 };
 
 struct breaker_cause {
@@ -38,6 +41,7 @@ struct breaker_cause {
 	int status;                        /* RESPONSE */
 	const struct faults_delta *faults; /* COUNTERS, CAPACITY_RETRY */
 	uint32_t node;                     /* PEER: the node whose verdict */
+	uint64_t in_flight;                /* IN_FLIGHT: HAProxy's scur at the look */
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 

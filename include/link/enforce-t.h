@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/breaker-t.h"
 #include "link/faults-t.h"
 
 /* HAProxy instances (one Runtime API socket each) one agent can drive. */
@@ -71,6 +72,12 @@ struct enforce_entry {
 	 * in steady-state mode a clean server's successes reach the agent
 	 * only this way. */
 	uint64_t successes_counted;
+	/* The stalled rule (stall_watch.c): its watch as this HAProxy's looks
+	 * see the server; its 1xx-5xx answers by HAProxy's counters at the
+	 * previous look, and that look's time (0: none yet). */
+	struct stall_watch stall;
+	uint64_t responses_counted;
+	uint64_t stall_looked_ms;
 	/* Peers mode (verdicts.h): this node wrote an open or half-open
 	 * verdict for the server into the shared table, and has not yet
 	 * written it closed. */

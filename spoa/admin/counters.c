@@ -13,7 +13,8 @@ static void count(void *ctx, struct breaker_table_entry *e, const struct breaker
 		e->counters.outcomes[cause->outcome]++;
 	if (breaker_event_is_transition(ev))
 		e->counters.transitions[breaker_transition_slot(ev->from, ev->to)]++;
-	if (ev->to == BREAKER_OPEN && ev->from != BREAKER_OPEN)
+	if (ev->to == BREAKER_OPEN && ev->from != BREAKER_OPEN &&
+	    e->counters.trips[ev->trip_rule] < UINT32_MAX)
 		e->counters.trips[ev->trip_rule]++;
 }
 

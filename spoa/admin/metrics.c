@@ -153,7 +153,7 @@ static void trips_in_a_row_of(struct strbuf *o, const struct breaker_table_entry
 
 static const enum breaker_trip_rule trip_rules[] = {
 	BREAKER_TRIP_FAILURE_STREAK, BREAKER_TRIP_FAILURE_RATE, BREAKER_TRIP_PROBE_FAILED,
-	BREAKER_TRIP_WEDGED,
+	BREAKER_TRIP_WEDGED, BREAKER_TRIP_STALLED,
 };
 
 static void trips_of(struct strbuf *o, const struct breaker_table_entry *e)
@@ -205,7 +205,7 @@ static const struct {
 	 "Trips with no healthy_for closed stretch between them: the open time doubles with each.",
 	 trips_in_a_row_of},
 	{"breaker_trips_total", "counter",
-	 "Openings, by the rule that opened: failure_streak, failure_rate, probe_failed or wedged.",
+	 "Openings, by the rule that opened: failure_streak, failure_rate, probe_failed, wedged or stalled.",
 	 trips_of},
 	{"breaker_window_volume", "gauge",
 	 "Judged requests in the failure-rate window (backpressure is not judged).",

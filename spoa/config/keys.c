@@ -329,6 +329,17 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"succeeded; 0 turns the rule off",
 		.default_text = "0 (off)",
 	},
+	{
+		.name = "stalled_after", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_DURATION,
+		IN_POLICY(stalled_after_ms, BREAKER_FIELD_STALLED_AFTER), .min = 0,
+		.max = UINT64_MAX, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "stalled-after", .arg = "DURATION",
+		.help = "open a breaker whose server had requests in flight this long with no "
+			"response while another server of its backend succeeded (a hung "
+			"worker, before timeout server); only for responses with a known "
+			"upper bound; 0 turns the rule off",
+		.default_text = "0 (off)",
+	},
 	/* Per backend: a share of a backend's servers means nothing for one
 	 * server, so a [server] section refuses them (--check names where they
 	 * belong). drain_last_server is named for what it allows, off by

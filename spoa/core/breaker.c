@@ -524,6 +524,18 @@ struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms)
 	return event_end(b, before);
 }
 
+struct breaker_event breaker_trip_stalled(struct breaker *b, uint64_t now_ms)
+{
+	struct before before = event_begin(b);
+
+	/* A failure's trip, with its own reason. From HALF_OPEN too: a probe
+	 * that hangs as long is a probe that failed, found before HAProxy's
+	 * `timeout server` ends it. */
+	if (b->state != BREAKER_OPEN)
+		trip(b, BREAKER_TRIP_STALLED, now_ms);
+	return event_end(b, before);
+}
+
 bool breaker_would_allow(const struct breaker *b)
 {
 	return b->state != BREAKER_OPEN;
@@ -674,6 +686,7 @@ const char *breaker_trip_rule_name(enum breaker_trip_rule rule)
 	case BREAKER_TRIP_FAILURE_RATE: return "failure_rate";
 	case BREAKER_TRIP_PROBE_FAILED: return "probe_failed";
 	case BREAKER_TRIP_WEDGED: return "wedged";
+	case BREAKER_TRIP_STALLED: return "stalled";
 	}
 	return "none";
 }

@@ -532,6 +532,21 @@ struct breaker_event breaker_table_record_capacity_retries(struct breaker_table 
 	return ev;
 }
 
+struct breaker_event breaker_table_look_in_flight(struct breaker_table *t,
+						  struct breaker_table_entry *e,
+						  struct stall_watch *w, bool in_flight,
+						  bool answered, uint64_t now_ms)
+{
+	struct breaker *b = &e->breaker;
+
+	stall_watch_look(w, in_flight, answered, now_ms);
+	if (breaker_is_stalled(b, w, now_ms, breaker_table_others_succeeded(t, e)))
+		return breaker_trip_stalled(b, now_ms);
+	return (struct breaker_event){.from = b->state, .to = b->state,
+				      .dirty = BREAKER_DIRTY_UNCHANGED,
+				      .trip_rule = BREAKER_TRIP_NONE};
+}
+
 void breaker_table_note_outcome(struct breaker_table *t, const struct breaker_table_entry *e,
 				enum breaker_outcome outcome, uint64_t now_ms)
 {

@@ -43,6 +43,9 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	policy->minimum_volume = BREAKER_DEFAULT_MINIMUM_VOLUME;
 	/* Off: a 503 stays backpressure unless asked for (seed 000). */
 	policy->wedged_after_ms = 0;
+	/* Off: how long a response may take is the fleet's to say; an LLM
+	 * worker can rightly be silent for tens of seconds. */
+	policy->stalled_after_ms = 0;
 	policy->max_ejection_percent = BREAKER_DEFAULT_MAX_EJECTION_PERCENT;
 	policy->drain_last_server = false;
 }
@@ -162,6 +165,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->minimum_volume = v->minimum_volume;
 	if (f & BREAKER_FIELD_WEDGED_AFTER)
 		p->wedged_after_ms = v->wedged_after_ms;
+	if (f & BREAKER_FIELD_STALLED_AFTER)
+		p->stalled_after_ms = v->stalled_after_ms;
 	if (f & BREAKER_FIELD_MAX_EJECTION_PERCENT)
 		p->max_ejection_percent = v->max_ejection_percent;
 	if (f & BREAKER_FIELD_DRAIN_LAST_SERVER)

@@ -43,6 +43,10 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 				 "its verdict",
 				 cause->node);
 		return;
+	case BREAKER_CAUSE_IN_FLIGHT:
+		snprintf(buf, size, "HAProxy look: %llu requests in flight (scur), no response",
+			 (unsigned long long)cause->in_flight);
+		return;
 	case BREAKER_CAUSE_COOLDOWN:
 		/* The open time that elapsed: the backed-off one of this trip. */
 		snprintf(buf, size, "cool-down of %llu ms elapsed",
@@ -90,6 +94,13 @@ static void format_detail(char *buf, size_t size, const struct breaker_table_ent
 					 "while another server of the backend succeeded",
 					 (unsigned long long)b->policy->wedged_after_ms,
 					 b->policy->minimum_volume);
+			break;
+		case BREAKER_TRIP_STALLED:
+			snprintf(rule, sizeof(rule),
+				 "stalled: requests in flight for %llu ms with no response%s "
+				 "while another server of the backend succeeded",
+				 (unsigned long long)b->policy->stalled_after_ms,
+				 ev->from == BREAKER_HALF_OPEN ? " (the half-open probe's)" : "");
 			break;
 		case BREAKER_TRIP_NONE:
 			snprintf(rule, sizeof(rule), "opened");

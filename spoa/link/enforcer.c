@@ -67,6 +67,9 @@ struct haproxy_link {
 	struct runtime_api_stat_stream stat_stream;
 	struct runtime_api_servers_state_stream state_stream;
 	bool restarted;        /* the look in flight found a new HAProxy process */
+	/* When the look in flight was queued: the one time its rows are
+	 * stamped with, so that two servers' rows of one look compare equal. */
+	uint64_t look_ms;
 	/* Commands go on a connection of their own, never behind a look: a
 	 * look of a large HAProxy streams for tens of milliseconds, and a
 	 * trip's drain must not wait for it. */
@@ -1040,11 +1043,14 @@ static void record_faults(struct haproxy_link *link, struct breaker_table_entry 
 
 /*
  * Steady-state mode: a clean server's successes are not notified, yet
- * wedged_after needs to know that a backend's other servers are serving.
- * HAProxy's counters know: 1xx-3xx answers since the previous look count
- * as a success of the server now (a look's delay, well under any
- * wedged_after); the metrics count them too. Only once a previous look
- * gave the baseline, and not across an HAProxy restart (its counters
+ * wedged_after and stalled_after need to know that a backend's other
+ * servers are serving. HAProxy's counters know: 1xx-3xx answers since the
+ * previous look count as a success of the server at the look (a look's
+ * delay, well under either rule's time). Stamped with the look's time,
+ * not the row's: a neighbour's answers of the interval before a watch
+ * began must not read as coming after it (breaker_is_stalled() wants
+ * them strictly later); the metrics count them too. Only once a previous
+ * look gave the baseline, and not across an HAProxy restart (its counters
  * start again).
  */
 static void note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
@@ -1056,9 +1062,40 @@ static void note_counted_successes(struct haproxy_link *link, struct breaker_tab
 	en->successes_counted = counted;
 	if (delta > 0 && link->watched_map[0])
 		breaker_table_note_outcome(link->owner->table, entry, BREAKER_OUTCOME_SUCCESS,
-					   clock_now_ms());
+					   link->look_ms);
 	/* And for the metrics, the successes SPOP was not told of. */
 	counters_note_counted_successes(&entry->counters, delta, baseline && link->watched_map[0]);
+}
+
+/*
+ * The stalled rule's look (stall_watch.c): requests in flight there, and
+ * whether the server answered anything since the previous look - a
+ * response of any class in HAProxy's counters (counted at the head, so a
+ * long stream answered early), or a response over SPOP. A 5xx is an
+ * answer too: the worker is not hung, and the failure rules judge it.
+ * HAProxy's own 504 at `timeout server` is not among the server's counts.
+ * Without a baseline (the first look, a restarted HAProxy) it cannot tell,
+ * and says "answered": the watch then starts a look later, never sooner.
+ */
+static void look_in_flight(struct haproxy_link *link, struct breaker_table_entry *entry,
+			   struct enforce_entry *en, const struct runtime_api_stat_row *row)
+{
+	struct enforcer *e = link->owner;
+	uint64_t responses =
+		row->hrsp_1xx + row->hrsp_2xx + row->hrsp_3xx + row->hrsp_4xx + row->hrsp_5xx;
+	bool baseline = en->stall_looked_ms != 0 && !link->restarted &&
+			responses >= en->responses_counted;
+	bool answered = !baseline || responses != en->responses_counted ||
+			e->last_spop_ms[breaker_table_index(e->table, entry)] >= en->stall_looked_ms;
+	en->responses_counted = responses;
+	en->stall_looked_ms = link->look_ms;
+	struct breaker_event ev = breaker_table_look_in_flight(e->table, entry, &en->stall,
+							       row->scur > 0, answered, link->look_ms);
+	if (breaker_event_is_transition(&ev)) {
+		struct breaker_cause cause = {
+			.kind = BREAKER_CAUSE_IN_FLIGHT, .in_flight = row->scur, .now_ms = clock_now_ms()};
+		breakers_publish(e->breakers, entry, &ev, &cause);
+	}
 }
 
 /*
@@ -1089,6 +1126,7 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 	en->seen.sessions = row->scur > UINT32_MAX ? UINT32_MAX : (uint32_t)row->scur;
 	record_faults(link, entry, en, row);
 	note_counted_successes(link, entry, en, row);
+	look_in_flight(link, entry, en, row);
 }
 
 static size_t on_stat_bytes(void *ctx, const char *buf, size_t len, bool at_end)
@@ -1443,6 +1481,7 @@ static bool start_look(struct haproxy_link *link)
 	struct enforcer *e = link->owner;
 	link->look_id++;
 	link->verdicts_read = false;
+	link->look_ms = clock_now_ms();
 	link->stat_read = false;
 	link->owner_read = false;
 	link->retry_read = false;

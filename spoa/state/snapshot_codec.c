@@ -507,5 +507,8 @@ uint64_t snapshot_policy_fingerprint(const struct breaker_policy *p)
 				     p->window, p->minimum_volume, p->wedged_after_ms};
 		h = fnv(h, fleet, sizeof(fleet));
 	}
+	/* Likewise, a later key: only when on. */
+	if (p->stalled_after_ms != 0)
+		h = fnv(h, &p->stalled_after_ms, sizeof(p->stalled_after_ms));
 	return h;
 }

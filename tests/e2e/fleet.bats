@@ -256,3 +256,108 @@ PY
 	# ... and none got more than half_open_probes.
 	[ "$(echo "$counts" | awk '$1 > 1' | wc -l)" -eq 0 ]
 }
+
+# Clients for SECONDS_ seconds, each request bounded by curl's 3 s: those
+# that reach a hung w2 wait the 3 s out, the others are answered at once.
+# Prints how many requests were answered 200 and how many were not.
+load_for() { # SECONDS_ CLIENTS
+	local c pids=()
+	for c in $(seq "$2"); do
+		(
+			end=$((SECONDS + $1))
+			while [ "$SECONDS" -lt "$end" ]; do
+				code=$(curl -s -o /dev/null -w '%{http_code}' -m 3 "http://127.0.0.1:$FE_PORT/") || true
+				echo "$code" >>"$RUN_DIR/codes.$c"
+			done
+		) &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+}
+
+# A hung worker (it accepts, never answers) beside two that serve, under a
+# `timeout server` of 30 s: with stalled_after it is opened and drained on
+# the looks' evidence - requests in flight, nothing answered, neighbours
+# answering - long before a single timeout could tell the failure rules.
+@test "a hung worker is opened as stalled and drained long before timeout server" {
+	W2_BEHAVIOUR=hang
+	TIMEOUT_SERVER=30s
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --poll-interval 200ms --stalled-after 500ms --admin 127.0.0.1:$ADMIN_PORT"
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	local start=$SECONDS
+	load_for 4 4 &
+	local load=$!
+	# Half the timeout: no timeout has expired when it is found.
+	wait_until 15 is_drained w2
+	echo "# w2 drained within $((SECONDS - start + 1)) s of the first request (timeout server 30 s)" >&3
+	wait "$load"
+	is_not_drained w1
+	is_not_drained w3
+	grep -q "breaker workers/w2: closed -> open (HAProxy look: [0-9]* requests in flight (scur), no response): stalled: requests in flight for 500 ms with no response while another server of the backend succeeded" "$RUN_DIR/agent.log"
+	[ "$(breaker_field workers/w2 opened_by)" = stalled ]
+	[ "$(breaker_field workers/w2 policy.stalled_after_ms)" = 500 ]
+	metric_is 'spoa_breaker_breaker_trips_total{backend="workers",server="w2",rule="stalled"}' 1
+	# Nothing else opened, and no counter fault was recorded: the
+	# timeouts that would have told of w2 had not come yet.
+	[ "$(grep -c -- "-> open" "$RUN_DIR/agent.log")" = 1 ]
+	run grep -c "HAProxy counters:" "$RUN_DIR/agent.log"
+	assert_output 0
+	# Drained, the neighbours serve every request.
+	local i
+	for i in $(seq 20); do
+		run curl -s -o /dev/null -w '%{http_code}' -m 3 "http://127.0.0.1:$FE_PORT/"
+		assert_output 200
+	done
+}
+
+# The same hung worker with the rule off (the default): nothing opens it
+# before its first timeout, however long its requests sit unanswered.
+@test "without stalled_after the same hung worker is not opened before timeout server" {
+	W2_BEHAVIOUR=hang
+	TIMEOUT_SERVER=30s
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --poll-interval 200ms --admin 127.0.0.1:$ADMIN_PORT"
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	load_for 5 4
+	# Requests did hang there (not vacuous) ...
+	[ "$(cat "$RUN_DIR"/codes.* | grep -vc '^200$')" -ge 1 ]
+	# ... and yet nothing opened, nothing was drained.
+	run grep -c -- "-> open" "$RUN_DIR/agent.log"
+	assert_output 0
+	is_not_drained w2
+	[ "$(breaker_field workers/w2 policy.stalled_after_ms)" = 0 ]
+}
+
+# Every worker hangs at once (a shared dependency down): no one worker is
+# at fault, and none is opened as stalled, however long it lasts.
+@test "a backend hung as a whole has no stalled worker" {
+	W2_BEHAVIOUR=hang
+	TIMEOUT_SERVER=30s
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --poll-interval 200ms --stalled-after 500ms --admin 127.0.0.1:$ADMIN_PORT"
+	start_enforce_scene
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	# All of them serve first, so that each has answered ...
+	local i
+	for i in $(seq 30); do
+		run curl -s -o /dev/null -w '%{http_code}' -m 3 "http://127.0.0.1:$FE_PORT/status/200"
+		assert_output 200
+	done
+	# ... then every request hangs (the path overrides each behaviour).
+	local c pids=()
+	for c in $(seq 6); do
+		(
+			end=$((SECONDS + 5))
+			while [ "$SECONDS" -lt "$end" ]; do
+				curl -s -o /dev/null -m 3 "http://127.0.0.1:$FE_PORT/status/hang" || true
+			done
+		) &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	run grep -c -- "-> open" "$RUN_DIR/agent.log"
+	assert_output 0
+	is_not_drained w1
+	is_not_drained w2
+	is_not_drained w3
+}

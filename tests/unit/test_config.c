@@ -252,6 +252,8 @@ static const struct {
 	{"minimum_volume", "64", "64"},
 	{"wedged_after", "2m", "2m"},
 	{"wedged_after", "0", "0ms"},
+	{"stalled_after", "500ms", "500ms"},
+	{"stalled_after", "0", "0ms"},
 };
 
 static void test_good_values(void **state)
@@ -326,6 +328,7 @@ static const struct {
 	{"window", "0", "expected 1..64"},
 	{"minimum_volume", "0", "expected 1..64"},
 	{"wedged_after", "soon", "expected a duration (0 for none) such as 30s or 500ms"},
+	{"stalled_after", "-1s", "expected a duration (0 for none) such as 30s or 500ms"},
 };
 
 static void test_bad_values(void **state)
