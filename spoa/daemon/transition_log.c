@@ -48,6 +48,14 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 			 (unsigned long long)cause->in_flight);
 		return;
 	case BREAKER_CAUSE_COOLDOWN:
+		/* Opened on another node's verdict alone (no trip of its own):
+		 * what ended is that verdict's renewal, not a cool-down. */
+		if (e->breaker.state == BREAKER_HALF_OPEN &&
+		    e->breaker.last_trip_rule == BREAKER_TRIP_NONE) {
+			snprintf(buf, size,
+				 "another node's verdict was no longer renewed: this node probes");
+			return;
+		}
 		/* The open time that elapsed: the backed-off one of this trip. */
 		snprintf(buf, size, "cool-down of %llu ms elapsed",
 			 (unsigned long long)breaker_backoff_ms(e->breaker.policy,

@@ -261,6 +261,7 @@ sent_to_w1() { on "$1" haproxy_cli "show stat" | awk -F, '$1=="workers" && $2=="
 	assert_output closed
 	wait_until 5 on b is_not_drained w1
 	wait_until 5 on c is_not_drained w1
+	cat "$RUN_DIR"/agent_[bc].log | grep -q "open -> half_open (another node's verdict was no longer renewed"
 }
 
 @test "peers: a node without the table says so and keeps its own breakers" {
