@@ -65,8 +65,8 @@ void enforcer_free(struct enforcer *e);
  * ACK waits for when the response made its server watched (an `add map`
  * was queued). enforcer_ack_passed(): whether that wait is over (every
  * command queued before it, on each HAProxy keeping a watched map, was
- * answered or failed). fn is called when tickets pass; a replacing
- * enforcer keeps it and lets every earlier ticket pass.
+ * answered or failed). fn is called when tickets pass (set again on a
+ * replacing enforcer, which lets every earlier ticket pass).
  */
 typedef void (*enforcer_release_fn)(void *ctx);
 uint64_t enforcer_ack_take(struct enforcer *e);

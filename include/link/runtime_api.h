@@ -49,6 +49,13 @@ struct runtime_api_str {
 /* Room for the longest command built here (two names of NAME_MAX_LEN). */
 #define RUNTIME_API_CMD_MAX 320
 
+/* For every command builder: n is what snprintf() returned into buf.
+ * True if the command fit; otherwise buf is left empty (when size > 0) and
+ * false returned, so a command cut short is never sent. */
+bool runtime_api_cmd_fits(char *buf, size_t size, int n);
+/* Leaves buf empty (when size > 0) and returns false: a refused command. */
+bool runtime_api_cmd_refuse(char *buf, size_t size);
+
 /*
  * "set server B/S state STATE", STATE one of "ready", "drain", "maint".
  * Writes one command, NUL-terminated, without a newline, and returns true.

@@ -103,9 +103,8 @@ struct haproxy_link {
 	size_t nb_retry_have;
 	uint64_t retry_last_command;
 	bool retry_missing_said;
-	/* Peers mode: the look in flight read the verdict table; the table
-	 * is missing in this HAProxy (said once, until it is back). */
-	bool verdicts_read;
+	/* Peers mode: the table is missing in this HAProxy (said once,
+	 * until it is back). */
 	bool verdicts_missing;
 	bool verdicts_known; /* a look has read the table: writes can land */
 	/* Steady-state mode: HAProxy's map of the servers it must notify
@@ -1460,7 +1459,6 @@ static void on_verdict_table(void *ctx, enum runtime_api_result result, const ch
 		log_notice("HAProxy %s has stick table %s: verdicts shared again",
 			   runtime_api_client_address(link->client), e->verdict_table);
 	link->verdicts_missing = false;
-	link->verdicts_read = true;
 	link->verdicts_known = true;
 	if (skipped > 0)
 		log_debug("HAProxy %s: %u entries of %s are not verdicts, left alone",
@@ -1480,7 +1478,6 @@ static bool start_look(struct haproxy_link *link)
 	char show_verdicts[RUNTIME_API_CMD_MAX];
 	struct enforcer *e = link->owner;
 	link->look_id++;
-	link->verdicts_read = false;
 	link->look_ms = clock_now_ms();
 	link->stat_read = false;
 	link->owner_read = false;
@@ -1694,13 +1691,10 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		return NULL;
 	}
 	take_over(e, previous);
-	if (previous) {
-		/* The previous link's held ACKs all go (its commands are failed
-		 * as it is freed); this one's points come after them. */
+	/* The previous link's held ACKs all go (its commands are failed as it
+	 * is freed); this one's points come after them. */
+	if (previous)
 		e->ack_hold.issued = e->ack_hold.settled = previous->ack_hold.issued;
-		e->ack_released = previous->ack_released;
-		e->ack_released_ctx = previous->ack_released_ctx;
-	}
 	if (e->nb_links > 0)
 		ev_timer_start(loop, &e->look_timer);
 	log_notice("enforcement: %s%s", enforce_mode_name(e->mode),

@@ -233,10 +233,5 @@ bool owner_map_cmd(char *buf, size_t size, const char *path, const char *backend
 		n = snprintf(buf, size, "%s map %s %s/%s %s", have->present ? "set" : "add", path,
 			     backend, server, value);
 	}
-	if (n < 0 || (size_t)n >= size) {
-		if (size > 0)
-			buf[0] = '\0';
-		return false;
-	}
-	return true;
+	return runtime_api_cmd_fits(buf, size, n);
 }

@@ -125,12 +125,7 @@ bool retry_map_cmd(char *buf, size_t size, const char *path, const char *backend
 	else
 		n = snprintf(buf, size, "%s map %s %s %lld", have == RETRY_AT_NONE ? "add" : "set",
 			     path, backend, (long long)want);
-	if (n < 0 || (size_t)n >= size) {
-		if (size > 0)
-			buf[0] = '\0';
-		return false;
-	}
-	return true;
+	return runtime_api_cmd_fits(buf, size, n);
 }
 
 int64_t retry_map_moment(int64_t now_unix_s, int64_t retry_after_s)

@@ -16,8 +16,7 @@ static bool valid_name(const char *name)
 	return name && name_is_valid(name, strlen(name));
 }
 
-/* Formats into buf, or leaves it empty and returns false if it does not fit. */
-static bool emit(char *buf, size_t size, int n)
+bool runtime_api_cmd_fits(char *buf, size_t size, int n)
 {
 	if (n < 0 || (size_t)n >= size) {
 		if (size > 0)
@@ -27,7 +26,7 @@ static bool emit(char *buf, size_t size, int n)
 	return true;
 }
 
-static bool refuse(char *buf, size_t size)
+bool runtime_api_cmd_refuse(char *buf, size_t size)
 {
 	if (size > 0)
 		buf[0] = '\0';
@@ -38,11 +37,11 @@ bool runtime_api_cmd_set_state(char *buf, size_t size, const char *backend, cons
 			 const char *state)
 {
 	if (!valid_name(backend) || !valid_name(server) || !state)
-		return refuse(buf, size);
+		return runtime_api_cmd_refuse(buf, size);
 	if (strcmp(state, "ready") != 0 && strcmp(state, "drain") != 0 &&
 	    strcmp(state, "maint") != 0)
-		return refuse(buf, size);
-	return emit(buf, size,
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size,
 		    snprintf(buf, size, "set server %s/%s state %s", backend, server, state));
 }
 
@@ -50,16 +49,16 @@ bool runtime_api_cmd_set_maxconn(char *buf, size_t size, const char *backend, co
 			   unsigned maxconn)
 {
 	if (!valid_name(backend) || !valid_name(server))
-		return refuse(buf, size);
-	return emit(buf, size,
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size,
 		    snprintf(buf, size, "set maxconn server %s/%s %u", backend, server, maxconn));
 }
 
 bool runtime_api_cmd_show_servers_state(char *buf, size_t size, const char *backend)
 {
 	if (!backend)
-		return emit(buf, size, snprintf(buf, size, "show servers state"));
+		return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "show servers state"));
 	if (!valid_name(backend))
-		return refuse(buf, size);
-	return emit(buf, size, snprintf(buf, size, "show servers state %s", backend));
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "show servers state %s", backend));
 }

@@ -132,41 +132,26 @@ bool verdicts_parse(const char *reply, size_t len, verdict_fn fn, void *ctx, uns
 
 bool verdicts_cmd_show(char *buf, size_t size, const char *table)
 {
-	if (size > 0)
-		buf[0] = '\0';
 	if (!table || !name_is_valid(table, strlen(table)))
-		return false;
-	int n = snprintf(buf, size, "show table %s", table);
-	if (n < 0 || (size_t)n >= size) {
-		if (size > 0)
-			buf[0] = '\0';
-		return false;
-	}
-	return true;
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "show table %s", table));
 }
 
 bool verdicts_cmd_set(char *buf, size_t size, const char *table, const char *backend,
 		      const char *server, enum verdict_state state, uint64_t deadline_s,
 		      uint32_t node)
 {
-	if (size > 0)
-		buf[0] = '\0';
 	if (!table || !backend || !server || !name_is_valid(table, strlen(table)) ||
 	    !name_is_valid(backend, strlen(backend)) || !name_is_valid(server, strlen(server)) ||
 	    strlen(backend) + 1 + strlen(server) > VERDICT_KEY_MAX)
-		return false;
+		return runtime_api_cmd_refuse(buf, size);
 	/* gpc0 is 32 bits: a deadline past 2106 would wrap. */
 	if (deadline_s > UINT32_MAX)
 		deadline_s = UINT32_MAX;
 	int n = snprintf(buf, size, "set table %s key %s/%s data.gpt0 %u data.gpc0 %llu data.gpc1 %u",
 			 table, backend, server, (unsigned)state, (unsigned long long)deadline_s,
 			 node);
-	if (n < 0 || (size_t)n >= size) {
-		if (size > 0)
-			buf[0] = '\0';
-		return false;
-	}
-	return true;
+	return runtime_api_cmd_fits(buf, size, n);
 }
 
 enum verdict_state verdicts_state_of(const struct breaker *b)

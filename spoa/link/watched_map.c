@@ -68,10 +68,5 @@ bool watched_map_cmd(char *buf, size_t size, const char *path, const char *backe
 		n = snprintf(buf, size, "add map %s %s@%s 1", path, server, backend);
 	else
 		n = snprintf(buf, size, "del map %s %s@%s", path, server, backend);
-	if (n < 0 || (size_t)n >= size) {
-		if (size > 0)
-			buf[0] = '\0';
-		return false;
-	}
-	return true;
+	return runtime_api_cmd_fits(buf, size, n);
 }

@@ -9,6 +9,18 @@
 #include "util/log.h"
 #include "util/container_of.h"
 
+static void release_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct agent *a = container_of(w, struct agent, release_timer);
+	(void)loop;
+	(void)revents;
+
+	/* Held connections have answered a NOTIFY: all are in `used`. */
+	for (struct conn *c = a->used.head, *next; c && a->nb_held > 0; c = next) {
+		next = conn_next(c);
+		conn_release_hold(c); /* may free c */
+	}
+}
 
 void agent_settings_default(struct agent_settings *s)
 {
@@ -28,7 +40,7 @@ void agent_init(struct agent *a, struct ev_loop *loop, const struct agent_settin
 	a->loop = loop;
 	a->settings = *s;
 	a->dispatch = d;
-	ev_timer_init(&a->release_timer, NULL, 0., 0.);
+	ev_timer_init(&a->release_timer, release_cb, 0., 0.);
 }
 
 bool agent_conn_may_send(struct agent *a, uint64_t ticket)
@@ -36,24 +48,10 @@ bool agent_conn_may_send(struct agent *a, uint64_t ticket)
 	return !a->gate.passed || a->gate.passed(a->gate.ctx, ticket);
 }
 
-static void release_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct agent *a = container_of(w, struct agent, release_timer);
-	(void)loop;
-	(void)revents;
-
-	/* Held connections have answered a NOTIFY: all are in `used`. */
-	for (struct conn *c = a->used.head, *next; c && a->nb_held > 0; c = next) {
-		next = conn_next(c);
-		conn_release_hold(c); /* may free c */
-	}
-}
-
 void agent_release_held(struct agent *a)
 {
 	if (a->nb_held == 0 || !a->loop || ev_is_active(&a->release_timer))
 		return;
-	ev_timer_init(&a->release_timer, release_cb, 0., 0.);
 	ev_timer_start(a->loop, &a->release_timer);
 }
 

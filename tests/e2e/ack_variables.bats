@@ -49,12 +49,13 @@ breaker_headers_of() { # PATH
 	start_scene
 	# An empty ACK would stall HAProxy 3.1 for timeout processing; the
 	# agent's answer unsets error instead. Ten requests well within it.
-	local start=$SECONDS i
+	local i
 	for i in $(seq 10); do
 		run breaker_headers_of /status/200
 		assert_output ""
 	done
-	[ $((SECONDS - start)) -lt 5 ]
+	# An ACK HAProxy waited on until `timeout processing` would set the
+	# agent error variable.
 	run header_of /status/200 x-breaker-agent-error
 	assert_output ""
 }

@@ -152,7 +152,10 @@ sent_to_w1() { on "$1" haproxy_cli "show stat" | awk -F, '$1=="workers" && $2=="
 	# threshold once, at A.
 	local i
 	for i in $(seq 20); do
-		[ "$(get b /)" = 200 ] && [ "$(get c /)" = 200 ]
+		run get b /
+		assert_output 200
+		run get c /
+		assert_output 200
 	done
 	run arrivals
 	[ "$output" -le $((threshold + 1)) ]
