@@ -140,6 +140,11 @@ struct breaker_policy {
 	 * them), as a share of servers is a property of the backend. */
 	uint32_t max_ejection_percent;   /* 0..100 */
 	bool drain_last_server;          /* false: never drain the last serving server */
+	/* False: a backend left out of the breakers on purpose (HAProxy sends
+	 * no SPOP message for it): no breaker is kept for its servers, from
+	 * SPOP or from HAProxy's counters, so nothing ever drains them, and
+	 * the agent does not report its traffic as unwired. */
+	bool guarded;
 };
 
 /* Which fields of a policy one configuration level sets. */
@@ -161,6 +166,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_STALLED_AFTER = 1u << 16,
 	BREAKER_FIELD_MAX_EJECTION_PERCENT = 1u << 13,
 	BREAKER_FIELD_DRAIN_LAST_SERVER = 1u << 14,
+	BREAKER_FIELD_GUARDED = 1u << 17,
 };
 
 /* One level of configuration (global, a backend, a server): the fields
@@ -311,6 +317,9 @@ struct breaker_policy_level {
 struct breaker_policies {
 	struct breaker_policy_level *levels; /* nb_levels of them; owned */
 	uint32_t nb_levels;
+	/* Some backend is not guarded: only then does a name need its policy
+	 * before it gets a breaker. */
+	bool any_unguarded;
 };
 
 /* ---- the per-server table ---- */

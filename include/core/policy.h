@@ -68,6 +68,11 @@ void breaker_policies_free(struct breaker_policies *p);
 /* The effective policy of (backend, server): the server's level, else the
  * backend's, else the global one. Names are byte strings of the given
  * lengths. Never NULL for built policies. */
+/* False if (backend, server) is in a backend left unguarded (guarded =
+ * false): it gets no breaker. A name lookup only when some backend is. */
+bool breaker_policies_guard(const struct breaker_policies *p, const char *backend,
+			    size_t backend_len, const char *server, size_t server_len);
+
 const struct breaker_policy *breaker_policies_for(const struct breaker_policies *p,
 						  const char *backend, size_t backend_len,
 						  const char *server, size_t server_len);

@@ -106,4 +106,9 @@ const struct runtime_api_client *enforcer_runtime_api(const struct enforcer *e, 
 const struct runtime_api_stats *enforcer_runtime_api_stats(struct enforcer *e, unsigned i);
 bool enforcer_runtime_api_reachable(const struct enforcer *e, unsigned i);
 
+/* What the i-th HAProxy's configuration lacks for the agent (wiring.h),
+ * as its looks found it. */
+struct wiring;
+const struct wiring *enforcer_wiring(const struct enforcer *e, unsigned i);
+
 #endif /* SPOA_ENFORCER_H */

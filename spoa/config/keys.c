@@ -362,6 +362,15 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.help = "let the breakers drain a backend's last serving server too (off: "
 			"never, whatever max_ejection_percent allows)",
 	},
+	/* Per backend, in its own section only: a backend left out of the
+	 * breakers on purpose. No command-line flag: a flag could only turn
+	 * it on, and every backend is guarded unless its section says not. */
+	{
+		.name = "guarded", .sections = CONFIG_SECTION_BACKEND, .type = CONFIG_BOOL,
+		IN_POLICY(guarded, BREAKER_FIELD_GUARDED), .flags = CONFIG_KEY_RELOADABLE,
+		.help = "false: a backend HAProxy sends no SPOP message for on purpose; the agent "
+			"keeps no breaker for its servers and never drains them",
+	},
 };
 
 const struct config_key *config_key_find(const char *name)

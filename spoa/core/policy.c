@@ -48,6 +48,7 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	policy->stalled_after_ms = 0;
 	policy->max_ejection_percent = BREAKER_DEFAULT_MAX_EJECTION_PERCENT;
 	policy->drain_last_server = false;
+	policy->guarded = true;
 }
 
 /* Reports a non-empty intersection of two named sets, listing its statuses. */
@@ -171,6 +172,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->max_ejection_percent = v->max_ejection_percent;
 	if (f & BREAKER_FIELD_DRAIN_LAST_SERVER)
 		p->drain_last_server = v->drain_last_server;
+	if (f & BREAKER_FIELD_GUARDED)
+		p->guarded = v->guarded;
 }
 
 bool breaker_policy_resolve(struct breaker_policy *out,
@@ -316,6 +319,9 @@ bool breaker_policies_build(struct breaker_policies *out,
 	}
 	out->levels = levels;
 	out->nb_levels = (uint32_t)nb_unique + 1;
+	out->any_unguarded = false;
+	for (uint32_t i = 0; i < out->nb_levels; i++)
+		out->any_unguarded |= !levels[i].effective.guarded;
 	return true;
 }
 
@@ -329,6 +335,7 @@ void breaker_policies_free(struct breaker_policies *p)
 	free(p->levels);
 	p->levels = NULL;
 	p->nb_levels = 0;
+	p->any_unguarded = false;
 }
 
 const struct breaker_policy *breaker_policies_for(const struct breaker_policies *p,
@@ -347,4 +354,11 @@ const struct breaker_policy *breaker_policies_for(const struct breaker_policies 
 			return &l->effective; /* the most specific wins at once */
 	}
 	return found;
+}
+
+bool breaker_policies_guard(const struct breaker_policies *p, const char *backend,
+			    size_t backend_len, const char *server, size_t server_len)
+{
+	return !p->any_unguarded ||
+	       breaker_policies_for(p, backend, backend_len, server, server_len)->guarded;
 }

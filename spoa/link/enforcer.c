@@ -36,6 +36,7 @@
 #include "link/runtime_api.h"
 #include "link/verdicts.h"
 #include "link/watched_map.h"
+#include "link/wiring.h"
 #include "util/clock.h"
 #include "util/container_of.h"
 #include "util/log.h"
@@ -129,6 +130,8 @@ struct haproxy_link {
 	 * dropped as the list is read). */
 	uint32_t *capped;
 	uint32_t nb_capped, capped_allocated;
+	/* What this HAProxy's configuration lacks for the agent (wiring.h). */
+	struct wiring wiring;
 };
 
 struct enforcer {
@@ -792,6 +795,20 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	}
 }
 
+/* `show cli level`: the agent's drains need `level admin`. */
+static void on_cli_level(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
+{
+	struct haproxy_link *link = ctx;
+	if (result != RUNTIME_API_OK)
+		return;
+	enum wiring_level level = wiring_level_parse(reply, len);
+	if (wiring_note_level(&link->wiring, level))
+		log_error("HAProxy %s: the Runtime API is at level %s, not admin: every drain "
+			  "and ready the agent sends is refused. Add `level admin` to the `stats "
+			  "socket` line this runtime_api points at (docs/wiring.md)",
+			  runtime_api_client_address(link->client), wiring_level_name(level));
+}
+
 /* `show map`: where HAProxy keeps the ownership record. */
 static void on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
@@ -830,10 +847,16 @@ static void on_map_list(void *ctx, enum runtime_api_result result, const char *r
 	if (!link->retry_map[0] && !link->retry_missing_said) {
 		link->retry_missing_said = true;
 		log_info("HAProxy %s loads no %s: its own 503 gets the configuration's fixed "
-			 "Retry-After, not the time until a breaker probes (see haproxy.cfg)",
-			 runtime_api_client_address(link->client), RETRY_MAP_NAME);
+			 "Retry-After, not the time until a breaker probes (optional: the "
+			 "frontend's `http-after-response set-var(txn.breaker_retry_in) "
+			 "be_name,map_str_int(%s,0),...` line loads it, see docs/wiring.md)",
+			 runtime_api_client_address(link->client), RETRY_MAP_NAME, RETRY_MAP_NAME);
 	}
-	if (owner_map_find(reply, len, path, sizeof(path))) {
+	link->wiring.maps_known = true;
+	link->wiring.watched_map = link->watched_map[0] != '\0';
+	link->wiring.retry_map = link->retry_map[0] != '\0';
+	link->wiring.owner_map = owner_map_find(reply, len, path, sizeof(path));
+	if (link->wiring.owner_map) {
 		if (strcmp(path, link->owner_map) != 0) {
 			snprintf(link->owner_map, sizeof(link->owner_map), "%s", path);
 			link->owner_known = false; /* read it before writing to it */
@@ -845,8 +868,9 @@ static void on_map_list(void *ctx, enum runtime_api_result result, const char *r
 	if (!link->owner_missing_said) {
 		link->owner_missing_said = true;
 		log_notice("HAProxy %s loads no %s: without a state snapshot, a restarted agent "
-			   "cannot tell its drains from an operator's (see haproxy.cfg)",
-			   runtime_api_client_address(link->client), OWNER_MAP_NAME);
+			   "cannot tell its drains from an operator's; add `acl breaker_owned "
+			   "str(),map(%s) -m found` to one backend (see docs/wiring.md)",
+			   runtime_api_client_address(link->client), OWNER_MAP_NAME, OWNER_MAP_NAME);
 	}
 }
 
@@ -1113,13 +1137,25 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 
 	if (row->mode.len && !(row->mode.len == 4 && memcmp(row->mode.ptr, http, 4) == 0))
 		return;
+	/* Left out on purpose: no breaker, and not unwired either. */
+	if (!breaker_policies_guard(&e->table->policies, row->pxname.ptr, row->pxname.len,
+				    row->svname.ptr, row->svname.len))
+		return;
 	enum breaker_table_status status;
 	struct breaker_table_entry *entry =
 		breaker_table_get_quiet(e->table, row->pxname.ptr, row->pxname.len, row->svname.ptr,
 					row->svname.len, clock_now_ms(), &status);
 	if (!entry)
 		return; /* table full of judgements, or a name we do not keep */
-	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
+	uint32_t index = breaker_table_index(e->table, entry);
+	struct enforce_entry *en = &link->entries[index];
+	/* Whether this backend's traffic reaches SPOP: in steady-state mode
+	 * only what is not a success is notified, of which a 5xx always. */
+	uint64_t notified = link->watched_map[0] ? row->hrsp_5xx
+						 : row->hrsp_1xx + row->hrsp_2xx + row->hrsp_3xx +
+							   row->hrsp_4xx + row->hrsp_5xx;
+	wiring_note_row(&link->wiring, link->look_id, row->pxname.ptr, row->pxname.len, notified,
+			e->last_spop_ms[index] != 0);
 	if (en->last_command <= link->look_queued_after)
 		en->seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
 	en->seen.sessions = row->scur > UINT32_MAX ? UINT32_MAX : (uint32_t)row->scur;
@@ -1134,6 +1170,52 @@ static size_t on_stat_bytes(void *ctx, const char *buf, size_t len, bool at_end)
 	return runtime_api_stat_stream_feed(&link->stat_stream, buf, len, at_end);
 }
 
+#define WIRING_GRACE_LOOKS 20
+#define WIRING_GRACE_MIN_MS 2000
+/* Backends named in the log at one look; the rest are counted. */
+#define WIRING_SAID_PER_LOOK 5
+
+struct unwired_said {
+	struct haproxy_link *link;
+	unsigned said, more;
+};
+
+/* Whether any breaker was ever named over SPOP: if none was, the whole
+ * SPOE link is missing, not one frontend's line. */
+static bool spop_ever_spoke(const struct enforcer *e)
+{
+	for (uint32_t i = 0; i < e->capacity; i++)
+		if (e->last_spop_ms[i] != 0)
+			return true;
+	return false;
+}
+
+static void on_unwired(void *ctx, const char *backend, uint64_t responses)
+{
+	struct unwired_said *said = ctx;
+	struct haproxy_link *link = said->link;
+	if (said->said >= WIRING_SAID_PER_LOOK) {
+		said->more++;
+		return;
+	}
+	said->said++;
+	if (!spop_ever_spoke(link->owner))
+		log_warning("HAProxy %s served %llu responses of backend %s and no SPOP message "
+			    "has come at all: check that its frontends have `filter spoe engine "
+			    "breaker config spoe-breaker.conf` and that the SPOE configuration's "
+			    "use-backend reaches this agent's listen address (docs/wiring.md)",
+			    runtime_api_client_address(link->client), (unsigned long long)responses,
+			    backend);
+	else
+		log_warning("HAProxy %s served %llu responses of backend %s that no SPOP message "
+			    "named: its failures are not judged. Add `filter spoe engine breaker "
+			    "config spoe-breaker.conf` to the frontend routing to it (or check the "
+			    "breaker-observe message's condition), or set `guarded = false` in "
+			    "[backend %s] to leave it out on purpose (docs/wiring.md)",
+			    runtime_api_client_address(link->client), (unsigned long long)responses,
+			    backend, backend);
+}
+
 /* `show stat` is streamed: its rows were recorded as they came. */
 static void on_stat(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
@@ -1146,6 +1228,20 @@ static void on_stat(void *ctx, enum runtime_api_result result, const char *reply
 	if (result == RUNTIME_API_OK && !link->stat_read)
 		log_warning("HAProxy %s: unreadable 'show stat': %s",
 			    runtime_api_client_address(link->client), link->stat_stream.report.error);
+	if (!link->stat_read)
+		return;
+	/* Twenty looks, and never under 2 s: an agent just started is named
+	 * as soon as HAProxy's check has marked it up. */
+	uint64_t grace_ms = (uint64_t)(link->owner->poll_interval * 1000.0) * WIRING_GRACE_LOOKS;
+	if (grace_ms < WIRING_GRACE_MIN_MS)
+		grace_ms = WIRING_GRACE_MIN_MS;
+	struct unwired_said said = {.link = link};
+	wiring_end_look(&link->wiring, link->look_id, link->look_ms, grace_ms, link->restarted,
+			on_unwired, &said);
+	if (said.more > 0)
+		log_warning("HAProxy %s: %u more backends carry traffic no SPOP message names "
+			    "(listed in /state)",
+			    runtime_api_client_address(link->client), said.more);
 }
 
 /*
@@ -1449,10 +1545,12 @@ static void on_verdict_table(void *ctx, enum runtime_api_result result, const ch
 	if (!verdicts_parse(reply, len, on_verdict, link, &skipped)) {
 		if (!link->verdicts_missing)
 			log_warning("HAProxy %s has no stick table %s (%.*s): its verdicts are "
-				    "neither shared nor read until it has",
+				    "neither shared nor read until it has; load "
+				    "breaker-peers.cfg with a second -f (docs/haproxy.md)",
 				    runtime_api_client_address(link->client), e->verdict_table,
 				    (int)strcspn(reply, "\n"), reply);
 		link->verdicts_missing = true;
+		link->wiring.verdict_table = false;
 		return;
 	}
 	if (link->verdicts_missing)
@@ -1460,6 +1558,7 @@ static void on_verdict_table(void *ctx, enum runtime_api_result result, const ch
 			   runtime_api_client_address(link->client), e->verdict_table);
 	link->verdicts_missing = false;
 	link->verdicts_known = true;
+	link->wiring.verdict_table = true;
 	if (skipped > 0)
 		log_debug("HAProxy %s: %u entries of %s are not verdicts, left alone",
 			  runtime_api_client_address(link->client), skipped, e->verdict_table);
@@ -1479,6 +1578,7 @@ static bool start_look(struct haproxy_link *link)
 	struct enforcer *e = link->owner;
 	link->look_id++;
 	link->look_ms = clock_now_ms();
+	link->wiring.verdicts_wanted = e->verdict_table[0] != '\0';
 	link->stat_read = false;
 	link->owner_read = false;
 	link->retry_read = false;
@@ -1491,6 +1591,10 @@ static bool start_look(struct haproxy_link *link)
 	snprintf(show_watched, sizeof(show_watched), "show map %s", link->watched_map);
 	bool queued =
 		runtime_api_submit(link->client, "show info", on_info, link) &&
+		/* The level is configuration: asked again only of a new
+		 * process (which sets maps_search), until it is admin. */
+		((link->wiring.level == WIRING_LEVEL_ADMIN && !link->maps_search) ||
+		 runtime_api_submit(link->client, "show cli level", on_cli_level, link)) &&
 		/* The records' names are looked for until found; from then on
 		 * they are read, and a reply that no longer knows one starts
 		 * the search again (on_owner_map, on_retry_map). */
@@ -1605,6 +1709,10 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 		memcpy(e->links[i].retry_map, old->retry_map, sizeof(old->retry_map));
 		e->links[i].info = old->info;
 		e->links[i].info_known = old->info_known;
+		/* What it lacks was said: not again for a reload of the agent. */
+		struct wiring swap_wiring = e->links[i].wiring;
+		e->links[i].wiring = old->wiring;
+		old->wiring = swap_wiring;
 	}
 	if (e->agent_check_mem && previous->agent_check_mem) {
 		struct enforce_memory *swap = e->agent_check_mem;
@@ -1721,6 +1829,7 @@ void enforcer_free(struct enforcer *e)
 		free(e->links[i].groups[0].groups);
 		free(e->links[i].groups[1].groups);
 		free(e->links[i].capped);
+		wiring_free(&e->links[i].wiring);
 	}
 	free(e->agent_check_mem);
 	free(e->last_spop_ms);
@@ -1829,6 +1938,11 @@ const struct runtime_api_stats *enforcer_runtime_api_stats(struct enforcer *e, u
 		.timeouts = a->timeouts + b->timeouts,
 	};
 	return &link->both;
+}
+
+const struct wiring *enforcer_wiring(const struct enforcer *e, unsigned i)
+{
+	return &e->links[i].wiring;
 }
 
 bool enforcer_runtime_api_reachable(const struct enforcer *e, unsigned i)

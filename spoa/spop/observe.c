@@ -90,6 +90,14 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 		return;
 	}
 
+	/* HAProxy sends for a backend the configuration leaves out: said in
+	 * the answer's error, never judged. */
+	if (!breaker_policies_guard(&o->table->policies, (const char *)be->ptr, be->len,
+				    (const char *)srv->ptr, srv->len)) {
+		refuse(o, reply, "backend not guarded (guarded = false)");
+		return;
+	}
+
 	uint64_t now = reply->now_ms;
 	enum breaker_table_status found;
 	struct breaker_table_entry *entry =

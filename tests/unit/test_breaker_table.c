@@ -723,6 +723,32 @@ static void test_tick_drives_deadlines(void **state)
 	breaker_table_free(&t);
 }
 
+/* A backend left out (guarded = false) is known as such, with or without
+ * a server level of its own; every other backend is guarded, and with no
+ * such backend no name is even looked up. */
+static void test_unguarded_backend(void **state)
+{
+	(void)state;
+	struct breaker_table t;
+	struct levels l = {.global = threshold_layer(3)};
+	struct breaker_policy_layer off = {.fields = BREAKER_FIELD_GUARDED};
+	off.values.guarded = false;
+
+	init(&t, 16);
+	assert_false(t.policies.any_unguarded);
+	assert_true(breaker_policies_guard(&t.policies, "static", 6, "s1", 2));
+	add_level(&l, "static", "", off);
+	add_level(&l, "static", "s2", threshold_layer(5));
+	add_level(&l, "api", "", threshold_layer(4));
+	assert_true(use_levels(&t, &l, NULL));
+	assert_true(t.policies.any_unguarded);
+	assert_false(breaker_policies_guard(&t.policies, "static", 6, "s1", 2));
+	assert_false(breaker_policies_guard(&t.policies, "static", 6, "s2", 2));
+	assert_true(breaker_policies_guard(&t.policies, "api", 3, "s1", 2));
+	assert_true(breaker_policies_guard(&t.policies, "statics", 7, "s1", 2));
+	breaker_table_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -745,6 +771,7 @@ int main(void)
 		cmocka_unit_test(test_transition_slots),
 		cmocka_unit_test(test_grows_on_demand),
 		cmocka_unit_test(test_tick_drives_deadlines),
+		cmocka_unit_test(test_unguarded_backend),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
