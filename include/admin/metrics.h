@@ -29,6 +29,9 @@ struct metrics_runtime_api {
 	/* Its backends as the last look counted them (link/ejection.h). */
 	const struct ejection_backend *backends;
 	uint32_t nb_backends;
+	/* What its configuration lacks for the agent (link/wiring.h); NULL:
+	 * not known. */
+	const struct wiring *wiring;
 };
 
 /* Everything borrowed; NULL pointers render as zeros (or no samples for

@@ -10,6 +10,7 @@
  *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}
  */
 #include "admin/state_json.h"
+#include "link/wiring.h"
 
 void state_json_string(struct strbuf *out, const char *v)
 {
@@ -149,6 +150,77 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	strbuf_putc(o, '}');
 }
 
+static bool unwired_item(void *ctx, const char *backend)
+{
+	struct strbuf *o = ctx;
+	if (o->len > 0 && o->data[o->len - 1] != '[')
+		strbuf_putc(o, ',');
+	state_json_string(o, backend);
+	return true;
+}
+
+static void problem(struct strbuf *o, bool *first, const char *text)
+{
+	if (!*first)
+		strbuf_putc(o, ',');
+	*first = false;
+	state_json_string(o, text);
+}
+
+/*
+ * One HAProxy the agent acts on, and what its configuration lacks for the
+ * agent: each problem names the line that is missing (docs/wiring.md).
+ */
+static void haproxy_object(struct strbuf *o, const struct metrics_runtime_api *r)
+{
+	const struct wiring *w = r->wiring;
+	strbuf_putc(o, '{');
+	string_field(o, "runtime_api", r->address ? r->address : "", false);
+	key(o, "reachable");
+	strbuf_puts(o, r->reachable ? "true," : "false,");
+	if (!w) {
+		strbuf_puts(o, "\"problems\":[]}");
+		return;
+	}
+	string_field(o, "level", wiring_level_name(w->level), false);
+	key(o, "maps");
+	if (w->maps_known) {
+		strbuf_putc(o, '{');
+		key(o, "breaker-owned.map");
+		strbuf_puts(o, w->owner_map ? "true," : "false,");
+		key(o, "breaker-retry-at.map");
+		strbuf_puts(o, w->retry_map ? "true," : "false,");
+		key(o, "breaker-watched.map");
+		strbuf_puts(o, w->watched_map ? "true}," : "false},");
+	} else {
+		strbuf_puts(o, "null,");
+	}
+	key(o, "unwired_backends");
+	strbuf_putc(o, '[');
+	wiring_each_unwired(w, unwired_item, o);
+	strbuf_puts(o, "],");
+	key(o, "problems");
+	strbuf_putc(o, '[');
+	bool first = true;
+	if (w->level != WIRING_LEVEL_ADMIN && w->level != WIRING_LEVEL_UNKNOWN)
+		problem(o, &first,
+			"the Runtime API is not at level admin: drains are refused; add `level "
+			"admin` to the `stats socket` line");
+	if (w->maps_known && !w->owner_map)
+		problem(o, &first,
+			"breaker-owned.map is not loaded: add `acl breaker_owned "
+			"str(),map(breaker-owned.map) -m found` to one backend");
+	if (w->verdicts_wanted && !w->verdict_table)
+		problem(o, &first,
+			"the verdict table is missing: load breaker-peers.cfg with a second -f");
+	if (w->unwired > 0)
+		problem(o, &first,
+			"backends in unwired_backends carry traffic no SPOP message names: add "
+			"`filter spoe engine breaker config spoe-breaker.conf` to their frontends, "
+			"or `guarded = false` to their [backend] section");
+	strbuf_puts(o, "]}");
+}
+
 bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 {
 	const struct breaker_table *t = s->table;
@@ -167,6 +239,14 @@ bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 	key(o, "up_to_date");
 	strbuf_puts(o, s->state && s->state->up_to_date ? "true" : "false");
 	strbuf_puts(o, "},");
+	key(o, "haproxy");
+	strbuf_putc(o, '[');
+	for (unsigned i = 0; i < s->nb_runtime_api; i++) {
+		if (i)
+			strbuf_putc(o, ',');
+		haproxy_object(o, &s->runtime_api[i]);
+	}
+	strbuf_puts(o, "],");
 	key(o, "breakers");
 	strbuf_putc(o, '[');
 	return !o->failed;

@@ -75,6 +75,7 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 			.reachable = enforcer_runtime_api_reachable(d->enforcer, i),
 		};
 		r->backends = enforcer_backends(d->enforcer, i, &r->nb_backends);
+		r->wiring = enforcer_wiring(d->enforcer, i);
 	}
 	/* The head, from everything the daemon holds now, then the first
 	 * slice in the same answer. */

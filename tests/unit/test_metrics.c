@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "link/wiring.h"
+
 #include "admin/counters.h"
 #include "admin/metrics.h"
 #include "admin/state_json.h"
@@ -793,7 +795,9 @@ static void test_state_json(void **state)
 
 	assert_contains(text, "{\"enforce\":\"runtime-api\",\"entries\":3,\"capacity\":16,"
 			      "\"state\":{\"file\":\"/var/lib/x/state.msgpack\",\"source\":\"snapshot\","
-			      "\"restored\":2,\"up_to_date\":true},\"breakers\":[");
+			      "\"restored\":2,\"up_to_date\":true},\"haproxy\":[{\"runtime_api\":"
+			      "\"unix:/run/haproxy/admin.sock\",\"reachable\":true,\"problems\":[]}],"
+			      "\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"ejection_capped\":false,\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
 			      "\"trips\":1,\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
@@ -857,7 +861,7 @@ static void test_state_json(void **state)
 	assert_string_equal(b.data,
 			    "{\"enforce\":\"none\",\"entries\":0,\"capacity\":0,\"state\":{\"file\":"
 			    "\"none\",\"source\":\"off\",\"restored\":0,\"up_to_date\":false},"
-			    "\"breakers\":[]}\n");
+			    "\"haproxy\":[],\"breakers\":[]}\n");
 	strbuf_free(&b);
 }
 
@@ -884,6 +888,45 @@ static void test_strbuf_grows(void **state)
 	assert_int_equal(len, 0);
 }
 
+/* What an HAProxy's configuration lacks, each problem naming its line. */
+static void test_state_json_wiring(void **state)
+{
+	(void)state;
+	struct metrics_source s = source();
+	struct wiring w;
+	wiring_init(&w);
+	s.runtime_api[0].wiring = &w;
+
+	struct strbuf b;
+	strbuf_init(&b);
+	assert_true(state_json_render(&s, &b));
+	assert_contains(b.data, "\"reachable\":true,\"level\":\"unknown\",\"maps\":null,"
+				"\"unwired_backends\":[],\"problems\":[]}");
+	strbuf_free(&b);
+
+	wiring_note_level(&w, WIRING_LEVEL_OPERATOR);
+	w.maps_known = true;
+	w.retry_map = true;
+	for (uint32_t look = 1; look <= 2; look++) {
+		assert_true(wiring_note_row(&w, look, "static", 6, look * 100, false));
+		assert_true(wiring_note_row(&w, look, "assets", 6, look * 100, false));
+		assert_true(wiring_note_row(&w, look, "workers", 7, look * 100, true));
+		wiring_end_look(&w, look, look * 5000, 2000, false, NULL, NULL);
+	}
+	strbuf_init(&b);
+	assert_true(state_json_render(&s, &b));
+	assert_contains(b.data, "\"level\":\"operator\",\"maps\":{\"breaker-owned.map\":false,"
+				"\"breaker-retry-at.map\":true,\"breaker-watched.map\":false},");
+	assert_true(strstr(b.data, "\"unwired_backends\":[\"static\",\"assets\"]") ||
+		    strstr(b.data, "\"unwired_backends\":[\"assets\",\"static\"]"));
+	assert_contains(b.data, "add `level admin` to the `stats socket` line");
+	assert_contains(b.data, "add `acl breaker_owned str(),map(breaker-owned.map) -m found`");
+	assert_contains(b.data, "`filter spoe engine breaker config spoe-breaker.conf`");
+	assert_null(strstr(b.data, "verdict table"));
+	strbuf_free(&b);
+	wiring_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -900,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_histogram_batch),
 		cmocka_unit_test(test_json_string_escaping),
 		cmocka_unit_test_setup_teardown(test_state_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_json_wiring, setup, teardown),
 		cmocka_unit_test(test_strbuf_grows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
