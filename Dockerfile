@@ -6,7 +6,7 @@
 #   podman run -d --name breaker -p 127.0.0.1:12345:12345 -p 127.0.0.1:9786:9786 spoa-breaker
 #
 # --format docker keeps the HEALTHCHECK (podman's default OCI format has
-# none). README "Run it in production" has the rest: configuration,
+# none). docs/install.md, "Run it in production", has the rest: configuration,
 # HAProxy's admin socket, compose. Plain Dockerfile syntax, no heredocs:
 # Debian 12's buildah does not read them.
 
@@ -43,7 +43,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed UID/GID, so that a host directory or socket can be given to it:
-# chown 10001 DIR, or a group HAProxy's stats socket shares (README).
+# chown 10001 DIR, or a group HAProxy's stats socket shares (docs/install.md).
 RUN groupadd --system --gid 10001 spoa-breaker \
     && useradd --system --uid 10001 --gid spoa-breaker --no-create-home \
         --home-dir /var/lib/spoa-breaker --shell /usr/sbin/nologin spoa-breaker \

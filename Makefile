@@ -213,6 +213,7 @@ CONF_FILES := packaging/spoa-breaker.ini:$(sysconfdir)/spoa-breaker/spoa-breaker
               haproxy/spoe-breaker.conf:$(sysconfdir)/haproxy/spoe-breaker.conf \
               haproxy/spoe-breaker-steady.conf:$(sysconfdir)/haproxy/spoe-breaker-steady.conf
 DOCS       := README.md CHANGELOG.md LICENSE
+DOCS_MD    := $(wildcard docs/*.md)
 
 install: $(BIN) $(MAN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(sbindir)/spoa-breaker
@@ -244,6 +245,8 @@ install: $(BIN) $(MAN)
 		packaging/spoa-breaker.service >$(DESTDIR)$(unitdir)/spoa-breaker.service
 	chmod 0644 $(DESTDIR)$(unitdir)/spoa-breaker.service
 	install -D -m 0644 -t $(DESTDIR)$(docdir) $(DOCS)
+	@# README links docs/FILE.md: the same layout keeps its links whole.
+	install -D -m 0644 -t $(DESTDIR)$(docdir)/docs $(DOCS_MD)
 
 # Removes what install put there; a configuration file edited since is kept.
 uninstall:

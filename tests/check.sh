@@ -28,6 +28,13 @@ else
 	echo "check-layers 0 1" >>"$RESULTS"
 fi
 
+section "docs: README the front door, links that hold, no outside citations"
+if tests/check-docs.sh && tests/check-docs.sh --self-test; then
+	echo "check-docs 1 0" >>"$RESULTS"
+else
+	echo "check-docs 0 1" >>"$RESULTS"
+fi
+
 # Five targets, FUZZ_SECONDS each: about a minute and a quarter in all.
 section "fuzz smoke run"
 if make --no-print-directory BUILD="$BUILD" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-12}"; then

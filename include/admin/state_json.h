@@ -9,7 +9,7 @@
 
 /*
  * Appends every breaker of s->table and the enforcement mode as one JSON
- * object (see README, "/state"). Returns false on out of memory.
+ * object (see docs/metrics.md, "/state"). Returns false on out of memory.
  */
 bool state_json_render(const struct metrics_source *s, struct strbuf *out);
 

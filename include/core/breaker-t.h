@@ -3,8 +3,9 @@
  * breaker's state, the events a change produces, and the per-server table.
  *
  * Nothing here does I/O or reads a clock: every time is a monotonic
- * uint64_t in milliseconds handed in by the caller. DESIGN.md section 4 is
- * the specification these types serve.
+ * uint64_t in milliseconds handed in by the caller. docs/design.md
+ * ("Classification", "Per-state rules") is the specification these
+ * types serve.
  */
 #ifndef BREAKER_T_H
 #define BREAKER_T_H
@@ -32,7 +33,7 @@ struct status_set {
 	uint64_t bits[STATUS_SET_WORDS];
 };
 
-/* ---- one observation's outcome (DESIGN 4.1) ---- */
+/* ---- one observation's outcome (docs/design.md, "Classification") ---- */
 
 enum breaker_outcome {
 	BREAKER_OUTCOME_SUCCESS,      /* a worker answer that proves it works */
@@ -50,9 +51,11 @@ enum breaker_state {
 
 /* What backpressure does to a HALF_OPEN breaker. */
 enum breaker_half_open_backpressure {
-	/* Seed 000, the default: any answer proves the worker is up: close. */
+	/* The default (docs/design.md, "Busy is not dead"): any answer
+	 * proves the worker is up: close. */
 	BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE,
-	/* Seed 001: record no sample, but release the probe slot so the
+	/* docs/design.md, "Sets replace": record no sample, but release
+	 * the probe slot so the
 	 * breaker cannot wedge on a recovered-but-busy worker. */
 	BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE,
 };
@@ -61,7 +64,7 @@ enum breaker_half_open_backpressure {
  * OPEN breaker. */
 enum breaker_open_late_success {
 	BREAKER_OPEN_LATE_SUCCESS_IGNORE, /* default: the cool-down runs its course */
-	BREAKER_OPEN_LATE_SUCCESS_CLOSE,  /* the seed router's record_success */
+	BREAKER_OPEN_LATE_SUCCESS_CLOSE,  /* as the router this follows (record_success) */
 };
 
 /* ---- policy ---- */
@@ -170,8 +173,9 @@ enum breaker_policy_field {
 };
 
 /* One level of configuration (global, a backend, a server): the fields
- * named in `fields` replace what the levels above set, sets included (seed
- * 001: a set replaces the inherited one, it is never merged into it). */
+ * named in `fields` replace what the levels above set, sets included
+ * (docs/design.md, "Sets replace": a set replaces the inherited one, it
+ * is never merged into it). */
 struct breaker_policy_layer {
 	unsigned fields; /* OR of enum breaker_policy_field */
 	struct breaker_policy values;
@@ -230,7 +234,8 @@ struct breaker {
 	uint32_t trips_in_a_row;
 	/* The last BREAKER_MAX_WINDOW judged requests while CLOSED, newest in
 	 * bit 0: 1 failed, 0 succeeded (backpressure and ignored statuses
-	 * are neither, seed 001). window_volume of them are real (saturates
+	 * are neither: docs/design.md, "Busy is not dead"). window_volume
+	 * of them are real (saturates
 	 * at BREAKER_MAX_WINDOW); emptied on entering CLOSED, kept while
 	 * OPEN and HALF_OPEN to show what tripped. The policy's window reads
 	 * the newest `window` of them, so a reload may change it. */
@@ -242,7 +247,8 @@ struct breaker {
  * the failure-rate rule) a failure in its window, or (under a policy with
  * wedged_after) a run of capacity statuses: only then can a success change
  * a decision, which is what lets HAProxy skip notifying
- * successes of clean servers (DESIGN 5.5). Trips in a row are no part of
+ * successes of clean servers (docs/design.md, "Dirty and clean
+ * breakers"). Trips in a row are no part of
  * it (a success does not change them); breaker_is_forgettable() says
  * whether a breaker holds anything a fresh one would not. */
 enum breaker_dirty_change {

@@ -64,7 +64,8 @@ size_t status_set_format(const struct status_set *set, char *buf, size_t size);
 /* ==== one breaker (breaker.c) ==== */
 
 /*
- * Classifies one worker status under a policy (DESIGN 4.1). This is the
+ * Classifies one worker status under a policy (docs/design.md,
+ * "Classification"). This is the
  * single place where a status becomes a judgement; see the comment at its
  * definition for the trade-off it makes.
  */
@@ -90,7 +91,8 @@ void breaker_restore_history(struct breaker *b, uint32_t trips_in_a_row, uint64_
 			     unsigned window_volume, enum breaker_trip_rule last_trip_rule);
 
 /*
- * The transitions of DESIGN 4.2. Each returns what it did; nothing else
+ * The transitions of docs/design.md, "Per-state rules". Each returns
+ * what it did; nothing else
  * reports it. None of them allocates or fails.
  *   success:      CLOSED streak := 0, a success in the window; HALF_OPEN =>
  *                 CLOSED; OPEN ignored unless open_late_success = close
@@ -122,7 +124,8 @@ struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outc
 				    uint64_t now_ms);
 
 /*
- * Faults HAProxy's counters report (DESIGN 5.3; link/faults.h turns a look
+ * Faults HAProxy's counters report (docs/operating.md, "Faults SPOE
+ * never sees"; link/faults.h turns a look
  * into counts), recorded in one call per server and look:
  *   aborted_bodies: bodies that died after their 200 head was recorded as a
  *     success. In CLOSED the successes since the last confirmed look are
@@ -224,7 +227,7 @@ uint64_t breaker_next_deadline(const struct breaker *b);
 int64_t breaker_retry_after_s(const struct breaker *b, uint64_t now_ms);
 
 /* Dirty: not CLOSED, a failure streak, or a failure in the window under
- * a failure-rate policy (DESIGN 5.5). */
+ * a failure-rate policy (docs/design.md, "Dirty and clean breakers"). */
 bool breaker_is_dirty(const struct breaker *b);
 /* Holds nothing a fresh breaker would not: clean, and no trips in a row
  * left to forget. Only such a breaker is evicted, or left out of a
@@ -243,7 +246,8 @@ uint64_t breaker_backoff_ms(const struct breaker_policy *policy, uint32_t trips_
 unsigned breaker_window_volume(const struct breaker *b);
 unsigned breaker_window_failures(const struct breaker *b);
 
-/* Static names for logs, metrics and the ACK variables of DESIGN 4.3. */
+/* Static names for logs, metrics and the ACK variables (docs/haproxy.md,
+ * "Variables"). */
 const char *breaker_state_name(enum breaker_state state);     /* "closed", "open", "half_open" */
 const char *breaker_outcome_name(enum breaker_outcome outcome); /* "success", "client_error", ... */
 /* "failure_streak", "failure_rate", "probe_failed"; "none". */

@@ -1,5 +1,6 @@
 /*
- * faults.h - faults SPOE never sees (DESIGN 5.3), from HAProxy's per-server
+ * faults.h - faults SPOE never sees (docs/operating.md, "Faults SPOE never
+ * sees"), from HAProxy's per-server
  * `show stat` counters: each poll's counters minus the previous poll's
  * become counts of failures for that server's breaker.
  *

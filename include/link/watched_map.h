@@ -2,7 +2,8 @@
  * watched_map.h - which servers HAProxy must tell the agent every
  * response of, recorded in HAProxy (watched_map.c, pure).
  *
- * Steady-state mode (README "Steady-state mode"): HAProxy notifies only
+ * Steady-state mode (docs/haproxy.md, "Steady-state mode"): HAProxy
+ * notifies only
  * the responses that can change a breaker. A status that is not a success
  * always can; a success only for a server whose breaker is dirty (open,
  * half-open, a failure streak, or a failure in the window of a failure-

@@ -1,7 +1,8 @@
 /*
  * breaker.c - one circuit breaker: how a worker's status is judged, and how
  * a judgement moves the breaker between CLOSED, OPEN and HALF_OPEN
- * (DESIGN.md 4.1 and 4.2, ported from seeds 000 and 001).
+ * (docs/design.md: "Classification", "Per-state rules", "Busy is not
+ * dead", "Sets replace").
  *
  * Pure: time comes in as an argument, nothing is allocated, and every
  * change is returned to the caller as a struct breaker_event.
@@ -14,9 +15,11 @@
 /* ---- classification ---- */
 
 /*
- * The one place a worker's status becomes a judgement (DESIGN 4.1).
+ * The one place a worker's status becomes a judgement (docs/design.md,
+ * "Classification").
  *
- * Trade-off, stated where it is made (seed 000): a status in the capacity
+ * Trade-off, stated where it is made (docs/design.md, "Busy is not
+ * dead"): a status in the capacity
  * set is backpressure, never a fault - so a worker stuck answering 503
  * forever is NOT detected here. HTTP status alone cannot tell "busy" from
  * "broken and saying 503", and counting it as a fault produced the worse,
@@ -339,8 +342,8 @@ struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms)
 		 * Ignored by default: with long requests (LLM generations) the
 		 * successes still in flight would otherwise close a breaker
 		 * that just tripped, and the failing worker would get the full
-		 * load again at once. `close` gives exact parity with the seed
-		 * router, whose record_success closes from any state.
+		 * load again at once. `close` gives exact parity with the router
+		 * this follows, whose record_success closes from any state.
 		 */
 		if (b->policy->open_late_success == BREAKER_OPEN_LATE_SUCCESS_CLOSE)
 			close_provisionally(b, now_ms);
@@ -431,7 +434,8 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 	case BREAKER_CLOSED:
 		/* Neutral, and deliberately not a success: the streak is kept, so
 		 * a worker interleaving real faults with 503s still trips. Nor
-		 * is it a sample of the failure rate (seed 001): counted as a
+		 * is it a sample of the failure rate (docs/design.md, "Busy is
+		 * not dead"): counted as a
 		 * success it would hide a failing worker behind its own 503s,
 		 * counted as a failure it would open the busiest workers.
 		 * Only the run of them is kept, for breaker_is_wedged(). */
@@ -452,12 +456,14 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 			break;
 		}
 		if (b->policy->half_open_backpressure == BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE) {
-			/* Seed 000: any answer proves the worker is up, which is
+			/* Policy close (docs/design.md, "Busy is not dead"): any
+			 * answer proves the worker is up, which is
 			 * what the probe was sent to find out - provided its body
 			 * does not die before the next poll. */
 			close_provisionally(b, now_ms);
 		}
-		/* Seed 001 (ignore): a refused request proves nothing either
+		/* Policy ignore (docs/design.md, "Sets replace"): a refused
+		 * request proves nothing either
 		 * way, so no sample. The probe's slot is HAProxy's maxconn slot,
 		 * freed when this request ended, so the next request probes
 		 * again: a recovered-but-busy worker cannot wedge the breaker. */
@@ -496,7 +502,8 @@ struct breaker_event breaker_record(struct breaker *b, enum breaker_outcome outc
 }
 
 /*
- * The seeds' blind spot, closed carefully: status alone cannot tell busy
+ * The blind spot of docs/design.md, "Busy is not dead", closed carefully:
+ * status alone cannot tell busy
  * from broken, so a 503 stays backpressure. But a worker that has answered
  * nothing else for wedged_after, at least minimum_volume times, while
  * another server of the same backend succeeded in that time, is not busy:

@@ -27,7 +27,8 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	policy->threshold = BREAKER_DEFAULT_THRESHOLD;
 	policy->cooldown_ms = BREAKER_DEFAULT_COOLDOWN_MS;
 	policy->half_open_probes = BREAKER_DEFAULT_HALF_OPEN_PROBES;
-	/* 503 too, unlike seed 001's {429}: inference engines answer 503 for
+	/* 503 too, unlike the {429} of docs/design.md, "Sets replace":
+	 * inference engines answer 503 for
 	 * "queue full", and HAProxy's own error-limit already treats 503 as
 	 * an outage - the very behaviour this agent exists to correct. */
 	status_set_add(&policy->capacity, 429);
@@ -41,7 +42,8 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	policy->failure_rate_threshold = 0;
 	policy->window = BREAKER_DEFAULT_WINDOW;
 	policy->minimum_volume = BREAKER_DEFAULT_MINIMUM_VOLUME;
-	/* Off: a 503 stays backpressure unless asked for (seed 000). */
+	/* Off: a 503 stays backpressure unless asked for (docs/design.md,
+	 * "Busy is not dead"). */
 	policy->wedged_after_ms = 0;
 	/* Off: how long a response may take is the fleet's to say; an LLM
 	 * worker can rightly be silent for tens of seconds. */
@@ -142,7 +144,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->cooldown_ms = v->cooldown_ms;
 	if (f & BREAKER_FIELD_HALF_OPEN_PROBES)
 		p->half_open_probes = v->half_open_probes;
-	/* Sets replace the inherited set whole (seed 001): a backend that
+	/* Sets replace the inherited set whole (docs/design.md, "Sets
+	 * replace"): a backend that
 	 * lists only 429 means 503 is no longer backpressure there. */
 	if (f & BREAKER_FIELD_CAPACITY_SET)
 		p->capacity = v->capacity;

@@ -55,7 +55,7 @@ static uint64_t cut(uint64_t value, bool *capped)
  *   retries 3). A retry that then succeeds ends in a response SPOE sees as
  *   a success. And L7 retries (`retry-on`) move wretr by 2 per retry on
  *   the same server and retry 503/429 too, which are backpressure, never
- *   faults (seed 000).
+ *   faults (docs/design.md, "Busy is not dead").
  * - wredis counts, except the part matched by wretr. Under `option
  *   redispatch` a connection that failed (refused or timed out) moves the
  *   failed server's wredis +1 and nothing else - no econ, no wretr - and
@@ -65,7 +65,8 @@ static uint64_t cut(uint64_t value, bool *capped)
  *   wretr +1 on that worker, and nothing else: no hrsp_5xx, and SPOE sees
  *   only the final response, from another worker (measured on 2.6, 3.0
  *   and 3.2, `option redispatch` with and without an interval). That is
- *   busy, not dead (seed 001: retryable, no breaker sample), so each
+ *   busy, not dead (docs/design.md, "Sets replace": retryable, no
+ *   breaker sample), so each
  *   wredis matched by a wretr is a capacity retry, reported apart and
  *   never a failure; only the wredis left over are failed connections.
  *   Under redispatch a failed connection never moves wretr, so nothing is

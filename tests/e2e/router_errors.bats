@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The router error contract (README "Router errors") against a real HAProxy
+# The router error contract (docs/haproxy.md, "Router errors") against a real HAProxy
 # running the shipped haproxy/haproxy.cfg: every condition HAProxy can meet
 # is driven for real, and what the client gets -- status,
 # x-router-error-code, x-router-upstream-status, the body's error.code -- is
@@ -29,7 +29,8 @@ CONDITIONS=$REPO/haproxy/router-conditions.map
 #   cut          a body that dies after the worker's head: the client gets
 #                that head (200) with neither header, or on 3.x nothing at
 #                all when the worker's close overtakes the head; never a
-#                router error (seed 002: not re-signalled)
+#                router error (docs/design.md, "Router errors are not
+#                re-signalled")
 # HAProxy < 2.9 cannot see the termination state, so some conditions fold
 # into a coarser one there (connect_failed, bad_response). `internal`
 # (HAProxy's own 500) cannot be caused from outside: its static errorfile

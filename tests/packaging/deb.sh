@@ -70,13 +70,21 @@ version_matches() {
 check "the package's upstream version is the Makefile's VERSION" version_matches
 
 # What make install lays out under PREFIX=/usr, with Debian's documentation
-# conventions (compressed, copyright for LICENSE, the two changelogs).
+# conventions (copyright for LICENSE, the two changelogs, and compressed:
+# dh_compress compresses a document larger than 4 KiB, README.md and
+# docs/*.md alike, and leaves a smaller one as it is).
 make_install_files() {
 	make --no-print-directory BUILD="$BUILD" PREFIX=/usr DESTDIR="$TMP/root" install >/dev/null &&
-		(cd "$TMP/root" && find . -type f) | sed -e 's|^\.||' \
+		(cd "$TMP/root" && find . -type f -printf '%s %p\n') |
+		while read -r size path; do
+			case $path in
+			./usr/share/doc/spoa-breaker/*.md) [ "$size" -gt 4096 ] && path=$path.gz ;;
+			esac
+			echo "$path"
+		done | sed -e 's|^\.||' \
 			-e 's|/doc/spoa-breaker/LICENSE$|/doc/spoa-breaker/copyright|' \
-			-e 's|/doc/spoa-breaker/CHANGELOG.md$|/doc/spoa-breaker/changelog.gz|' \
-			-e 's|/doc/spoa-breaker/README.md$|&.gz|' -e 's|\.8$|.8.gz|'
+			-e 's|/doc/spoa-breaker/CHANGELOG.md\(.gz\)*$|/doc/spoa-breaker/changelog.gz|' \
+			-e 's|\.8$|.8.gz|'
 	echo /usr/share/doc/spoa-breaker/changelog.Debian.gz
 }
 deb_files() { dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\.||'; }

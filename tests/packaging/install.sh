@@ -36,6 +36,7 @@ share/spoa-breaker/haproxy/router-conditions.map
 share/spoa-breaker/haproxy/router-errors.map
 LIST
 	(cd haproxy && ls router-errors/*) | sed 's|^|share/spoa-breaker/haproxy/|'
+	ls docs/*.md | sed 's|^|share/doc/spoa-breaker/|'
 }
 installed_files() { (cd "$P" && find . -type f -o -type l) | sed 's|^\./||' | sort; }
 same_files() { diff -u <(expected_files | sort) <(installed_files); }

@@ -1,8 +1,9 @@
 /*
  * test_breaker.c - the breaker's specification as tables: how a status is
- * judged (DESIGN 4.1), every (state, event) -> (state, effect) cell of
- * DESIGN 4.2 under both half-open backpressure policies, and the scenarios
- * the seeds pin.
+ * judged (docs/design.md, "Classification"), every (state, event) ->
+ * (state, effect) cell of its "Per-state rules" under both half-open
+ * backpressure policies, and the scenarios of "Busy is not dead" and
+ * "Sets replace".
  *
  * Loops run on observable state (breaker_would_allow, the state, the
  * deadline) with a bound, never on a hard-coded count, so a changed default
@@ -50,7 +51,7 @@ static void open_then_half_open(struct breaker *b, uint64_t *now)
 	assert_int_equal(b->state, BREAKER_HALF_OPEN);
 }
 
-/* ==== classification (DESIGN 4.1) ==== */
+/* ==== classification (docs/design.md, "Classification") ==== */
 
 enum policy_variant {
 	POLICY_DEFAULT,
@@ -104,7 +105,7 @@ static const struct {
 	{POLICY_DEFAULT, 400, BREAKER_OUTCOME_CLIENT_ERROR},
 	{POLICY_DEFAULT, 404, BREAKER_OUTCOME_CLIENT_ERROR},
 	{POLICY_DEFAULT, 499, BREAKER_OUTCOME_CLIENT_ERROR},
-	/* Seed 000: "alive and busy" is neutral. */
+	/* docs/design.md, "Busy is not dead": "alive and busy" is neutral. */
 	{POLICY_DEFAULT, 429, BREAKER_OUTCOME_BACKPRESSURE},
 	{POLICY_DEFAULT, 503, BREAKER_OUTCOME_BACKPRESSURE},
 	{POLICY_DEFAULT, 500, BREAKER_OUTCOME_FAILURE},
@@ -117,8 +118,8 @@ static const struct {
 	{POLICY_DEFAULT, -1, BREAKER_OUTCOME_IGNORED},
 	{POLICY_DEFAULT, 99, BREAKER_OUTCOME_IGNORED},
 	{POLICY_DEFAULT, 600, BREAKER_OUTCOME_IGNORED},
-	/* Seed 001: sets replace; moving 503 out of the capacity set makes
-	 * it a failure, and 429 stays backpressure. */
+	/* docs/design.md, "Sets replace": moving 503 out of the capacity
+	 * set makes it a failure, and 429 stays backpressure. */
 	{POLICY_503_IS_FAILURE, 503, BREAKER_OUTCOME_FAILURE},
 	{POLICY_503_IS_FAILURE, 429, BREAKER_OUTCOME_BACKPRESSURE},
 	{POLICY_IGNORE_501, 501, BREAKER_OUTCOME_IGNORED},
@@ -145,7 +146,8 @@ static void test_outcome_table(void **state)
 	}
 }
 
-/* Every status of the default policy lands where DESIGN 4.1 says. */
+/* Every status of the default policy lands where docs/design.md,
+ * "Classification", says. */
 static void test_outcome_defaults_exhaustive(void **state)
 {
 	struct breaker_policy p;
@@ -167,7 +169,7 @@ static void test_outcome_defaults_exhaustive(void **state)
 	}
 }
 
-/* ==== transitions (DESIGN 4.2) ==== */
+/* ==== transitions (docs/design.md, "Per-state rules") ==== */
 
 enum start {
 	START_CLOSED_CLEAN,      /* no streak */
@@ -457,7 +459,8 @@ static void test_transition_table(void **state)
 	}
 }
 
-/* Every (state, outcome) pair of DESIGN 4.2 appears in the table. */
+/* Every (state, outcome) pair of docs/design.md, "Per-state rules",
+ * appears in the table. */
 static void test_transition_table_is_complete(void **state)
 {
 	static const enum start states[] = {START_CLOSED_STREAK, START_OPEN, START_HALF_OPEN};
@@ -481,10 +484,10 @@ static void test_transition_table_is_complete(void **state)
 	}
 }
 
-/* ==== seed scenarios ==== */
+/* ==== busy is not dead, sets replace (docs/design.md) ==== */
 
-/* Seed 000: an engine answering 503 (or 429) far past any threshold leaves
- * the breaker CLOSED and admitting. */
+/* Busy is not dead: an engine answering 503 (or 429) far past any
+ * threshold leaves the breaker CLOSED and admitting. */
 static void test_backpressure_storm_never_opens(void **state)
 {
 	const int statuses[] = {503, 429};
@@ -507,7 +510,8 @@ static void test_backpressure_storm_never_opens(void **state)
 	}
 }
 
-/* Seed 000: a 500 still opens it, after exactly `threshold` of them. */
+/* Busy is not dead: a 500 still opens it, after exactly `threshold` of
+ * them. */
 static void test_failures_still_open(void **state)
 {
 	struct breaker_policy p;
@@ -528,7 +532,7 @@ static void test_failures_still_open(void **state)
 	assert_string_equal(breaker_transition_name(&ev), "closed->open");
 }
 
-/* Seed 000, the DESIGN example: at threshold 3, fault, fault, 503, fault
+/* Busy is not dead, its example: at threshold 3, fault, fault, 503, fault
  * trips. Generalised: a 503 after every fault never saves the worker. */
 static void test_backpressure_keeps_the_streak(void **state)
 {
@@ -558,8 +562,8 @@ static void test_backpressure_keeps_the_streak(void **state)
 	assert_int_equal(faults, p.threshold);
 }
 
-/* Seed 000: a half-open probe answered 503 recovers the breaker (policy
- * close, the default). */
+/* Busy is not dead: a half-open probe answered 503 recovers the breaker
+ * (policy close, the default). */
 static void test_half_open_probe_503_closes(void **state)
 {
 	struct breaker_policy p;
@@ -576,7 +580,7 @@ static void test_half_open_probe_503_closes(void **state)
 	assert_true(breaker_would_allow(&b));
 }
 
-/* Seed 001 with DESIGN's fix: under policy ignore a probe answered 503
+/* Sets replace, its last paragraph: under policy ignore a probe answered 503
  * records no sample and the breaker keeps admitting (HAProxy frees the
  * probe's maxconn slot), so a busy worker never wedges it; the success
  * that follows closes it. */
@@ -603,7 +607,7 @@ static void test_half_open_probe_503_never_wedges(void **state)
 	assert_string_equal(breaker_transition_name(&ev), "half_open->closed");
 }
 
-/* Seed 000: a late 503 or failure while OPEN changes nothing; with the
+/* Busy is not dead: a late 503 or failure while OPEN changes nothing; with the
  * default, neither does a late success. */
 static void test_late_outcomes_while_open(void **state)
 {
@@ -624,7 +628,7 @@ static void test_late_outcomes_while_open(void **state)
 	}
 }
 
-/* open_late_success = close: exact parity with the seed router. */
+/* open_late_success = close: exact parity with the router this follows. */
 static void test_late_success_closes_when_asked(void **state)
 {
 	struct breaker_policy p;
@@ -715,7 +719,8 @@ static void test_client_error_is_success(void **state)
 	assert_int_equal(b.state, BREAKER_CLOSED);
 }
 
-/* The dirty/clean events of DESIGN 5.5 over a whole life cycle. */
+/* The dirty/clean events (docs/design.md, "Dirty and clean breakers")
+ * over a whole life cycle. */
 static void test_dirty_events(void **state)
 {
 	struct breaker_policy p;
@@ -804,7 +809,8 @@ static void test_invalid_policies(void **state)
 	}
 }
 
-/* Layers replace, field by field and set by set (seed 001). */
+/* Layers replace, field by field and set by set (docs/design.md, "Sets
+ * replace"). */
 static void test_resolve_replaces(void **state)
 {
 	struct breaker_policy_layer global = {0}, backend = {0}, server = {0};

@@ -475,7 +475,8 @@ static void test_failures_saturate(void **state)
 	assert_int_equal(b.failure_streak, UINT32_MAX - 1);
 }
 
-/* A restored streak is a dirty/clean event like any other (DESIGN 5.5). */
+/* A restored streak is a dirty/clean event like any other (docs/design.md,
+ * "Dirty and clean breakers"). */
 static void test_abort_dirty_events(void **state)
 {
 	struct breaker_policy p;

@@ -363,7 +363,8 @@ static void test_policy_precedence(void **state)
 	breaker_table_free(&t);
 }
 
-/* Sets replace the inherited set (seed 001), at every level. */
+/* Sets replace the inherited set (docs/design.md, "Sets replace"), at
+ * every level. */
 static void test_policy_sets_replace(void **state)
 {
 	struct breaker_table t;

@@ -127,7 +127,8 @@ static const struct measured_case measured[] = {
 	 NEVER_OPENS, .config = WITHOUT_REDISPATCH},
 	/* retry-on 503 (429) + redispatch, the shipped configuration: a busy
 	 * worker's status retried elsewhere moves wredis and wretr together,
-	 * and nothing else. Busy, not failed (seed 001): never charged, even
+	 * and nothing else. Busy, not failed (docs/design.md, "Sets
+	 * replace"): never charged, even
 	 * though SPOE never sees that 503. */
 	{"retry-on 503 + redispatch: the 503 worker", SPOE_NOTHING, 0,
 	 MOVES(.wretr = 1, .wredis = 1), 0, 0, 0, 0, 1, 0, 0, 0, NEVER_OPENS,

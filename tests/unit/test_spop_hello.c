@@ -1,7 +1,8 @@
 /*
  * test_spop_hello.c - the HELLO handshake and DISCONNECT frames, pinned.
  *
- * The negotiation rules (DESIGN.md section 3) as one table of HAPROXY-HELLO
+ * The negotiation rules (docs/design.md, "SPOP behaviour") as one table
+ * of HAPROXY-HELLO
  * key/value lists -> (accepted, status, max-frame-size, pipelining,
  * healthcheck), plus the HELLOs and DISCONNECTs HAProxy 2.6.12 really sent
  * and the exact bytes of the AGENT-HELLO we answer with.
