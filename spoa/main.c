@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "daemon/daemon.h"
+#include "daemon/live_check.h"
 
 /* A reload reads the file and the options again, so that options keep
  * overriding the file. */
@@ -29,6 +30,9 @@ int main(int argc, char **argv)
 	static struct command_line cl;
 
 	int status = config_from_args(&config, argc, argv, stdout, stderr);
+	/* A valid configuration that names HAProxies: are they wired? */
+	if (status == 0 && config.checked)
+		status = live_check(&config, stdout);
 	if (status >= 0) {
 		config_free(&config);
 		return status;

@@ -95,6 +95,9 @@ struct config {
 	 * global and overrides (owned; the daemon moves it into the breaker
 	 * table, which then owns it). */
 	struct breaker_policies policies;
+	/* --check found the configuration valid: main then asks each
+	 * runtime_api what its configuration lacks (daemon/live_check.c). */
+	bool checked;
 };
 
 /* The embedded defaults: what the agent runs with when given no file. */

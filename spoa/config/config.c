@@ -209,6 +209,7 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 	}
 	if (args.check) {
 		fprintf(out, "%s: configuration valid\n", c->path ? c->path : "(defaults)");
+		c->checked = true;
 		return 0;
 	}
 	return -1;

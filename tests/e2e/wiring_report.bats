@@ -148,3 +148,25 @@ looks() { # the agent's complete looks so far
 	run grep -c "loads no breaker-owned.map" "$RUN_DIR/agent.log"
 	assert_output 1
 }
+
+@test "wiring: --check asks a live runtime_api for its level and the agent's maps" {
+	SOCKET_LEVEL=operator OWNER_ACL="" start_wiring_scene
+	run "$SPOA_BIN" --check --runtime-api "unix:$RUN_DIR/admin.sock"
+	assert_failure 1
+	assert_output --partial "configuration valid"
+	assert_output --partial "level operator, not admin: every drain would be refused; add \`level admin\`"
+	assert_output --partial "breaker-owned.map not loaded: add \`acl breaker_owned str(),map(breaker-owned.map) -m found\`"
+	# One that is not running yet is said, and fails nothing.
+	run "$SPOA_BIN" --check --runtime-api "unix:$RUN_DIR/nobody.sock"
+	assert_success
+	assert_output --partial "runtime_api unix:$RUN_DIR/nobody.sock: not reachable"
+}
+
+@test "wiring: --check against a runtime_api at level admin passes and names the mode" {
+	start_wiring_scene
+	run "$SPOA_BIN" --check --runtime-api "unix:$RUN_DIR/admin.sock"
+	assert_success
+	assert_output --partial "runtime_api unix:$RUN_DIR/admin.sock: level admin"
+	assert_output --partial "breaker-owned.map loaded"
+	assert_output --partial "every-response mode"
+}
