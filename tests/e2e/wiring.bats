@@ -83,9 +83,8 @@ draining() { [[ "$(server_status "$1" "$2")" == DRAIN* ]]; }
 # Requests to PATH on PORT until BACKEND/SERVER is drained (bounded); the
 # 500s SERVER answered meanwhile are left in $FAILED.
 drive_until_drained() { # PORT PATH BACKEND SERVER
-	local i
 	FAILED=0
-	for i in $(seq 60); do
+	for _ in $(seq 60); do
 		[ "$(answer_of "$1" "$2")" = "500 $4" ] && FAILED=$((FAILED + 1))
 		drained "$3" "$4" && return 0
 	done
@@ -100,8 +99,8 @@ maxconn() { # BACKEND SERVER: the limit HAProxy applies ("" when none)
 # Requests to PATH on PORT until SERVER has answered N times with STATUS
 # (bounded: at most 20 requests per answer wanted).
 answers_from() { # PORT PATH SERVER STATUS N
-	local seen=0 i
-	for i in $(seq $(($5 * 20))); do
+	local seen=0
+	for _ in $(seq $(($5 * 20))); do
 		[ "$(answer_of "$1" "$2")" = "$4 $3" ] && seen=$((seen + 1))
 		[ "$seen" -ge "$5" ] && return 0
 	done
@@ -157,9 +156,9 @@ answers_from() { # PORT PATH SERVER STATUS N
 	# capacity statuses in a row (HAProxy retries each on a1, and the
 	# agent reads them in its counters): as failures they would have
 	# opened it.
-	local threshold i
+	local threshold
 	threshold=$(breaker_field api/a2 policy.threshold)
-	for i in $(seq 200); do
+	for _ in $(seq 200); do
 		curl -s -o /dev/null "http://127.0.0.1:$WWW_PORT/api/x"
 		[ "$(breaker_field api/a2 capacity_run)" -ge $((2 * threshold)) ] && break
 	done
