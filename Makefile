@@ -238,6 +238,14 @@ install: $(BIN) $(MAN)
 		haproxy/breaker-peers.cfg $(DESTDIR)$(EXAMPLES)/
 	install -m 0644 haproxy/router-errors/* $(DESTDIR)$(EXAMPLES)/router-errors/
 	install -m 0755 haproxy/reload-haproxy.sh $(DESTDIR)$(EXAMPLES)/
+	@# The multi-backend example's default paths name where it is installed.
+	install -d $(DESTDIR)$(EXAMPLES)/examples/multi-backend
+	@for f in haproxy/examples/multi-backend/*; do \
+		echo "install $$f $(DESTDIR)$(EXAMPLES)/examples/multi-backend/"; \
+		sed 's|/usr/share/spoa-breaker/haproxy|$(EXAMPLES)|g' "$$f" \
+			>$(DESTDIR)$(EXAMPLES)/examples/multi-backend/$${f##*/} && \
+		chmod 0644 $(DESTDIR)$(EXAMPLES)/examples/multi-backend/$${f##*/} || exit 1; \
+	done
 	install -D -m 0644 packaging/grafana-dashboard.json $(DESTDIR)$(datadir)/spoa-breaker/grafana-dashboard.json
 	install -d $(DESTDIR)$(unitdir)
 	sed -e 's|/usr/sbin/spoa-breaker|$(sbindir)/spoa-breaker|g' \

@@ -148,6 +148,12 @@ haproxy_check() {
 	! echo "$out" | grep -E 'WARNING|ALERT' | grep -v "server state file"
 }
 check "haproxy -c passes on the shipped example as installed" haproxy_check
+example_check() {
+	local dir=/usr/share/spoa-breaker/haproxy/examples/multi-backend out
+	out=$(haproxy -c -f "$dir/haproxy.cfg" -f "$dir/spoa-breaker.cfg" 2>&1) || { echo "$out"; return 1; }
+	! echo "$out" | grep -E 'WARNING|ALERT'
+}
+check "haproxy -c passes on the multi-backend example as installed" example_check
 check "systemd-analyze verify passes on the installed unit" systemd-analyze verify /lib/systemd/system/spoa-breaker.service
 
 # The installed binary runs as its user, answers /healthz and stops on TERM.

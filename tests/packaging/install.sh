@@ -30,6 +30,11 @@ share/spoa-breaker/haproxy/breaker-owned.map
 share/spoa-breaker/haproxy/breaker-peers.cfg
 share/spoa-breaker/haproxy/breaker-retry-at.map
 share/spoa-breaker/haproxy/breaker-watched.map
+share/spoa-breaker/haproxy/examples/multi-backend/haproxy.cfg
+share/spoa-breaker/haproxy/examples/multi-backend/spoa-breaker.cfg
+share/spoa-breaker/haproxy/examples/multi-backend/spoa-breaker.ini
+share/spoa-breaker/haproxy/examples/multi-backend/spoe-guarded-steady.conf
+share/spoa-breaker/haproxy/examples/multi-backend/spoe-guarded.conf
 share/spoa-breaker/haproxy/haproxy.cfg
 share/spoa-breaker/haproxy/reload-haproxy.sh
 share/spoa-breaker/haproxy/router-conditions.map
@@ -51,6 +56,18 @@ haproxy_check() {
 	! echo "$out" | grep -E 'WARNING|ALERT' | grep -v "server state file"
 }
 check "the installed haproxy.cfg passes haproxy -c as installed" haproxy_check
+# The multi-backend example, as installed: the SPOE file and the maps it
+# names are where its defaults say; the steady-state SPOE file too.
+example_check() { # [SPOE FILE]
+	local dir=$P/share/spoa-breaker/haproxy/examples/multi-backend out
+	out=$(env ${1:+BREAKER_SPOE_CONF="$dir/$1"} haproxy -c -f "$dir/haproxy.cfg" -f "$dir/spoa-breaker.cfg" 2>&1) ||
+		{ echo "$out"; return 1; }
+	! echo "$out" | grep -E 'WARNING|ALERT'
+}
+check "the installed multi-backend example passes haproxy -c as installed" example_check
+check "  ... and with its steady-state SPOE file" example_check spoe-guarded-steady.conf
+check "the installed agent accepts the multi-backend example's configuration" \
+	"$P/sbin/spoa-breaker" --check -f "$P/share/spoa-breaker/haproxy/examples/multi-backend/spoa-breaker.ini"
 check "the installed agent accepts the installed configuration" \
 	"$P/sbin/spoa-breaker" --check -f "$P/etc/spoa-breaker/spoa-breaker.ini"
 check "the unit starts the installed binary on the installed configuration" \
