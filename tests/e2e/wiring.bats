@@ -184,19 +184,20 @@ answers_from() { # PORT PATH SERVER STATUS N
 	two_more_looks
 	drained web w2
 	# legacy/l2: serving, its limit as configured, in no record of the
-	# agent's: no response of it was ever judged, no transition logged,
-	# no drain or limit in the ownership map. (The agent lists it: it reads
-	# every HTTP server's counters.)
+	# agent's: no breaker (guarded = false in spoa-breaker.ini), no
+	# transition logged, no drain or limit in the ownership map, and its
+	# backend not reported as unwired.
 	run server_status legacy l2
 	assert_output --regexp '^(UP|no check)$'
 	[ "$(admin_state legacy l2)" = 0 ]
 	[ "$(maxconn legacy l2)" = "$before" ]
 	run answer_of "$WWW_PORT" /legacy/x
 	assert_output --regexp '^(200 l1|500 l2)$'
-	[ "$(breaker_field legacy/l2 state)" = closed ]
-	[ "$(breaker_field legacy/l2 failure_streak)" = 0 ]
-	[ "$(breaker_field legacy/l2 window_volume)" = 0 ]
-	run grep "breaker legacy/" "$RUN_DIR/agent.log"
+	run breaker_field legacy/l2 state
+	assert_failure
+	run breaker_field web/w2 state
+	assert_output open
+	run grep -E "breaker legacy/|backend legacy" "$RUN_DIR/agent.log"
 	assert_failure
 	run haproxy_cli "show map $BREAKER_MAPS/breaker-owned.map"
 	assert_output --partial "web/w2"
@@ -221,11 +222,11 @@ econ() { # BACKEND SERVER: connection errors in HAProxy's counters
 	done
 	[ "$(econ legacy l2)" -ge $((2 * threshold)) ]
 	two_more_looks
-	# The agent counted them (spoa-breaker.ini's [backend legacy] keeps
-	# them from opening it)...
-	[ "$(breaker_field legacy/l2 failure_streak)" -ge $((2 * threshold)) ]
-	[ "$(breaker_field legacy/l2 state)" = closed ]
-	# ... and did nothing with them.
+	# The agent keeps no breaker of legacy (guarded = false in
+	# spoa-breaker.ini), so nothing could open...
+	run breaker_field legacy/l2 state
+	assert_failure
+	# ... and it did nothing with them.
 	[ "$(admin_state legacy l2)" = 0 ]
 	[ "$(maxconn legacy l2)" = "$before" ]
 	run grep "breaker legacy/" "$RUN_DIR/agent.log"
