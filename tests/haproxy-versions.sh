@@ -1,6 +1,7 @@
 #!/bin/bash
 # Prepares newer HAProxy releases next to Debian 12's 2.6, from Debian's own
-# archive (trixie: 3.0, forky: 3.2), and prints one "VERSION PATH" line per
+# archive (trixie: 3.0, forky: 3.2, experimental: 3.4, the current LTS, in a
+# sid tree with haproxy pinned to experimental), and prints one "VERSION PATH" line per
 # HAProxy the end-to-end suites should run against. PATH is an executable
 # that runs that haproxy on this host's network and files.
 #
@@ -17,7 +18,7 @@ set -u
 
 CACHE=${HAPROXY_CACHE:-/var/cache/spoa-breaker}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-SUITES=${HAPROXY_SUITES:-"trixie forky"}
+SUITES=${HAPROXY_SUITES:-"trixie forky experimental"}
 
 version_of() {
 	"$1" -v 2>/dev/null | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p'
@@ -37,10 +38,18 @@ for suite in $SUITES; do
 		command -v mmdebstrap >/dev/null || { echo "haproxy-versions: mmdebstrap missing, skipping $suite" >&2; continue; }
 		mkdir -p "$CACHE"
 		rm -rf "$dir"
+		# experimental is not a suite of its own: a sid tree that takes
+		# haproxy alone from experimental.
+		base=$suite sources=("deb $mirror $suite main") hooks=()
+		if [ "$suite" = experimental ]; then
+			base=sid
+			sources=("deb $mirror sid main" "deb $mirror experimental main")
+			hooks=(--setup-hook='mkdir -p "$1/etc/apt/preferences.d" && printf "Package: haproxy\nPin: release a=experimental\nPin-Priority: 990\n" >"$1/etc/apt/preferences.d/haproxy"')
+		fi
 		if ! mmdebstrap --quiet --variant=minbase --mode=root --format=directory --include=haproxy \
 			--aptopt='Acquire::Check-Valid-Until "false"' \
-			--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-			"$suite" "$dir" "deb $mirror $suite main" >"$CACHE/$suite.log" 2>&1; then
+			--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr "${hooks[@]}" \
+			"$base" "$dir" "${sources[@]}" >"$CACHE/$suite.log" 2>&1; then
 			echo "haproxy-versions: could not fetch HAProxy from $suite (see $CACHE/$suite.log)" >&2
 			rm -rf "$dir"
 			continue
