@@ -153,6 +153,7 @@ first_run() {
 		{ echo "not in this order: the install-deps line, the agent's link, the demo's banner"; return 1; }
 }
 check "make demo succeeds on its first run (installs, builds, runs)" first_run
+note "$(grep -m1 '^install-deps: ' "$LOG")"
 
 # The demo's own view of HAProxy (its "HAProxy: SERVER STATE" lines).
 w3_drained_after_round_1() {
