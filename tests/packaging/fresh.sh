@@ -8,9 +8,10 @@
 #
 # Needs root, mmdebstrap and the Debian archive; a missing mmdebstrap or an
 # archive out of reach is a failure, never a pass. The chroot shares this
-# host's network: the demo binds 127.0.0.1:8080, 8101-8103, 12345 (and the
-# agent's admin listener, 9786), which must be free. Its mounts live in a
-# private mount namespace, so none reaches the host's.
+# host's network: the demo binds 127.0.0.1:8080, 8101-8103 and 12345, which
+# must be free (the agent's admin listener, 9786 by default, may be taken:
+# the agent then runs without it, and the demo does not use it). Its
+# mounts live in a private mount namespace, so none reaches the host's.
 #
 # The bare tree is cached as a tarball in $FRESH_CACHE (default
 # /var/cache/spoa-breaker) and built again only when missing; each run
@@ -23,7 +24,7 @@ cd "$REPO" || exit 1
 
 CACHE=${FRESH_CACHE:-/var/cache/spoa-breaker}
 BASE=$CACHE/fresh-bookworm-base.tar
-PORTS="8080 8101 8102 8103 12345 9786"
+PORTS="8080 8101 8102 8103 12345"
 # What the build and the demo use: none of it may be in the tree before.
 DEMO_PACKAGES=(gcc libc6-dev pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev
 	haproxy python3 curl socat)
