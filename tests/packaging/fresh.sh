@@ -48,9 +48,17 @@ rooted_in() { # DIR: processes whose root directory is DIR
 # Nothing may outlive the suite: a process left in the tree is stopped, a
 # mount found under it is undone, and the tree goes only once nothing is
 # mounted there (rm stays on the tree's own filesystem in any case).
+DEMO_PID=""
 cleanup() {
 	local pid mnt
-	for pid in $(rooted_in "$TREE"); do kill -KILL "$pid" 2>/dev/null; done
+	[ -n "$DEMO_PID" ] && kill "$DEMO_PID" 2>/dev/null
+	for _ in $(seq 50); do
+		pid=$(rooted_in "$TREE")
+		[ -n "$pid" ] || break
+		# shellcheck disable=SC2086 # a list of PIDs
+		kill -KILL $pid 2>/dev/null
+		sleep 0.1
+	done
 	for mnt in $(mounted_under "$TREE"); do umount -R "$mnt" 2>/dev/null || umount -l "$mnt"; done
 	if [ -z "$(mounted_under "$TREE")" ]; then
 		rm -rf --one-file-system "$TREE"
@@ -60,6 +68,7 @@ cleanup() {
 	rm -f "$LOG"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 # The host's archive, as tests/haproxy-versions.sh finds it, with its
 # security archive when it names one; apt in the tree reaches it as the
@@ -130,12 +139,16 @@ check "the demo's ports (127.0.0.1: $PORTS) are free on this host" ports_free ||
 # Run as a root login would: a clean environment (nothing of the caller's
 # make or of the tests leaks in), /proc and /dev mounted in a namespace of
 # its own. The time limit only keeps a hung run from hanging the suite.
+# (In the background: the wait for it yields to a TERM, so that a stopped
+# suite stops the demo too.)
 run_demo() {
 	timeout --kill-after=30 1800 unshare --mount --propagation private --fork --kill-child=SIGTERM sh -c '
 		mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" || exit 1
 		exec chroot "$1" /usr/bin/env -i HOME=/root TERM=dumb \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			sh -c "cd /root/spoa-breaker && make demo"' sh "$TREE" >"$LOG" 2>&1 9>&-
+			sh -c "cd /root/spoa-breaker && make demo"' sh "$TREE" >"$LOG" 2>&1 9>&- &
+	DEMO_PID=$!
+	wait "$DEMO_PID"
 }
 demo_start=$SECONDS
 run_demo
