@@ -4,7 +4,9 @@
 #   make check           install missing packages, then unit tests, the layer check, a fuzz run,
 #                        end-to-end tests, and the packaging (man page, install, unit, .deb, image)
 #   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing
-#   make demo            install missing packages, then HAProxy + agent + demo workers on loopback
+#   make demo            install the missing packages it needs (fewer than check's), then
+#                        HAProxy + agent + demo workers on loopback
+#   make deps            install the packages make check needs (deps-demo: make demo's)
 #   make sanitize        the same tests on an ASan+UBSan build (build-asan/)
 #   make fuzz            libFuzzer targets (frame, Runtime API replies, agent-check,
 #                        configuration, state snapshot), FUZZ_SECONDS each
@@ -58,10 +60,21 @@ ALL_CFLAGS := -std=c11 $(WARNINGS) $(HARDEN_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS := $(HARDEN_LDFLAGS) $(LDFLAGS)
 
 # libev ships no pkg-config file on Debian; the others do.
+#
+# pkg-config is asked on first use, not when make reads this file: on a
+# bare machine the libraries (and pkg-config) come with the deps step, and
+# a value read before it would be empty for the whole run -- the link then
+# fails with every library symbol undefined. `VAR = $(eval VAR := ...)$(VAR)`
+# runs the command the first time VAR is expanded and keeps its answer.
+# (The targets that install packages also build in a second make, which
+# reads this file after the deps step: see demo.)
 PKGS       := inih libmicrohttpd msgpack
-DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lev -lm -pthread
-TEST_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)
+DEP_CFLAGS  = $(eval DEP_CFLAGS := $(call pkg_config,--cflags,$(PKGS)))$(DEP_CFLAGS)
+DEP_LIBS    = $(eval DEP_LIBS := $(call pkg_config,--libs,$(PKGS)) -lev -lm -pthread)$(DEP_LIBS)
+TEST_LIBS   = $(eval TEST_LIBS := $(call pkg_config,--libs,cmocka))$(TEST_LIBS)
+# pkg_config FLAGS,PACKAGES: its answer, or a stop that says what to run.
+pkg_config  = $(if $(shell pkg-config --exists $(2) 2>/dev/null && echo yes),$(shell pkg-config $(1) $(2)),\
+              $(error pkg-config finds no $(2): `make deps` installs what make needs))
 
 # Every source but main.c goes into a static library the tests link against.
 LIB_SRCS   := $(wildcard spoa/*/*.c)
@@ -83,7 +96,7 @@ UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 MAN        := $(BUILD)/spoa-breaker.8
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps bench bench-fleet bench-tools man install uninstall clean FORCE
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps deps-demo deps-bench bench bench-fleet bench-tools man install uninstall clean FORCE
 
 all: $(BIN)
 
@@ -116,8 +129,16 @@ check-layers: $(PURE_OBJS)
 	@tests/check-layers-selftest.sh $(CC)
 
 # Installs only what is missing; a no-op on a machine that has it all.
+# deps: what make check needs; deps-demo: what make demo needs, fewer.
+#
+# A target that installs packages does it as a prerequisite and builds in
+# its recipe, through a second make: that one reads this file once the
+# packages are there, and nothing of the build can run beside the deps
+# step, even under make -j.
 deps:
-	@packaging/install-deps.sh
+	@packaging/install-deps.sh all
+deps-demo:
+	@packaging/install-deps.sh demo
 
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
@@ -126,6 +147,7 @@ e2e: $(BIN)
 	SPOA_BIN=$(abspath $(BIN)) bats --print-output-on-failure tests/e2e
 
 # Unit, fuzz smoke, end-to-end on every HAProxy available; ends "N passed, N failed".
+# (tests/check.sh builds through make runs of its own.)
 check: deps
 	@tests/check.sh
 
@@ -143,9 +165,9 @@ FUZZ_SRCS_frame       := spoa/spop/codec.c spoa/spop/hello.c
 FUZZ_SRCS_runtime_api := spoa/link/runtime_api_parse.c
 FUZZ_SRCS_agent_check := spoa/link/agent_check_parse.c spoa/util/names.c
 FUZZ_SRCS_config      := $(LIB_SRCS)
-FUZZ_LIBS_config      := $(DEP_LIBS)
+FUZZ_LIBS_config       = $(DEP_LIBS)
 FUZZ_SRCS_snapshot    := spoa/state/snapshot_codec.c spoa/util/names.c spoa/util/errmsg.c
-FUZZ_LIBS_snapshot    := $(shell pkg-config --libs msgpack 2>/dev/null)
+FUZZ_LIBS_snapshot     = $(eval FUZZ_LIBS_snapshot := $(call pkg_config,--libs,msgpack))$(FUZZ_LIBS_snapshot)
 FUZZ_CORPUS_frame       := tests/fuzz/corpus
 FUZZ_CORPUS_runtime_api := tests/fuzz/corpus_runtime_api
 FUZZ_CORPUS_agent_check := tests/fuzz/corpus_agent_check
@@ -169,7 +191,8 @@ fuzz: $(FUZZ_BINS)
 		$(BUILD)/fuzz/fuzz_$(t) -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN_$(t)) \
 		-print_final_stats=1 $(BUILD)/fuzz/corpus-$(t) $(FUZZ_CORPUS_$(t)) &&) true
 
-demo: deps all
+demo: deps-demo
+	@$(MAKE) --no-print-directory all
 	haproxy/demo.sh
 
 # The benchmark tools (bench/): a SPOP load generator and an ack-only agent,
@@ -184,17 +207,17 @@ $(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(wildcard bench/*.h)
 bench-tools: $(BENCH_BINS)
 
 # Installs its own packages (bench/install-deps.sh), then builds the agent
-# and the tools (a second make: the first one read pkg-config before the
-# libraries were there). Not part of check: it prints figures, asserts none.
-bench:
+# and the tools. Not part of check: it prints figures, asserts none.
+deps-bench:
 	@bench/install-deps.sh
+
+bench: deps-bench
 	@$(MAKE) --no-print-directory all bench-tools
 	@BUILD=$(BUILD) bench/run.sh
 
 # The fleet scenario (bench/fleet.sh): a simulated fleet behind HAProxy,
 # the same load through five setups, what the clients got. Figures only.
-bench-fleet:
-	@bench/install-deps.sh
+bench-fleet: deps-bench
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/fleet.sh
 

@@ -81,12 +81,15 @@ run_suite() { # LABEL SCRIPT
 	rm -f "$tap"
 }
 
-# What ships: the manual page, make install, the systemd unit, the Debian
-# package, the container image and the compose example. None needs what
-# the end-to-end suites use, so they run meanwhile, in the background at
-# the lowest CPU priority (the end-to-end tests measure time), their
-# output shown after.
+# What ships: make demo on a bare Debian 12, the manual page, make
+# install, the systemd unit, the Debian package, the container image and
+# the compose example. None needs what the end-to-end suites use (the
+# fresh machine's demo binds fixed ports, theirs are ephemeral), so they
+# run meanwhile, in the background at the lowest CPU priority (the
+# end-to-end tests measure time), their output shown after.
 packaging_suites() {
+	section "a fresh Debian 12 machine: make demo works on its first run"
+	run_suite fresh tests/packaging/fresh.sh
 	section "manual page: built, and agrees with --help"
 	run_suite manpage tests/packaging/manpage.sh
 	section "make install and uninstall, into a temporary prefix"
@@ -150,7 +153,7 @@ fi
 wait "$packaging_pid"
 cat "$PACKAGING_LOG"
 # A suite that never reported (its shell killed, say) is a failure.
-for label in manpage install systemd-unit deb image compose; do
+for label in fresh manpage install systemd-unit deb image compose; do
 	grep -q "^$label " "$RESULTS" || echo "$label 0 1" >>"$RESULTS"
 done
 
