@@ -124,23 +124,24 @@ if [ "${HAPROXY_VERSIONS:-all}" = system ]; then
 else
 	versions=$(tests/haproxy-versions.sh)
 fi
-while read -r version bin; do
-	[ -n "$version" ] || continue
-	section "end-to-end, HAProxy $version"
-	run_bats "e2e-$version" "$bin"
-done <<<"$versions"
-
-# The agent under attack (tests/hostile/): no HAProxy version matters
-# there, so once, with the system one.
-section "hostile conditions"
-run_bats hostile "$(command -v haproxy)" tests/hostile
+# The end-to-end runs -- one per HAProxy version, the hostile suite, and
+# the sanitizer build's -- are independent: every test picks its own
+# ports (free_port) and files (its own RUN_DIR), and the one test that
+# binds the agent's default port takes a lock. They run E2E_LANES at a
+# time (2: the machine's cores; the tests mostly wait on HAProxy and the
+# workers), the longest first; each one's output is shown whole when all
+# are done, in the order below.
+E2E_LANES=${E2E_LANES:-2}
+E2E_LOGS=$(mktemp -d)
+trap 'rm -rf "$RESULTS" "$PACKAGING_LOG" "$E2E_LOGS"' EXIT
+e2e_jobs=()
 
 # The same unit and end-to-end tests on an ASan+UBSan build of the agent:
 # memory errors, leaks and undefined behaviour fail the tests that hit them.
-if [ "${SANITIZE:-1}" = 1 ]; then
+sanitizer_run() {
 	section "sanitizer build (ASan+UBSan), unit tests"
-	san="make --no-print-directory BUILD=build-asan CC=clang LDFLAGS=-fsanitize=address,undefined"
-	san_flags="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	local san="make --no-print-directory BUILD=build-asan CC=clang LDFLAGS=-fsanitize=address,undefined"
+	local san_flags="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 	if $san CFLAGS="$san_flags" all >/dev/null; then
 		UNIT_LABEL=asan- $san CFLAGS="$san_flags" unit >/dev/null 2>&1
 		section "sanitizer build, end-to-end, HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p')"
@@ -148,7 +149,52 @@ if [ "${SANITIZE:-1}" = 1 ]; then
 	else
 		echo "asan-build 0 1" >>"$RESULTS"
 	fi
-fi
+}
+[ "${SANITIZE:-1}" = 1 ] && e2e_jobs+=("asan sanitizer_run")
+# Newest first: the newer HAProxy versions' runs take longest.
+while read -r version bin; do
+	[ -n "$version" ] && e2e_jobs+=("e2e-$version e2e_run $version $bin")
+done <<<"$(sort -k1,1Vr <<<"$versions")"
+# The agent under attack (tests/hostile/): no HAProxy version matters
+# there, so once, with the system one.
+e2e_jobs+=("hostile hostile_run")
+
+e2e_run() { # VERSION BIN
+	section "end-to-end, HAProxy $1"
+	run_bats "e2e-$1" "$2"
+}
+hostile_run() {
+	section "hostile conditions"
+	run_bats hostile "$(command -v haproxy)" tests/hostile
+}
+
+lane_pids=()
+for job in "${e2e_jobs[@]}"; do
+	read -r name cmd <<<"$job"
+	while [ "${#lane_pids[@]}" -ge "$E2E_LANES" ]; do
+		wait -n "${lane_pids[@]}"
+		alive=()
+		for pid in "${lane_pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+		lane_pids=("${alive[@]}")
+	done
+	echo "(started: $name)"
+	(
+		start=$SECONDS
+		# shellcheck disable=SC2086 # cmd is a function and its arguments
+		$cmd
+		echo "($name: $((SECONDS - start)) s)"
+	) >"$E2E_LOGS/$name.log" 2>&1 &
+	lane_pids+=($!)
+done
+wait "${lane_pids[@]}"
+for job in "${e2e_jobs[@]}"; do
+	name=${job%% *}
+	cat "$E2E_LOGS/$name.log"
+	# A run that never reported (its shell killed, say) is a failure.
+	label=$name
+	[ "$name" = asan ] && label=e2e-asan
+	grep -q "^$label \|^${name}-build " "$RESULTS" || echo "$label 0 1" >>"$RESULTS"
+done
 
 wait "$packaging_pid"
 cat "$PACKAGING_LOG"

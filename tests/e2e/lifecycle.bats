@@ -39,6 +39,11 @@ teardown() {
 }
 
 @test "with no arguments it listens on 127.0.0.1:12345" {
+	# Another run of this suite (another HAProxy version) or the demo
+	# may want the port meanwhile: whoever binds a default port holds
+	# this lock (released as the test's shell exits).
+	exec 8>/run/lock/spoa-breaker-default-ports.lock
+	flock -w 600 8
 	if (exec 3<>/dev/tcp/127.0.0.1/12345) 2>/dev/null; then
 		skip "something else already listens on 127.0.0.1:12345"
 	fi

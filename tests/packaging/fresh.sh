@@ -134,6 +134,10 @@ ports_free() {
 	done
 	[ -z "$busy" ] || { echo "in use on this host's loopback:$busy; the demo binds them, so it cannot run here now"; return 1; }
 }
+# The agent's default port is also a test's of the end-to-end suites,
+# which may run meanwhile: whoever binds a default port holds this lock.
+exec 8>/run/lock/spoa-breaker-default-ports.lock
+flock -w 600 8 || note "the default ports' lock is held for over 10 min: trying anyway"
 check "the demo's ports (127.0.0.1: $PORTS) are free on this host" ports_free || { finish; exit; }
 
 # Run as a root login would: a clean environment (nothing of the caller's
@@ -146,13 +150,14 @@ run_demo() {
 		mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" || exit 1
 		exec chroot "$1" /usr/bin/env -i HOME=/root TERM=dumb \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			sh -c "cd /root/spoa-breaker && make demo"' sh "$TREE" >"$LOG" 2>&1 9>&- &
+			sh -c "cd /root/spoa-breaker && make demo"' sh "$TREE" >"$LOG" 2>&1 8>&- 9>&- &
 	DEMO_PID=$!
 	wait "$DEMO_PID"
 }
 demo_start=$SECONDS
 run_demo
 demo_status=$?
+exec 8>&- # the default ports are free again
 note "make demo took $((SECONDS - demo_start)) s"
 
 # It exited 0, and it did everything on this first run: installed the
