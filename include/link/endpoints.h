@@ -74,6 +74,10 @@ void endpoint_recall_put(struct endpoint_recall *r, const char *backend,
 bool endpoint_recall_take(struct endpoint_recall *r, const char *backend,
 			  const struct endpoint *where, uint64_t now_ms, struct breaker *out);
 
+/* Whether something is remembered of `where` in `backend` at now_ms. */
+bool endpoint_recall_has(const struct endpoint_recall *r, const char *backend,
+			 const struct endpoint *where, uint64_t now_ms);
+
 /* Recollections still standing at now_ms (for /state, tests). */
 uint32_t endpoint_recall_count(const struct endpoint_recall *r, uint64_t now_ms);
 

@@ -90,8 +90,11 @@ struct enforce_entry {
 	 * verdict for the server into the shared table, and has not yet
 	 * written it closed. */
 	bool verdict_published;
-	/* Where this HAProxy's last look said the server points. */
+	/* Where this HAProxy's last look said the server points; the look
+	 * that listed it with no address (a server-template slot DNS
+	 * emptied: HAProxy keeps it, the agent no longer judges it). */
 	struct endpoint endpoint;
+	uint32_t emptied_in_look;
 };
 
 /* One breaker's endpoint (endpoints.h), for the link as a whole: the

@@ -59,14 +59,14 @@ static uint64_t remember_until(const struct breaker *b, uint64_t now_ms)
 	return until > now_ms ? until : now_ms + 1;
 }
 
-static struct endpoint_recollection *find(struct endpoint_recall *r, const char *backend,
+static struct endpoint_recollection *find(const struct endpoint_recall *r, const char *backend,
 					  const struct endpoint *where)
 {
 	for (uint32_t i = 0; i < ENDPOINT_RECALL_MAX; i++) {
-		struct endpoint_recollection *c = &r->items[i];
+		const struct endpoint_recollection *c = &r->items[i];
 		if (c->until_ms != 0 && endpoint_equal(&c->where, where) &&
 		    strcmp(c->backend, backend) == 0)
-			return c;
+			return (struct endpoint_recollection *)c;
 	}
 	return NULL;
 }
@@ -107,6 +107,13 @@ bool endpoint_recall_take(struct endpoint_recall *r, const char *backend,
 		*out = c->breaker;
 	c->until_ms = 0;
 	return live;
+}
+
+bool endpoint_recall_has(const struct endpoint_recall *r, const char *backend,
+			 const struct endpoint *where, uint64_t now_ms)
+{
+	const struct endpoint_recollection *c = find(r, backend, where);
+	return c && c->until_ms > now_ms;
 }
 
 uint32_t endpoint_recall_count(const struct endpoint_recall *r, uint64_t now_ms)

@@ -781,10 +781,15 @@ static void follow_endpoint(struct haproxy_link *link, struct breaker_table_entr
 	if (!agreed || endpoint_equal(&slot->breaker_at, agreed))
 		return;
 	struct endpoint from = slot->breaker_at;
-	slot->breaker_at = *agreed;
-	if (!endpoint_known(&from))
-		return; /* the first look at it: its history is this worker's */
 	uint64_t now = clock_now_ms();
+	slot->breaker_at = *agreed;
+	/* The first look at it: its history is this worker's - unless it has
+	 * none, and the worker left one in another server (a server added,
+	 * or a DNS slot filled, with a worker that was failing). */
+	if (!endpoint_known(&from) &&
+	    (!breaker_is_forgettable(&entry->breaker) ||
+	     !endpoint_recall_has(e->recall, entry->backend, agreed, now)))
+		return;
 	bool recalled;
 	struct breaker_event ev = endpoint_move(&entry->breaker, entry->backend, &from,
 						&slot->breaker_at, e->recall, now, &recalled);
@@ -807,13 +812,17 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	struct haproxy_link *link = ctx;
 	struct enforcer *e = link->owner;
 	struct endpoint at;
+	struct breaker_table_entry *entry = breaker_table_find(
+		e->table, row->be_name.ptr, row->be_name.len, row->srv_name.ptr, row->srv_name.len);
 	/* A server-template slot DNS has not filled points at no worker: it
 	 * is not one of the backend's servers, neither a breaker's nor an
 	 * operator's drain (HAProxy keeps it in maintenance). */
-	if (endpoint_read(&at, row->addr, row->port) == ENDPOINT_NONE)
+	if (endpoint_read(&at, row->addr, row->port) == ENDPOINT_NONE) {
+		if (entry) /* emptied: forgotten at the round's end (forget_server) */
+			link->entries[breaker_table_index(e->table, entry)].emptied_in_look =
+				link->look_id;
 		return;
-	struct breaker_table_entry *entry = breaker_table_find(
-		e->table, row->be_name.ptr, row->be_name.len, row->srv_name.ptr, row->srv_name.len);
+	}
 	uint32_t group_index = 0;
 	struct ejection_backend *group = count_row_backend(link, row, &group_index);
 	/* Every server the backend lists counts, with a breaker or not (a
@@ -1451,6 +1460,23 @@ static void forget_on_link(struct haproxy_link *link, struct breaker_table_entry
 	char command[OWNER_MAP_CMD_MAX];
 	static const struct owner_record none = {0};
 
+	/* A slot HAProxy keeps with no address: what the agent did there is
+	 * lifted, or the worker DNS puts there next would find it drained by
+	 * nobody the agent knows. (A deleted server has nothing to lift.) */
+	if (en->emptied_in_look == link->look_id && (en->mem.drained_by_us || en->mem.maxconn_by_us)) {
+		struct enforce_seen seen = en->seen;
+		seen.known = true;
+		seen.maint = false;
+		struct enforce_plan plan = enforce_plan(BREAKER_CLOSED, 1, &seen, &en->mem);
+		if (plan.set_ready &&
+		    runtime_api_cmd_set_state(command, sizeof(command), entry->backend, entry->server,
+					      "ready"))
+			send_command(link, command, "the server points at no worker any more");
+		if (plan.set_maxconn &&
+		    runtime_api_cmd_set_maxconn(command, sizeof(command), entry->backend,
+						entry->server, plan.maxconn))
+			send_command(link, command, "the server points at no worker any more");
+	}
 	if (e->mode == ENFORCE_RUNTIME_API && link->owner_known && en->owner.present &&
 	    owner_map_cmd(command, sizeof(command), link->owner_map, entry->backend, entry->server,
 			  &en->owner, &none))

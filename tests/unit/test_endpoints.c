@@ -100,6 +100,8 @@ static void test_move_to_new_worker(void **state)
 	assert_ptr_equal(b.policy, &p);
 	assert_int_equal(endpoint_recall_count(&r, 2000), 1);
 
+	assert_true(endpoint_recall_has(&r, "workers", &a, 2000));
+	assert_false(endpoint_recall_has(&r, "workers", &n, 2000));
 	/* The failing worker shows up in another slot: open again at once,
 	 * since its own trip, under that slot's policy. */
 	struct breaker_policy p2 = policy();
