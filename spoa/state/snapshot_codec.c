@@ -63,6 +63,8 @@ bool snapshot_encode_breaker(msgpack_sbuffer *out, const struct snapshot_breaker
 			(b->endpoint[0] ? 1 : 0);
 	bool ok = msgpack_pack_map(&pk, keys) == 0 && pack_key(&pk, "be") &&
 		  pack_str(&pk, b->backend) && pack_key(&pk, "srv") && pack_str(&pk, b->server) &&
+		  /* Skipped by a reader that does not know it: no new format. */
+		  (!b->endpoint[0] || (pack_key(&pk, "endpoint") && pack_str(&pk, b->endpoint))) &&
 		  pack_key(&pk, "state") && msgpack_pack_uint8(&pk, (uint8_t)b->state) == 0 &&
 		  pack_key(&pk, "streak") && msgpack_pack_uint32(&pk, b->failure_streak) == 0 &&
 		  pack_key(&pk, "since") && msgpack_pack_int64(&pk, b->since_wall_ms) == 0 &&
@@ -82,9 +84,6 @@ bool snapshot_encode_breaker(msgpack_sbuffer *out, const struct snapshot_breaker
 		ok = pack_memory(&pk, &b->haproxy[i].mem, b->haproxy[i].address);
 	if (ok && b->has_agent_check)
 		ok = pack_key(&pk, "agent_check") && pack_memory(&pk, &b->agent_check, NULL);
-	/* Skipped by a reader that does not know it: no new format. */
-	if (ok && b->endpoint[0])
-		ok = pack_key(&pk, "endpoint") && pack_str(&pk, b->endpoint);
 	return ok;
 }
 
