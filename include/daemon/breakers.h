@@ -33,6 +33,10 @@ enum breaker_cause_kind {
 	/* HAProxy's look: requests in flight with no response for too long
 	 * (the stalled rule, stall_watch.c) */
 	BREAKER_CAUSE_IN_FLIGHT,
+	/* HAProxy's look: the server points at another worker now (DNS, `set
+	 * server addr`, an ingress controller): the breaker is that worker's
+	 * (link/endpoints.h) */
+	BREAKER_CAUSE_ENDPOINT,
 };
 
 struct breaker_cause {
@@ -42,6 +46,8 @@ struct breaker_cause {
 	const struct faults_delta *faults; /* COUNTERS, CAPACITY_RETRY */
 	uint32_t node;                     /* PEER: the node whose verdict */
 	uint64_t in_flight;                /* IN_FLIGHT: HAProxy's scur at the look */
+	const char *endpoint;              /* ENDPOINT: the worker it points at now */
+	bool recalled;                     /* ENDPOINT: that worker's breaker, remembered */
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 

@@ -16,6 +16,14 @@
 /* HAProxy instances (one Runtime API socket each) one agent can drive. */
 #define ENFORCE_MAX_HAPROXY 8
 
+/* The worker a server points at, "ADDRESS:PORT" or "[IPV6]:PORT" as
+ * `show servers state` reports it (endpoints.h); "" when unknown. */
+#define ENDPOINT_TEXT_MAX 64
+
+struct endpoint {
+	char text[ENDPOINT_TEXT_MAX];
+};
+
 /* What HAProxy last reported about one server (or what our commands since
  * then made of it). */
 struct enforce_seen {
@@ -82,6 +90,20 @@ struct enforce_entry {
 	 * verdict for the server into the shared table, and has not yet
 	 * written it closed. */
 	bool verdict_published;
+	/* Where this HAProxy's last look said the server points; the look
+	 * that listed it with no address (a server-template slot DNS
+	 * emptied: HAProxy keeps it, the agent no longer judges it). */
+	struct endpoint endpoint;
+	uint32_t emptied_in_look;
+};
+
+/* One breaker's endpoint (endpoints.h), for the link as a whole: the
+ * worker its history is about, and whether any HAProxy ever listed the
+ * server (a server listed once and no more was deleted: it is forgotten
+ * at once, where one never listed is kept while SPOP speaks of it). */
+struct endpoint_slot {
+	struct endpoint breaker_at;
+	bool listed;
 };
 
 #endif /* SPOA_ENFORCE_T_H */

@@ -89,6 +89,14 @@ void enforcer_memories(const struct enforcer *e, uint32_t index, enforcer_memory
 bool enforcer_remember(struct enforcer *e, uint32_t index, const char *address,
 		       const struct enforce_memory *mem);
 
+/* The worker entry `index`'s breaker is about ("ADDRESS:PORT", "" when
+ * no look has said yet; endpoints.h), for the snapshot; and putting back
+ * what a snapshot says of it: the first look that finds the server
+ * pointing elsewhere then gives it a clean breaker, never the restored
+ * one's drain. */
+const char *enforcer_endpoint(const struct enforcer *e, uint32_t index);
+void enforcer_restore_endpoint(struct enforcer *e, uint32_t index, const char *endpoint);
+
 /* The backends of HAProxy i as its last complete look counted them, with
  * the agent's drains and holds since (*nb of them; NULL before a look).
  * Valid until the next look completes. */

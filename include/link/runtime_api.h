@@ -122,6 +122,11 @@ struct runtime_api_stat_row {
 	/* The worker's own answers by class (optional columns, 0 when
 	 * absent); 429 is among the 4xx. */
 	uint64_t hrsp_1xx, hrsp_2xx, hrsp_3xx, hrsp_4xx;
+	/* The server's "ADDRESS:PORT" (optional column): empty for a
+	 * server-template slot DNS has not filled. has_addr: the reply has
+	 * the column, so an empty one means "no address". */
+	struct runtime_api_str addr;
+	bool has_addr;
 };
 
 typedef void (*runtime_api_stat_fn)(void *ctx, const struct runtime_api_stat_row *row);
@@ -156,7 +161,7 @@ bool runtime_api_parse_stat(const char *buf, size_t len, runtime_api_stat_fn fn,
  * (test_runtime_api_parse, fuzz_runtime_api). A refused reply is known at
  * its first two bytes and consumes everything after. Fields are private.
  */
-#define RUNTIME_API_STAT_COLS 21
+#define RUNTIME_API_STAT_COLS 22
 struct runtime_api_stat_columns {
 	size_t nb_fields;
 	struct {
@@ -165,6 +170,7 @@ struct runtime_api_stat_columns {
 	} want[RUNTIME_API_STAT_COLS]; /* by increasing field index */
 	unsigned nb_want;
 	bool has_type;
+	bool has_addr;
 };
 
 struct runtime_api_stat_stream {
@@ -214,6 +220,11 @@ struct runtime_api_server_state {
 	unsigned admin_state; /* RUNTIME_API_ADMF_* bits */
 	unsigned uweight;     /* current (user) weight */
 	unsigned iweight;     /* initial weight from the configuration */
+	/* Where the server points now (optional columns, empty when absent):
+	 * srv_addr is "-" for a server-template slot DNS has not filled. What
+	 * `set server ... addr`, DNS and ingress controllers change. */
+	struct runtime_api_str addr;
+	struct runtime_api_str port;
 };
 
 typedef void (*runtime_api_server_state_fn)(void *ctx, const struct runtime_api_server_state *row);
@@ -231,7 +242,7 @@ bool runtime_api_parse_servers_state(const char *buf, size_t len, runtime_api_se
 
 /* The same, fed as the reply arrives: complete lines are parsed, the
  * rest is left unused for the next feed. Same use as the stat stream. */
-#define RUNTIME_API_SERVERS_STATE_COLS 8
+#define RUNTIME_API_SERVERS_STATE_COLS 10
 struct runtime_api_servers_state_stream {
 	runtime_api_server_state_fn fn;
 	void *ctx;

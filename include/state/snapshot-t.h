@@ -52,6 +52,10 @@ struct snapshot_breaker {
 	unsigned window_volume;    /* 0..BREAKER_MAX_WINDOW */
 	enum breaker_trip_rule last_trip_rule;
 	uint64_t policy_fingerprint; /* of the effective policy it followed */
+	/* The worker its history is about ("ADDRESS:PORT", link/endpoints.h);
+	 * an optional key: "" for a snapshot written before it, or before a
+	 * look said. */
+	char endpoint[ENDPOINT_TEXT_MAX];
 	struct snapshot_haproxy haproxy[ENFORCE_MAX_HAPROXY];
 	unsigned nb_haproxy;
 	bool has_agent_check;      /* agent-check mode: what its answers did */

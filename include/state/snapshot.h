@@ -10,7 +10,8 @@
  *      half_open), streak, since (wall clock, ms), trips, policy (a
  *      fingerprint), optionally trips_in_a_row, window_failures,
  *      window_volume and trip_rule (all four or none), haproxy (an array of {socket, drained, limited,
- *      own_known, own}), agent_check ({drained, limited, own_known, own}).
+ *      own_known, own}), agent_check ({drained, limited, own_known, own}),
+ *      optionally endpoint (the worker "ADDRESS:PORT" its history is about).
  * Keys a reader does not know are skipped, so a later agent may add some
  * without a new format number.
  */

@@ -47,6 +47,16 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 		snprintf(buf, size, "HAProxy look: %llu requests in flight (scur), no response",
 			 (unsigned long long)cause->in_flight);
 		return;
+	case BREAKER_CAUSE_ENDPOINT:
+		if (cause->recalled)
+			snprintf(buf, size,
+				 "HAProxy points it at %s now, a worker whose breaker was %s when "
+				 "it left another server",
+				 cause->endpoint, breaker_state_name(e->breaker.state));
+		else
+			snprintf(buf, size, "HAProxy points it at %s now: a new worker, a clean breaker",
+				 cause->endpoint);
+		return;
 	case BREAKER_CAUSE_COOLDOWN:
 		/* Opened on another node's verdict alone (no trip of its own):
 		 * what ended is that verdict's renewal, not a cool-down. */

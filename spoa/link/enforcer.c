@@ -29,6 +29,7 @@
 #include "link/ack_hold.h"
 #include "link/agent_check.h"
 #include "link/ejection.h"
+#include "link/endpoints.h"
 #include "link/enforcer.h"
 #include "link/faults.h"
 #include "link/owner_map.h"
@@ -154,6 +155,11 @@ struct enforcer {
 	 * comes (see end_round). */
 	uint64_t *last_spop_ms;
 	bool unlisted_said;
+	/* Per entry index: the worker each breaker is about, and whether an
+	 * HAProxy ever listed its server; and the breakers of workers that
+	 * servers left recently (endpoints.h). */
+	struct endpoint_slot *slots;
+	struct endpoint_recall *recall;
 	uint32_t capacity; /* entries of every per-index array: the table's allocated */
 	struct agent_check agent_check;
 	bool agent_check_open;
@@ -667,7 +673,8 @@ static bool on_reserve(void *ctx, uint32_t allocated)
 		if (!grow_array((void **)&e->links[i].entries, sizeof(*e->links[i].entries), have,
 				allocated))
 			return false;
-	if (!grow_array((void **)&e->last_spop_ms, sizeof(*e->last_spop_ms), have, allocated))
+	if (!grow_array((void **)&e->last_spop_ms, sizeof(*e->last_spop_ms), have, allocated) ||
+	    !grow_array((void **)&e->slots, sizeof(*e->slots), have, allocated))
 		return false;
 	if (e->agent_check_mem &&
 	    !grow_array((void **)&e->agent_check_mem, sizeof(*e->agent_check_mem), have, allocated))
@@ -683,6 +690,7 @@ static void on_created(void *ctx, uint32_t index)
 	for (unsigned i = 0; i < e->nb_links; i++)
 		memset(&e->links[i].entries[index], 0, sizeof(e->links[i].entries[index]));
 	e->last_spop_ms[index] = 0;
+	memset(&e->slots[index], 0, sizeof(e->slots[index]));
 	if (e->agent_check_mem)
 		memset(&e->agent_check_mem[index], 0, sizeof(e->agent_check_mem[index]));
 }
@@ -745,12 +753,76 @@ static struct ejection_backend *count_row_backend(struct haproxy_link *link,
 	return &g->groups[g->nb - 1];
 }
 
+/*
+ * The breaker belongs to the worker its server points at (endpoints.h).
+ * Once every HAProxy that lists the server points it at the same worker,
+ * and that is not the breaker's, the breaker becomes that worker's: clean,
+ * or what was remembered of it. While they disagree (one moved first) it
+ * stays with its worker: some HAProxy still sends it traffic. Published
+ * like a transition, so every HAProxy converges at once: a drain or a
+ * maxconn set for the old worker is lifted for the new one.
+ */
+static void follow_endpoint(struct haproxy_link *link, struct breaker_table_entry *entry)
+{
+	struct enforcer *e = link->owner;
+	uint32_t index = breaker_table_index(e->table, entry);
+	struct endpoint_slot *slot = &e->slots[index];
+	const struct endpoint *agreed = NULL;
+
+	slot->listed = true;
+	for (unsigned i = 0; i < e->nb_links; i++) {
+		const struct enforce_entry *other = &e->links[i].entries[index];
+		if (!other->seen.known || !endpoint_known(&other->endpoint))
+			continue;
+		if (agreed && !endpoint_equal(agreed, &other->endpoint))
+			return;
+		agreed = &other->endpoint;
+	}
+	if (!agreed || endpoint_equal(&slot->breaker_at, agreed))
+		return;
+	struct endpoint from = slot->breaker_at;
+	uint64_t now = clock_now_ms();
+	slot->breaker_at = *agreed;
+	/* The first look at it: its history is this worker's - unless it has
+	 * none, and the worker left one in another server (a server added,
+	 * or a DNS slot filled, with a worker that was failing). */
+	if (!endpoint_known(&from) &&
+	    (!breaker_is_forgettable(&entry->breaker) ||
+	     !endpoint_recall_has(e->recall, entry->backend, agreed, now)))
+		return;
+	bool recalled;
+	struct breaker_event ev = endpoint_move(&entry->breaker, entry->backend, &from,
+						&slot->breaker_at, e->recall, now, &recalled);
+	/* Requests in flight there were the old worker's. */
+	for (unsigned i = 0; i < e->nb_links; i++)
+		e->links[i].entries[index].stall = (struct stall_watch){0};
+	log_notice("breaker %s/%s: HAProxy points it at %s instead of %s: %s", entry->backend,
+		   entry->server, slot->breaker_at.text, from.text,
+		   recalled ? "that worker's breaker, remembered from another server"
+			    : "a clean breaker");
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_ENDPOINT,
+				      .endpoint = slot->breaker_at.text,
+				      .recalled = recalled,
+				      .now_ms = now};
+	breakers_publish(e->breakers, entry, &ev, &cause);
+}
+
 static void on_server_state(void *ctx, const struct runtime_api_server_state *row)
 {
 	struct haproxy_link *link = ctx;
 	struct enforcer *e = link->owner;
+	struct endpoint at;
 	struct breaker_table_entry *entry = breaker_table_find(
 		e->table, row->be_name.ptr, row->be_name.len, row->srv_name.ptr, row->srv_name.len);
+	/* A server-template slot DNS has not filled points at no worker: it
+	 * is not one of the backend's servers, neither a breaker's nor an
+	 * operator's drain (HAProxy keeps it in maintenance). */
+	if (endpoint_read(&at, row->addr, row->port) == ENDPOINT_NONE) {
+		if (entry) /* emptied: forgotten at the round's end (forget_server) */
+			link->entries[breaker_table_index(e->table, entry)].emptied_in_look =
+				link->look_id;
+		return;
+	}
 	uint32_t group_index = 0;
 	struct ejection_backend *group = count_row_backend(link, row, &group_index);
 	/* Every server the backend lists counts, with a breaker or not (a
@@ -793,6 +865,10 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 		group->capped += en->ejection_capped;
 		group->has_breakers = true;
 	}
+	/* Last: a move converges the server, and the counts above must
+	 * already include it for that. */
+	en->endpoint = at;
+	follow_endpoint(link, entry);
 }
 
 /* `show cli level`: the agent's drains need `level admin`. */
@@ -1137,6 +1213,9 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 
 	if (row->mode.len && !(row->mode.len == 4 && memcmp(row->mode.ptr, http, 4) == 0))
 		return;
+	/* A server-template slot DNS has not filled: no worker to judge. */
+	if (row->has_addr && row->addr.len == 0)
+		return;
 	/* Left out on purpose: no breaker, and not unwired either. */
 	if (!breaker_policies_guard(&e->table->policies, row->pxname.ptr, row->pxname.len,
 				    row->svname.ptr, row->svname.len))
@@ -1371,6 +1450,68 @@ static bool keep_unlisted(struct enforcer *e, struct breaker_table_entry *entry,
 	return true;
 }
 
+/* What one HAProxy keeps for a server it no longer has: its ownership
+ * record (a server added later under the name must not read as drained by
+ * the agent), its watched entry, and an open verdict of this node. */
+static void forget_on_link(struct haproxy_link *link, struct breaker_table_entry *entry,
+			   struct enforce_entry *en)
+{
+	struct enforcer *e = link->owner;
+	char command[OWNER_MAP_CMD_MAX];
+	static const struct owner_record none = {0};
+
+	/* A slot HAProxy keeps with no address: what the agent did there is
+	 * lifted, or the worker DNS puts there next would find it drained by
+	 * nobody the agent knows. (A deleted server has nothing to lift.) */
+	if (en->emptied_in_look == link->look_id && (en->mem.drained_by_us || en->mem.maxconn_by_us)) {
+		struct enforce_seen seen = en->seen;
+		seen.known = true;
+		seen.maint = false;
+		struct enforce_plan plan = enforce_plan(BREAKER_CLOSED, 1, &seen, &en->mem);
+		if (plan.set_ready &&
+		    runtime_api_cmd_set_state(command, sizeof(command), entry->backend, entry->server,
+					      "ready"))
+			send_command(link, command, "the server points at no worker any more");
+		if (plan.set_maxconn &&
+		    runtime_api_cmd_set_maxconn(command, sizeof(command), entry->backend,
+						entry->server, plan.maxconn))
+			send_command(link, command, "the server points at no worker any more");
+	}
+	if (e->mode == ENFORCE_RUNTIME_API && link->owner_known && en->owner.present &&
+	    owner_map_cmd(command, sizeof(command), link->owner_map, entry->backend, entry->server,
+			  &en->owner, &none))
+		send_command(link, command, "HAProxy no longer has the server");
+	uint64_t before = link->commands;
+	if (link->watched_map[0] && en->watched_have &&
+	    watched_map_cmd(command, sizeof(command), link->watched_map, entry->backend,
+			    entry->server, false))
+		queue_command(link, command, "HAProxy no longer has the server", true);
+	if (link->commands != before)
+		link->watched_last_command = link->commands;
+	if (e->mode == ENFORCE_RUNTIME_API && e->verdict_table[0] && en->verdict_published &&
+	    link->verdicts_known && !link->verdicts_missing &&
+	    verdicts_cmd_set(command, sizeof(command), e->verdict_table, entry->backend,
+			     entry->server, VERDICT_CLOSED, (uint64_t)time(NULL), e->node_id))
+		send_command(link, command, "HAProxy no longer has the server");
+}
+
+/* A server HAProxy listed and lists no more (`del server`, a reload
+ * without it, a DNS record gone): forgotten at once, with what each
+ * HAProxy keeps for it; its worker's breaker is remembered, should the
+ * worker come back in another server. */
+static void forget_server(struct enforcer *e, struct breaker_table_entry *entry, uint32_t index)
+{
+	const struct endpoint *at = &e->slots[index].breaker_at;
+	if (endpoint_known(at) && endpoint_recall_worth(&entry->breaker))
+		endpoint_recall_put(e->recall, entry->backend, at, &entry->breaker, clock_now_ms());
+	for (unsigned i = 0; i < e->nb_links; i++)
+		forget_on_link(&e->links[i], entry, &e->links[i].entries[index]);
+	log_notice("breaker %s/%s dropped: HAProxy no longer lists this server", entry->backend,
+		   entry->server);
+	e->stats.dropped_breakers++;
+	breaker_table_remove(e->table, entry);
+}
+
 /*
  * Every HAProxy of the round was read. The one step that needs them all:
  * successes recorded before the round are confirmed (no aborted body can
@@ -1388,6 +1529,10 @@ static void end_round_entry(struct enforcer *e, struct breaker_table_entry *entr
 		known_anywhere |= e->links[i].entries[index].seen.known;
 	if (known_anywhere) {
 		breaker_confirm_successes(&entry->breaker);
+		return;
+	}
+	if (e->slots[index].listed) {
+		forget_server(e, entry, index);
 		return;
 	}
 	if (keep_unlisted(e, entry, index))
@@ -1683,6 +1828,10 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 	e->stats = previous->stats;
 	/* Both were sized to the table's entries: the same capacity. */
 	memcpy(e->last_spop_ms, previous->last_spop_ms, e->capacity * sizeof(*e->last_spop_ms));
+	memcpy(e->slots, previous->slots, e->capacity * sizeof(*e->slots));
+	struct endpoint_recall *swap_recall = e->recall;
+	e->recall = previous->recall;
+	previous->recall = swap_recall;
 	for (unsigned i = 0; i < e->nb_links; i++) {
 		struct haproxy_link *old = find_link(previous, runtime_api_client_address(e->links[i].client));
 		if (!old)
@@ -1748,7 +1897,9 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	e->end_round_next = SWEEP_NONE;
 	e->capacity = nb_entries;
 	e->last_spop_ms = calloc(nb_entries, sizeof(*e->last_spop_ms));
-	if (!e->last_spop_ms) {
+	e->slots = calloc(nb_entries, sizeof(*e->slots));
+	e->recall = calloc(1, sizeof(*e->recall));
+	if (!e->last_spop_ms || !e->slots || !e->recall) {
 		errmsg_set(err, err_size, "out of memory");
 		enforcer_free(e);
 		return NULL;
@@ -1833,6 +1984,8 @@ void enforcer_free(struct enforcer *e)
 	}
 	free(e->agent_check_mem);
 	free(e->last_spop_ms);
+	free(e->slots);
+	free(e->recall);
 	free(e);
 }
 
@@ -1890,6 +2043,17 @@ bool enforcer_remember(struct enforcer *e, uint32_t index, const char *address,
 		return false;
 	link->entries[index].mem = *mem;
 	return true;
+}
+
+const char *enforcer_endpoint(const struct enforcer *e, uint32_t index)
+{
+	return e->slots[index].breaker_at.text;
+}
+
+void enforcer_restore_endpoint(struct enforcer *e, uint32_t index, const char *endpoint)
+{
+	snprintf(e->slots[index].breaker_at.text, sizeof(e->slots[index].breaker_at.text), "%s",
+		 endpoint);
 }
 
 const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsigned i,

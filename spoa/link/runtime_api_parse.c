@@ -190,6 +190,9 @@ enum stat_col {
 	STAT_HRSP_2XX,
 	STAT_HRSP_3XX,
 	STAT_HRSP_4XX,
+	/* optional: the server's address and port, "" for a server-template
+	 * slot DNS has not filled */
+	STAT_ADDR,
 	STAT_NB_COLS,
 };
 #define STAT_NB_REQUIRED STAT_TYPE
@@ -216,6 +219,7 @@ static const char *const stat_col_names[STAT_NB_COLS] = {
 	[STAT_HRSP_2XX] = "hrsp_2xx",
 	[STAT_HRSP_3XX] = "hrsp_3xx",
 	[STAT_HRSP_4XX] = "hrsp_4xx",
+	[STAT_ADDR] = "addr",
 };
 
 _Static_assert(STAT_NB_COLS <= RUNTIME_API_STAT_COLS, "runtime_api.h: RUNTIME_API_STAT_COLS too small");
@@ -307,6 +311,7 @@ static bool stat_header_parse(struct runtime_api_str line, struct runtime_api_st
 			return report_fail(r, "show stat: header has no '%s' column",
 					   stat_col_names[c]);
 	h->has_type = index_of[STAT_TYPE] >= 0;
+	h->has_addr = index_of[STAT_ADDR] >= 0;
 	/* Insertion sort by field index: at most STAT_NB_COLS entries. */
 	h->nb_want = 0;
 	for (int c = 0; c < STAT_NB_COLS; c++) {
@@ -366,6 +371,7 @@ static bool stat_row_fill(const struct runtime_api_str *v, const bool *quoted, s
 	row->svname = v[STAT_SVNAME];
 	row->status = v[STAT_STATUS];
 	row->mode = v[STAT_MODE]; /* empty when the column is absent */
+	row->addr = v[STAT_ADDR];
 	if (row->pxname.len == 0 || row->svname.len == 0) {
 		*bad = row->pxname.len == 0 ? "pxname" : "svname";
 		return false;
@@ -528,6 +534,7 @@ size_t runtime_api_stat_stream_feed(struct runtime_api_stat_stream *s, const cha
 			continue;
 		struct runtime_api_stat_row row;
 		const char *bad = NULL;
+		row.has_addr = h->has_addr;
 		if (!stat_row_fill(v, quoted, &row, &bad)) {
 			report_malformed(r, "show stat line %u (%s): bad %s", s->lineno,
 					 excerpt(v[STAT_SVNAME], ex, sizeof(ex)), bad);
@@ -567,8 +574,13 @@ enum state_col {
 	SS_ADMIN_STATE,
 	SS_UWEIGHT,
 	SS_IWEIGHT,
+	/* optional (every version from 2.6 has them): "-" and the
+	 * configured port for a server-template slot DNS has not filled */
+	SS_ADDR,
+	SS_PORT,
 	SS_NB_COLS,
 };
+#define SS_NB_REQUIRED SS_ADDR
 
 static const char *const state_col_names[SS_NB_COLS] = {
 	[SS_BE_ID] = "be_id",
@@ -579,6 +591,8 @@ static const char *const state_col_names[SS_NB_COLS] = {
 	[SS_ADMIN_STATE] = "srv_admin_state",
 	[SS_UWEIGHT] = "srv_uweight",
 	[SS_IWEIGHT] = "srv_iweight",
+	[SS_ADDR] = "srv_addr",
+	[SS_PORT] = "srv_port",
 };
 
 /* Splits line at single spaces (an empty field stays a field), storing the
@@ -655,7 +669,7 @@ static bool servers_state_preamble(struct runtime_api_servers_state_stream *s,
 		return report_fail(r, "show servers state: no '# be_id be_name ...' header");
 	s->nb_fields = state_header_parse((struct runtime_api_str){line.ptr + 2, line.len - 2},
 					  s->index_of);
-	for (int k = 0; k < SS_NB_COLS; k++)
+	for (int k = 0; k < SS_NB_REQUIRED; k++)
 		if (s->index_of[k] < 0)
 			return report_fail(r, "show servers state: header has no '%s' column",
 					   state_col_names[k]);
@@ -677,6 +691,8 @@ static void servers_state_row(struct runtime_api_servers_state_stream *s, struct
 	}
 	row.be_name = v[SS_BE_NAME];
 	row.srv_name = v[SS_SRV_NAME];
+	row.addr = v[SS_ADDR]; /* empty when the column is absent */
+	row.port = v[SS_PORT];
 	const char *bad = NULL;
 	if (!parse_u64(v[SS_BE_ID], &row.be_id))
 		bad = "be_id";

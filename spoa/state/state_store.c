@@ -182,6 +182,8 @@ static msgpack_sbuffer *encode(struct state_store *s)
 		b->last_trip_rule = (enum breaker_trip_rule)e->breaker.last_trip_rule;
 		b->has_history = true;
 		b->policy_fingerprint = snapshot_policy_fingerprint(e->breaker.policy);
+		snprintf(b->endpoint, sizeof(b->endpoint), "%s",
+			 enforcer_endpoint(*s->enforcer, breaker_table_index(t, e)));
 		ok = snapshot_encode_breaker(body, b);
 		count++;
 	}
@@ -297,6 +299,10 @@ static bool restore_one(void *ctx, const struct snapshot_breaker *b)
 	if (b->policy_fingerprint != snapshot_policy_fingerprint(e->breaker.policy))
 		r->policy_changed++;
 	uint32_t index = breaker_table_index(t, e);
+	/* The worker it judged: a server that points elsewhere by the first
+	 * look gets a clean breaker, and the drain restored below is lifted
+	 * (link/endpoints.h). */
+	enforcer_restore_endpoint(*r->s->enforcer, index, b->endpoint);
 	for (unsigned i = 0; i < b->nb_haproxy; i++)
 		if (!enforcer_remember(*r->s->enforcer, index, b->haproxy[i].address,
 				       &b->haproxy[i].mem))

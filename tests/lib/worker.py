@@ -10,7 +10,8 @@ form /status/NNN overrides for one request:
   garbage   answer bytes that are not HTTP (invalid response)
   midbody   send a 200 head announcing a long body, then close mid-body
 
-Every response carries `x-worker: NAME`. Binds 127.0.0.1 only. With
+Every response carries `x-worker: NAME`. Binds 127.0.0.1, or another
+loopback address given with --host (a DNS test's workers share a port). With
 --arrivals FILE, the arrival time of every request (milliseconds since the
 epoch) is appended to FILE, one per line, before it is answered.
 """
@@ -86,13 +87,16 @@ def main():
     ap.add_argument("--name", default="worker")
     ap.add_argument("--behaviour", default="200")
     ap.add_argument("--arrivals", help="append each request's arrival time (ms) to this file")
+    ap.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.0/8)")
     args = ap.parse_args()
-    server = Server(("127.0.0.1", args.port), Handler)
+    if not args.host.startswith("127."):
+        ap.error("--host must be a loopback address (127.0.0.0/8)")
+    server = Server((args.host, args.port), Handler)
     server.name = args.name
     server.behaviour = args.behaviour
     server.requests = 0
     server.arrivals = args.arrivals
-    print(f"worker {args.name} on 127.0.0.1:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
+    print(f"worker {args.name} on {args.host}:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

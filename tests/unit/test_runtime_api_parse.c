@@ -949,6 +949,12 @@ static void test_servers_state_captured(void **state)
 				fail_msg("%s: refused: %s", cases[i].name, rep.error);
 			assert_int_equal(rep.malformed, 0);
 			check_state_rows(&seen, captured_states, cases[i].rows, cases[i].name);
+			/* Where each server points: what a slot's move changes. */
+			for (unsigned k = 0; k < seen.n; k++) {
+				assert_true(slice_is(seen.rows[k].addr, "127.0.0.1"));
+				assert_int_equal(seen.rows[k].port.len, 5);
+			}
+			assert_true(slice_is(seen.rows[0].port, i == 0 ? "18261" : "18321"));
 			free(buf);
 		}
 	}

@@ -40,6 +40,9 @@ static struct snapshot_breaker sample(unsigned i)
 		b.last_trip_rule = (enum breaker_trip_rule)(i % BREAKER_NB_TRIP_RULES);
 	}
 	b.policy_fingerprint = UINT64_C(0xfedcba9876543210) + i;
+	/* The worker it judged: a later, optional key; some carry none. */
+	if (i % 3 != 1)
+		snprintf(b.endpoint, sizeof(b.endpoint), i % 3 ? "[::1]:80%02u" : "10.0.0.%u:8080", i);
 	if (i % 2) {
 		b.nb_haproxy = 2;
 		snprintf(b.haproxy[0].address, sizeof(b.haproxy[0].address), "unix:/run/a.sock");
