@@ -169,8 +169,14 @@ hostile_run() {
 }
 
 lane_pids=()
+# Each run picks its ports in a range of its own (free_port): 2,000 ports
+# a run from 14000, below the kernel's ephemeral ports (32768 up), above
+# the fixed ones the demo and the agent's defaults use.
+port_base=14000
 for job in "${e2e_jobs[@]}"; do
 	read -r name cmd <<<"$job"
+	export E2E_PORT_BASE=$port_base E2E_PORT_SPAN=2000
+	port_base=$((port_base + 2000))
 	while [ "${#lane_pids[@]}" -ge "$E2E_LANES" ]; do
 		wait -n "${lane_pids[@]}"
 		alive=()

@@ -11,13 +11,28 @@ SPOP_CLIENT=$REPO/tests/lib/spop_client.py
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
-# A port nobody listens on right now (the kernel picks it), and none this
-# test was given before: two calls in a row may otherwise get the same one.
+# A port nobody listens on right now, and none this test was given before:
+# two calls in a row may otherwise get the same one. The kernel picks it,
+# unless E2E_PORT_BASE names a range of E2E_PORT_SPAN ports of this run's
+# own (make check gives each of its parallel runs one, below the kernel's
+# ephemeral ports): a port picked here is bound only later, and another
+# run, or a client's ephemeral port, must not take it meanwhile.
 free_port() {
 	local given="${BATS_TEST_TMPDIR:-${BATS_FILE_TMPDIR:-/tmp}}/.ports-given" port
 	touch "$given"
 	for _ in $(seq 20); do
-		port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		port=$(python3 -c '
+import random, socket, sys
+base, span = int(sys.argv[1] or 0), int(sys.argv[2])
+for _ in range(200):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(base, base + span) if base else 0))
+    except OSError:
+        continue
+    print(s.getsockname()[1])
+    break
+' "${E2E_PORT_BASE:-}" "${E2E_PORT_SPAN:-2000}")
 		grep -qx "$port" "$given" || break
 	done
 	echo "$port" >>"$given"
