@@ -236,8 +236,9 @@ reload: max_breakers changed; it takes effect at the next restart"
 	assert_line --partial "agent.ini:3: admin 'localhost': expected"
 	assert_line --partial "agent.ini:5: runtime_api 'unix:': expected"
 	assert_line --partial "agent.ini:6: agent_check '127.0.0.1:0': expected"
-	# HAProxy's own spellings of every IPv4 address are addresses.
-	run "$SPOA_BIN" --check --listen '*:12345' --listen :12346
+	# HAProxy's own spellings of every IPv4 address are addresses (and,
+	# every address, need an allowlist).
+	run "$SPOA_BIN" --check --listen '*:12345' --listen :12346 --allow 10.0.0.0/8
 	assert_success
 }
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bats
 # The agent under attack, on loopback: a log nobody reads, the descriptor
 # limit, idle connections filling every slot, a slowloris on the admin
-# listener, floods of refusable requests, a NUL in an agent-check name.
+# listener, floods of refusable requests, a NUL in an agent-check name,
+# and peers from an address the allowlist does not name (127.0.0.2).
 #
 # Through each attack a well-behaved SPOP client (tests/lib/hostile.py
 # steady: one NOTIFY every 10 ms) must get every ACK, /healthz must answer
 # once it is over, and the log must stay bounded. The ACK latencies are
 # printed (p50, p99, max), never asserted: a loaded CI machine is not a
-# benchmark. Only the last test needs HAProxy, and the system one will do:
+# benchmark. The tests with HAProxy take the system one, which will do:
 # this file runs once (tests/check.sh), not once per HAProxy version.
 
 load ../e2e/helpers
