@@ -57,7 +57,8 @@ WORKDIR /var/lib/spoa-breaker
 # across containers.
 VOLUME ["/var/lib/spoa-breaker"]
 
-# SPOP (HAProxy's SPOE connects here) and the admin HTTP listener.
+# SPOP (HAProxy's SPOE connects here) and the admin HTTP listener: on
+# loopback unless the command line says otherwise (CMD below).
 EXPOSE 12345 9786
 
 # /healthz on the admin listener, with bash alone (no curl in the image).
@@ -70,8 +71,12 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 # AGENT-DISCONNECT to HAProxy and exit 0 within 3 s, and it starts no child
 # to reap; --init works as well.
 ENTRYPOINT ["/usr/sbin/spoa-breaker"]
-# The embedded defaults, on every interface of the container: the binary's
-# own default is loopback, which nothing outside the container could reach.
-# Arguments given to `run` replace these: keep --listen and --admin, or
-# set listen and admin in an INI file given with -f.
-CMD ["--listen", "0.0.0.0:12345", "--admin", "0.0.0.0:9786"]
+# Loopback, as shipped: SPOP has no authentication (whoever connects can
+# open breakers), and the image's HAProxy is a sidecar -- a container of the
+# same pod, or of the same compose network namespace -- which shares the
+# container's loopback. To serve HAProxies elsewhere, or Prometheus from
+# another pod, listen wider and say who may connect (the agent refuses to
+# start otherwise): --listen 0.0.0.0:12345 --allow 10.1.0.0/16, --admin
+# 0.0.0.0:9786 --admin-allow 10.2.0.0/16 (docs/security.md). Arguments
+# given to `run` replace these, as an INI file given with -f can.
+CMD ["--listen", "127.0.0.1:12345", "--admin", "127.0.0.1:9786"]

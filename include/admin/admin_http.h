@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/cidr.h"
 #include "util/strbuf.h"
 
 /* Loopback by default: the numbers are for the operator, not the world. */
@@ -58,10 +59,16 @@ struct admin_http;
 /*
  * Listens on spec ("HOST:PORT" or "[IPV6]:PORT"; unix sockets are refused)
  * and serves GET and HEAD; any other method gets 405, any other path 404.
- * NULL with err set on failure.
+ * A client whose address allow does not name is closed at accept (allow
+ * is borrowed, read at each accept; NULL or empty: anyone). NULL with err
+ * set on failure.
  */
-struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin_render_fn render,
+struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec,
+				   const struct cidr_list *allow, admin_render_fn render,
 				   void *ctx, char *err, size_t err_size);
+
+/* Clients closed at accept because allow does not name them (0 for NULL). */
+uint64_t admin_http_not_allowed(const struct admin_http *h);
 
 /* Closes the listener and every client. NULL is a no-op. */
 void admin_http_close(struct admin_http *h);

@@ -3,7 +3,8 @@
  * (defaults, then the INI file given by -f, then the command line), and
  * what a reload may change.
  *
- *   [agent]                  listen (repeatable), max_frame_size,
+ *   [agent]                  listen (repeatable), allow, admin_allow,
+ *                            socket_mode, socket_group, max_frame_size,
  *                            max_connections, idle_timeout, max_breakers,
  *                            log_level, syslog, ack_variables,
  *                            admin (HOST:PORT of /metrics, /state, /healthz;
@@ -35,6 +36,7 @@
 #include "core/breaker.h"
 #include "spop/observe.h"
 #include "link/enforce_plan.h"
+#include "util/cidr.h"
 #include "util/log.h"
 #include "util/names.h"
 
@@ -45,6 +47,9 @@
 #define CONFIG_DEFAULT_MAX_BREAKERS 10000
 #define CONFIG_MAX_RUNTIME_APIS 8
 #define CONFIG_DEFAULT_POLL_MS 500
+/* Owner and group: an HAProxy in the socket's group may connect, nobody else. */
+#define CONFIG_DEFAULT_SOCKET_MODE 0660
+#define CONFIG_GROUP_MAX_LEN 64
 
 struct config_override {
 	char backend[NAME_MAX_LEN + 1];
@@ -57,6 +62,15 @@ struct config {
 	const char *path; /* the -f file (borrowed from argv), or NULL */
 	char listen[AGENT_MAX_LISTENERS][CONFIG_LISTEN_MAX_LEN];
 	unsigned nb_listen; /* 0: the default address */
+	/* Who may connect (util/cidr.h): to SPOP, and to the admin pages
+	 * (empty: allow's list). Empty on a listener that is not loopback
+	 * is refused: see config_check_exposure(). */
+	struct cidr_list allow;
+	struct cidr_list admin_allow;
+	/* The unix sockets `listen` creates: their file mode and group
+	 * (empty: the agent's own). */
+	unsigned socket_mode;
+	char socket_group[CONFIG_GROUP_MAX_LEN];
 	struct agent_settings agent;
 	bool max_connections_set; /* given: kept even above what the descriptor limit allows */
 	enum log_level log_level;
@@ -99,6 +113,12 @@ struct config {
 	 * runtime_api what its configuration lacks (daemon/live_check.c). */
 	bool checked;
 };
+
+/* The allowlist the admin pages use: admin_allow, else allow. */
+static inline const struct cidr_list *config_admin_allow(const struct config *c)
+{
+	return c->admin_allow.n || c->admin_allow.any ? &c->admin_allow : &c->allow;
+}
 
 /* The embedded defaults: what the agent runs with when given no file. */
 void config_defaults(struct config *c);

@@ -40,6 +40,8 @@ enum config_type {
 	CONFIG_PATH,       /* an absolute file path, or "none" (stored as ""); char[size] */
 	CONFIG_NAME,       /* an HAProxy name (names.h), or "none" (stored as ""); char[size] */
 	CONFIG_OBSOLETE,   /* accepted with a warning (`help` says why), stored nowhere */
+	CONFIG_ALLOWLIST,  /* addresses and CIDR blocks, comma-separated, or "any"; struct cidr_list */
+	CONFIG_MODE,       /* a file mode in octal ("0660"), min..max; unsigned */
 };
 
 /* Where a key's value goes. */
@@ -49,7 +51,7 @@ enum config_place {
 };
 
 enum config_key_flag {
-	CONFIG_KEY_REPEATABLE = 1u << 0, /* each occurrence adds one (listen, runtime_api) */
+	CONFIG_KEY_REPEATABLE = 1u << 0, /* each occurrence adds (listen, runtime_api, allow) */
 	CONFIG_KEY_RELOADABLE = 1u << 1, /* SIGHUP applies it; otherwise a restart does */
 	CONFIG_KEY_MARKS_GIVEN = 1u << 2, /* setting it sets the bool at given_offset */
 };
@@ -88,7 +90,7 @@ struct config_key {
 	const char *default_text; /* --help's default when the formatted one would mislead */
 };
 
-#define CONFIG_NB_KEYS 36
+#define CONFIG_NB_KEYS 40
 extern const struct config_key config_keys[CONFIG_NB_KEYS];
 
 /* The row of a key as written in the file, or NULL. */

@@ -34,6 +34,9 @@ struct daemon {
 	struct dispatch dispatch;
 	struct agent agent;
 	struct admin_http *admin; /* NULL: none */
+	/* Who may read the admin pages: admin_allow, else allow (the admin
+	 * listener borrows it; a reload rewrites it in place). */
+	struct cidr_list admin_allow;
 	struct loop_watch loop_watch;
 	ev_signal sigterm, sigint, sighup;
 };

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "spop/dispatch.h"
+#include "util/cidr.h"
 #include "util/histogram.h"
 #include "spop/spop-t.h"
 
@@ -51,6 +52,7 @@ struct agent_settings {
 struct agent_stats {
 	uint64_t connections_accepted;
 	uint64_t connections_refused; /* out of descriptors with none to shed */
+	uint64_t connections_not_allowed; /* from an address the allowlist does not name */
 	uint64_t connections_evicted; /* the longest-idle, to make room */
 	uint64_t connections_idle;    /* closed after idle_timeout_ms of silence */
 	uint64_t healthchecks;
@@ -97,6 +99,10 @@ struct agent {
 	bool stopping;
 	ev_timer shutdown_timer;
 	struct ack_gate gate;
+	/* Who may connect over TCP (borrowed: the configuration's, which a
+	 * reload rewrites in place). NULL or empty: anyone, which the
+	 * configuration only allows on loopback. */
+	const struct cidr_list *allow;
 	unsigned nb_held;      /* connections whose output waits at the gate */
 	ev_timer release_timer; /* releases them from the loop, never from the gate's call */
 };
@@ -107,9 +113,12 @@ void agent_init(struct agent *a, struct ev_loop *loop, const struct agent_settin
 
 /*
  * Opens a listener on `spec`: "HOST:PORT" (IPv4 or "localhost"),
- * "[IPV6]:PORT", or "unix:/path". Returns false with a message in err.
+ * "[IPV6]:PORT", or "unix:/path" (its file gets owner's mode and group).
+ * Returns false with a message in err.
  */
-bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len);
+struct listen_socket_owner;
+bool agent_listen(struct agent *a, const char *spec, const struct listen_socket_owner *owner,
+		  char *err, size_t err_len);
 
 /*
  * Graceful stop: close the listeners, send AGENT-DISCONNECT (status 0) on

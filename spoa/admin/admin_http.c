@@ -14,8 +14,13 @@
  * each connection has ADMIN_HTTP_REQUEST_TIMEOUT_S from its start, or from
  * its previous answer, to send a request and read the answer; past that,
  * a sweep shuts its socket down and MHD closes it.
+ *
+ * Against clients from elsewhere: MHD's accept policy callback checks the
+ * allowlist before MHD reads anything from the connection.
  */
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -58,6 +63,8 @@ struct admin_http {
 	bool more_to_render;
 	admin_render_fn render;
 	void *render_ctx;
+	const struct cidr_list *allow;
+	uint64_t not_allowed;
 	char name[128];
 	struct admin_client clients[ADMIN_HTTP_MAX_CONNECTIONS];
 	unsigned nb_clients;
@@ -365,6 +372,34 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		c->deadline = ev_now(h->loop) + ADMIN_HTTP_REQUEST_TIMEOUT_S;
 }
 
+/* MHD's accept policy: MHD_NO closes the connection before it is read. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct admin_http *h = cls;
+	const struct cidr_list *l = h->allow;
+	(void)addrlen;
+
+	if (!l || (!l->any && l->n == 0) || cidr_list_allows(l, addr))
+		return MHD_YES;
+	h->not_allowed++;
+	char who[INET6_ADDRSTRLEN] = "?";
+	if (addr->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)addr)->sin_addr, who,
+			  sizeof(who));
+	else if (addr->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr,
+			  who, sizeof(who));
+	/* Rate-limited per call site (util/log.h). */
+	log_warning("admin %s: connection from %s refused: not in admin_allow (or allow)", h->name,
+		    who);
+	return MHD_NO;
+}
+
+uint64_t admin_http_not_allowed(const struct admin_http *h)
+{
+	return h ? h->not_allowed : 0;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -378,7 +413,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_info("admin %s: %s", h->name, line);
 }
 
-struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin_render_fn render,
+struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec,
+				   const struct cidr_list *allow, admin_render_fn render,
 				   void *ctx, char *err, size_t err_size)
 {
 	bool is_unix;
@@ -403,10 +439,11 @@ struct admin_http *admin_http_open(struct ev_loop *loop, const char *spec, admin
 	h->listen_fd = fd;
 	h->render = render;
 	h->render_ctx = ctx;
+	h->allow = allow;
 	snprintf(h->name, sizeof(h->name), "%s", spec);
 
 	/* No MHD_USE_INTERNAL_POLLING_THREAD: MHD_run() on our loop. */
-	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, on_accept, h, on_request, h,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_HTTP_MAX_CONNECTIONS,

@@ -312,6 +312,13 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	       "one, evicted to make room for a new one.");
 	sample1(o, "spop_connections_closed_total", "reason", "idle_timeout", a->connections_idle);
 	sample1(o, "spop_connections_closed_total", "reason", "evicted", a->connections_evicted);
+	family(o, "connections_refused_total", "counter",
+	       "Connections closed at accept, before anything was read, by listener: from an "
+	       "address the allowlist (allow, admin_allow) does not name.");
+	strbuf_puts(o, METRICS_PREFIX "connections_refused_total{listener=\"spop\",reason=\"not_allowed\"} ");
+	strbuf_printf(o, "%llu\n", (unsigned long long)a->connections_not_allowed);
+	strbuf_puts(o, METRICS_PREFIX "connections_refused_total{listener=\"admin\",reason=\"not_allowed\"} ");
+	strbuf_printf(o, "%llu\n", (unsigned long long)s->admin_not_allowed);
 	family(o, "spop_connections_open", "gauge", "SPOP connections open now.");
 	sample(o, "spop_connections_open", s->connections_open);
 

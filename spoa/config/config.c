@@ -8,6 +8,8 @@
 
 #include "admin/admin_http.h"
 #include "config/sources.h"
+#include "util/cidr.h"
+#include "util/sockaddr.h"
 
 void config_defaults(struct config *c)
 {
@@ -19,6 +21,7 @@ void config_defaults(struct config *c)
 	snprintf(c->state_file, sizeof(c->state_file), "%s", CONFIG_DEFAULT_STATE_FILE);
 	c->state_interval_ms = CONFIG_DEFAULT_STATE_INTERVAL_MS;
 	c->poll_ms = CONFIG_DEFAULT_POLL_MS;
+	c->socket_mode = CONFIG_DEFAULT_SOCKET_MODE;
 	snprintf(c->admin, sizeof(c->admin), "%s", ADMIN_HTTP_DEFAULT_ADDR);
 }
 
@@ -156,6 +159,83 @@ static int check_enforcement(struct config *c, const struct config_origins *orig
 	return 0;
 }
 
+/* ---- who may connect: allow, admin_allow ---- */
+
+/* Whether an address (HOST:PORT, [IPV6]:PORT, unix:PATH) is reached from
+ * elsewhere than this host: TCP on anything but loopback. */
+static bool reachable_from_elsewhere(const char *spec)
+{
+	struct sockaddr_storage addr;
+	socklen_t len;
+	char why[256];
+	if (!sockaddr_parse(spec, NULL, &addr, &len, why, sizeof(why)))
+		return false; /* the key's own check said why */
+	return addr.ss_family != AF_UNIX && !cidr_sockaddr_is_loopback((struct sockaddr *)&addr);
+}
+
+static bool allowlist_set(const struct cidr_list *l)
+{
+	return l->any || l->n > 0;
+}
+
+/*
+ * SPOP has no authentication: whoever connects may open breakers. A
+ * listener other hosts can reach needs an allowlist, even if only "any"
+ * said on purpose; loopback and unix sockets (guarded by their file mode)
+ * need none. The admin pages the same, by admin_allow or allow. A TCP
+ * runtime_api elsewhere than loopback is the operator's choice, but the
+ * socket it reaches can drain every server: a warning. Returns the number
+ * of problems.
+ */
+static int check_exposure(const struct config *c, const struct config_origins *origins,
+			  FILE *errors)
+{
+	const struct config_key *listen = config_key_find("listen");
+	const struct config_key *admin = config_key_find("admin");
+	const struct config_key *runtime_api = config_key_find("runtime_api");
+	char what[256];
+	int problems = 0;
+
+	for (unsigned i = 0; i < c->nb_listen && !allowlist_set(&c->allow); i++) {
+		if (!reachable_from_elsewhere(c->listen[i]))
+			continue;
+		int at = origins->line[config_key_index(listen)];
+		spell(what, sizeof(what), listen, c->listen[i], at, 0, c);
+		report_at(errors, c, at);
+		fprintf(errors,
+			"%s is not a loopback address and nothing says who may connect: set "
+			"allow to the addresses or CIDR blocks of the HAProxies (or allow = any, "
+			"on purpose)\n",
+			what);
+		problems++;
+	}
+	if (c->admin[0] && !allowlist_set(config_admin_allow(c)) &&
+	    reachable_from_elsewhere(c->admin)) {
+		int at = origins->line[config_key_index(admin)];
+		spell(what, sizeof(what), admin, c->admin, at, 0, c);
+		report_at(errors, c, at);
+		fprintf(errors,
+			"%s is not a loopback address and nothing says who may read it: set "
+			"admin_allow (or allow) to the addresses or CIDR blocks of the scrapers "
+			"(or admin_allow = any, on purpose)\n",
+			what);
+		problems++;
+	}
+	for (unsigned i = 0; i < c->nb_runtime_api; i++) {
+		if (!reachable_from_elsewhere(c->runtime_api[i]))
+			continue;
+		int at = origins->line[config_key_index(runtime_api)];
+		spell(what, sizeof(what), runtime_api, c->runtime_api[i], at, 0, c);
+		report_at(errors, c, at);
+		fprintf(errors,
+			"warning: %s is not on loopback: whoever reaches that stats socket can "
+			"drain every server; prefer a unix socket with mode, group and level "
+			"(docs/security.md)\n",
+			what);
+	}
+	return problems;
+}
+
 /* ---- the order of the sources ---- */
 
 int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *errors)
@@ -199,6 +279,7 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 	/* Even after other problems: what did parse may still conflict. */
 	problems += check_enforcement(c, &origins, errors);
 	problems += check_verdicts(c, &origins, errors);
+	problems += check_exposure(c, &origins, errors);
 	problems += config_resolve_policies(c, errors);
 	if (problems > 0) {
 		if (c->path)

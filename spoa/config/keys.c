@@ -87,6 +87,38 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.default_text = AGENT_DEFAULT_LISTEN,
 	},
 	{
+		/* Reloads: widening the list for a new HAProxy must not cut
+		 * the connections of the ones already in it. */
+		.name = "allow", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ALLOWLIST,
+		IN_CONFIG(allow), .flags = CONFIG_KEY_REPEATABLE | CONFIG_KEY_RELOADABLE,
+		.option = "allow", .arg = "LIST",
+		.help = "who may connect to SPOP (and to the admin pages, unless admin_allow): "
+			"addresses and CIDR blocks, IPv4 or IPv6, comma-separated and "
+			"repeatable, or any; needed on any listen address but loopback",
+		.default_text = "none: loopback and unix listeners only",
+	},
+	{
+		.name = "admin_allow", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ALLOWLIST,
+		IN_CONFIG(admin_allow), .flags = CONFIG_KEY_REPEATABLE | CONFIG_KEY_RELOADABLE,
+		.option = "admin-allow", .arg = "LIST",
+		.help = "who may read /metrics, /state and /healthz, in allow's forms; needed "
+			"when admin is not on loopback and allow is not set",
+		.default_text = "allow's list",
+	},
+	{
+		.name = "socket_mode", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_MODE,
+		IN_CONFIG(socket_mode), .min = 0, .max = 0777,
+		.option = "socket-mode", .arg = "MODE",
+		.help = "file mode (octal) of the unix sockets listen creates: who may connect "
+			"is who may write to it",
+	},
+	{
+		.name = "socket_group", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_NAME,
+		IN_CONFIG(socket_group), .option = "socket-group", .arg = "GROUP",
+		.help = "group (a name or number) of the unix sockets listen creates, e.g. "
+			"HAProxy's, or none: the agent's own",
+	},
+	{
 		.name = "max_frame_size", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_UINT,
 		IN_CONFIG(agent.max_frame_size), .min = SPOP_MIN_FRAME_SIZE, .max = 1048576,
 		.option = "max-frame-size", .arg = "N",

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config/keys.h"
+#include "util/cidr.h"
 #include "util/errmsg.h"
 #include "util/names.h"
 #include "util/sockaddr.h"
@@ -356,6 +357,26 @@ static bool set_name(const struct config_key *k, unsigned char *field, const cha
 	return true;
 }
 
+/* "0660": octal, as chmod and HAProxy's `mode` spell it. */
+static bool set_mode(const struct config_key *k, unsigned char *field, const char *value,
+		     char *err, size_t err_size)
+{
+	char *end;
+	unsigned long v = 0;
+	bool ok = value[0] >= '0' && value[0] <= '7' && strlen(value) <= 4;
+	if (ok) {
+		v = strtoul(value, &end, 8);
+		ok = *end == '\0' && v >= k->min && v <= k->max;
+	}
+	if (!ok) {
+		errmsg_set(err, err_size, "expected an octal file mode %04llo..%04llo, such as 0660",
+			   (unsigned long long)k->min, (unsigned long long)k->max);
+		return false;
+	}
+	store_number(field, k->size, v);
+	return true;
+}
+
 bool config_key_set(const struct config_key *k, struct config *c,
 		    struct breaker_policy_layer *layer, const char *value, char *err,
 		    size_t err_size)
@@ -395,6 +416,13 @@ bool config_key_set(const struct config_key *k, struct config *c,
 	case CONFIG_NAME:
 		ok = set_name(k, field, value, err, err_size);
 		break;
+	case CONFIG_ALLOWLIST:
+		/* Each occurrence adds to the list, all of it or nothing. */
+		ok = cidr_list_add((struct cidr_list *)(void *)field, value, err, err_size);
+		break;
+	case CONFIG_MODE:
+		ok = set_mode(k, field, value, err, err_size);
+		break;
 	case CONFIG_OBSOLETE:
 		return true;
 	}
@@ -409,7 +437,9 @@ bool config_key_set(const struct config_key *k, struct config *c,
 
 void config_key_clear(const struct config_key *k, struct config *c)
 {
-	if (k->flags & CONFIG_KEY_REPEATABLE)
+	if (k->type == CONFIG_ALLOWLIST)
+		memset((unsigned char *)c + k->offset, 0, k->size);
+	else if (k->flags & CONFIG_KEY_REPEATABLE)
 		*count_of(k, c) = 0;
 }
 
@@ -463,6 +493,11 @@ size_t config_key_format(const struct config_key *k, const struct config *c,
 	case CONFIG_PATH:
 	case CONFIG_NAME:
 		return (size_t)snprintf(buf, size, "%s", field[0] ? (const char *)field : "none");
+	case CONFIG_ALLOWLIST:
+		return cidr_list_format((const struct cidr_list *)(const void *)field, buf, size);
+	case CONFIG_MODE:
+		return (size_t)snprintf(buf, size, "%04llo",
+					(unsigned long long)load_number(field, k->size));
 	case CONFIG_OBSOLETE:
 		break;
 	}

@@ -53,6 +53,7 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		.table = &d->breakers.table,
 		.agent = &d->agent.stats,
 		.connections_open = d->agent.nb_conns,
+		.admin_not_allowed = admin_http_not_allowed(d->admin),
 		.observations_refused = d->breakers.observe.refused,
 		.unknown_messages = d->dispatch.unknown_messages,
 		.log_lines_dropped = log_lines_dropped(),

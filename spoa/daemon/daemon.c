@@ -12,6 +12,7 @@
 #include "link/agent_check.h"
 #include "spop/observe.h"
 #include "util/fd_limit.h"
+#include "util/listen_socket.h"
 #include "util/log.h"
 
 static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -30,6 +31,20 @@ static void on_reload_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	daemon_reload(w->data);
 }
 
+/* Says who may connect to a listener: "any" is said on purpose, and said
+ * again in the log. */
+static void log_allowlist(const char *what, const char *where, const struct cidr_list *l)
+{
+	char list[1024];
+	if (l->any) {
+		log_warning("%s on %s accepts connections from any address (allow = any)", what,
+			    where);
+	} else if (l->n > 0) {
+		cidr_list_format(l, list, sizeof(list));
+		log_notice("%s on %s accepts connections from %s", what, where, list);
+	}
+}
+
 /* The admin listener. One asked for explicitly must open; the default one
  * only warns, so that a second agent on the host still runs. */
 static bool open_admin(struct daemon *d)
@@ -39,9 +54,13 @@ static bool open_admin(struct daemon *d)
 
 	if (!c->admin[0])
 		return true;
-	d->admin = admin_http_open(d->loop, c->admin, daemon_render_admin_page, d, err, sizeof(err));
-	if (d->admin)
+	d->admin_allow = *config_admin_allow(c);
+	d->admin = admin_http_open(d->loop, c->admin, &d->admin_allow, daemon_render_admin_page, d,
+				   err, sizeof(err));
+	if (d->admin) {
+		log_allowlist("admin", c->admin, &d->admin_allow);
 		return true;
+	}
 	if (c->admin_set) {
 		log_error("%s", err);
 		return false;
@@ -160,11 +179,21 @@ static bool start(struct daemon *d)
 	const struct ack_gate gate = {.take = gate_take, .passed = gate_passed, .ctx = d};
 	agent_set_gate(&d->agent, &gate);
 	daemon_gate_link(d);
+	/* Borrowed: a reload rewrites d->config, and with it the list, in place. */
+	d->agent.allow = &c->allow;
+	struct listen_socket_owner owner = {.mode = c->socket_mode, .gid = -1};
+	if (c->socket_group[0] &&
+	    !listen_socket_group_id(c->socket_group, &owner.gid, err, sizeof(err))) {
+		log_error("%s", err);
+		return false;
+	}
 	for (unsigned i = 0; i < c->nb_listen; i++) {
-		if (!agent_listen(&d->agent, c->listen[i], err, sizeof(err))) {
+		if (!agent_listen(&d->agent, c->listen[i], &owner, err, sizeof(err))) {
 			log_error("%s", err);
 			return false;
 		}
+		if (strncmp(c->listen[i], "unix:", 5) != 0)
+			log_allowlist("SPOP", c->listen[i], &c->allow);
 	}
 	return open_admin(d);
 }

@@ -99,5 +99,6 @@ void daemon_reload(struct daemon *d)
 	log_init(fresh.log_level, fresh.use_syslog, "spoa-breaker");
 	config_free(&d->config);
 	d->config = fresh;
+	d->admin_allow = *config_admin_allow(&d->config);
 	log_notice("configuration reloaded");
 }

@@ -7,6 +7,10 @@
  * none to close (the descriptors went elsewhere) is the newcomer refused,
  * through the reserve descriptor, and the listener pauses for
  * LISTENER_PAUSE instead of being woken for the same connection at once.
+ *
+ * A TCP peer the allowlist (a->allow) does not name is closed at accept,
+ * before a byte of it is read: SPOP has no authentication, and one frame
+ * could open a breaker.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,6 +59,14 @@ static void describe_peer(const struct sockaddr_storage *ss, char *out, size_t l
 	} else {
 		snprintf(out, len, "unix");
 	}
+}
+
+static bool peer_allowed(const struct agent *a, const struct sockaddr_storage *ss)
+{
+	const struct cidr_list *l = a->allow;
+	if (!l || (!l->any && l->n == 0))
+		return true;
+	return cidr_list_allows(l, (const struct sockaddr *)ss);
 }
 
 static void pause_done_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -106,6 +118,16 @@ static void listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				log_warning("%s: accept failed: %s", l->name, strerror(err));
 			return;
 		}
+		if (!l->is_unix && !peer_allowed(a, &ss)) {
+			char who[64];
+			describe_peer(&ss, who, sizeof(who));
+			close(fd);
+			a->stats.connections_not_allowed++;
+			/* Rate-limited per call site (util/log.h): a flood of
+			 * them is one line per window and a count. */
+			log_warning("%s: connection from %s refused: not in allow", l->name, who);
+			continue;
+		}
 		if (a->nb_conns >= a->settings.max_connections)
 			conn_evict_longest_idle(a, "max_connections reached");
 		if (!l->is_unix) {
@@ -119,14 +141,15 @@ static void listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-bool agent_listen(struct agent *a, const char *spec, char *err, size_t err_len)
+bool agent_listen(struct agent *a, const char *spec, const struct listen_socket_owner *owner,
+		  char *err, size_t err_len)
 {
 	if (a->nb_listeners == AGENT_MAX_LISTENERS) {
 		errmsg_set(err, err_len, "too many listen addresses (at most %d)", AGENT_MAX_LISTENERS);
 		return false;
 	}
 	bool is_unix;
-	int fd = listen_socket_open(spec, &is_unix, err, err_len);
+	int fd = listen_socket_open_as(spec, owner, &is_unix, err, err_len);
 	if (fd < 0)
 		return false;
 

@@ -4,6 +4,8 @@
  * the agent-check alike.
  */
 #include <errno.h>
+#include <grp.h>
+#include <stdlib.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +35,48 @@ static void remove_stale_unix_socket(const struct sockaddr_un *sun)
 
 int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_len)
 {
+	return listen_socket_open_as(spec, NULL, is_unix, err, err_len);
+}
+
+/* Sets the socket file's mode and group; false with why in err. */
+static bool apply_owner(const char *spec, const struct sockaddr_un *sun,
+			const struct listen_socket_owner *owner, char *err, size_t err_len)
+{
+	if (owner->gid >= 0 && chown(sun->sun_path, (uid_t)-1, (gid_t)owner->gid) != 0) {
+		errmsg_set(err, err_len, "listen address '%s': socket_group %ld: %s", spec,
+			   owner->gid, strerror(errno));
+		return false;
+	}
+	if (chmod(sun->sun_path, (mode_t)owner->mode) != 0) {
+		errmsg_set(err, err_len, "listen address '%s': socket_mode %04o: %s", spec,
+			   owner->mode, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+bool listen_socket_group_id(const char *group, long *gid, char *err, size_t err_len)
+{
+	char *end;
+	unsigned long v = strtoul(group, &end, 10);
+	if (group[0] >= '0' && group[0] <= '9' && *end == '\0') {
+		*gid = (long)v;
+		return true;
+	}
+	errno = 0;
+	const struct group *g = getgrnam(group);
+	if (!g) {
+		errmsg_set(err, err_len, "socket_group '%s': %s", group,
+			   errno ? strerror(errno) : "no such group");
+		return false;
+	}
+	*gid = (long)g->gr_gid;
+	return true;
+}
+
+int listen_socket_open_as(const char *spec, const struct listen_socket_owner *owner,
+			  bool *is_unix, char *err, size_t err_len)
+{
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
 
@@ -52,7 +96,18 @@ int listen_socket_open(const char *spec, bool *is_unix, char *err, size_t err_le
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (addr.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&addr, addr_len) != 0 || listen(fd, 1024) != 0) {
+	if (bind(fd, (struct sockaddr *)&addr, addr_len) != 0) {
+		errmsg_set(err, err_len, "listen address '%s': %s", spec, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (*is_unix && owner &&
+	    !apply_owner(spec, (const struct sockaddr_un *)&addr, owner, err, err_len)) {
+		unlink(((const struct sockaddr_un *)&addr)->sun_path);
+		close(fd);
+		return -1;
+	}
+	if (listen(fd, 1024) != 0) {
 		errmsg_set(err, err_len, "listen address '%s': %s", spec, strerror(errno));
 		close(fd);
 		return -1;

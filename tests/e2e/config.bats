@@ -236,7 +236,41 @@ reload: max_breakers changed; it takes effect at the next restart"
 	assert_line --partial "agent.ini:3: admin 'localhost': expected"
 	assert_line --partial "agent.ini:5: runtime_api 'unix:': expected"
 	assert_line --partial "agent.ini:6: agent_check '127.0.0.1:0': expected"
-	# HAProxy's own spellings of every IPv4 address are addresses.
-	run "$SPOA_BIN" --check --listen '*:12345' --listen :12346
+	# HAProxy's own spellings of every IPv4 address are addresses (and,
+	# every address, need an allowlist).
+	run "$SPOA_BIN" --check --listen '*:12345' --listen :12346 --allow 10.0.0.0/8
+	assert_success
+}
+
+@test "a listener other hosts can reach without an allowlist: start refused, --check says why naming the key" {
+	local port
+	port=$(free_port)
+	# Refused before anything is opened: nothing ever binds 0.0.0.0.
+	run "$SPOA_BIN" --state-file none --listen "0.0.0.0:$port" --admin none
+	assert_failure 1
+	assert_output --partial "--listen 0.0.0.0:$port is not a loopback address and nothing says who may connect: set allow"
+	printf '[agent]\nlisten = [::]:%s\nadmin = none\n' "$port" >"$RUN_DIR/exposed.ini"
+	run "$SPOA_BIN" --check -f "$RUN_DIR/exposed.ini"
+	assert_failure 1
+	assert_output --partial "$RUN_DIR/exposed.ini:2: listen = [::]:$port is not a loopback address"
+	run "$SPOA_BIN" --check --listen "127.0.0.1:$port" --admin "0.0.0.0:$port"
+	assert_failure 1
+	assert_output --partial "set admin_allow (or allow)"
+	# Said on purpose: accepted.
+	run "$SPOA_BIN" --check -f "$RUN_DIR/exposed.ini" --allow any
+	assert_success
+}
+
+@test "allow = any is said in the start log; a unix listener gets socket_mode" {
+	local port
+	port=$(free_port)
+	start_agent agent --listen "127.0.0.1:$port" --listen "unix:$RUN_DIR/spop.sock" --allow any \
+		--socket-mode 0600 --admin none
+	wait_port "$port"
+	wait_until 5 test -S "$RUN_DIR/spop.sock"
+	[ "$(stat -c %a "$RUN_DIR/spop.sock")" = 600 ]
+	grep -q "SPOP on 127.0.0.1:$port accepts connections from any address (allow = any)" "$RUN_DIR/agent.log"
+	# The unix socket is not filtered by address: its file decides.
+	run python3 "$REPO/tests/lib/spop_client.py" "unix:$RUN_DIR/spop.sock" hello
 	assert_success
 }

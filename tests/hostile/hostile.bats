@@ -1,13 +1,14 @@
 #!/usr/bin/env bats
 # The agent under attack, on loopback: a log nobody reads, the descriptor
 # limit, idle connections filling every slot, a slowloris on the admin
-# listener, floods of refusable requests, a NUL in an agent-check name.
+# listener, floods of refusable requests, a NUL in an agent-check name,
+# and peers from an address the allowlist does not name (127.0.0.2).
 #
 # Through each attack a well-behaved SPOP client (tests/lib/hostile.py
 # steady: one NOTIFY every 10 ms) must get every ACK, /healthz must answer
 # once it is over, and the log must stay bounded. The ACK latencies are
 # printed (p50, p99, max), never asserted: a loaded CI machine is not a
-# benchmark. Only the last test needs HAProxy, and the system one will do:
+# benchmark. The tests with HAProxy take the system one, which will do:
 # this file runs once (tests/check.sh), not once per HAProxy version.
 
 load ../e2e/helpers
@@ -305,5 +306,74 @@ slow_scrape() { # PATH RATE
 	echo "# longest loop turn: $(metric spoa_breaker_loop_iteration_max_seconds) s" >&3
 	steady_lost_nothing "ACKs during the scrapes"
 	agent_lives
+	healthz_answers
+}
+
+# ---- who may speak to the agent: 127.0.0.2 plays a host allow does not name ----
+
+# The enforcement scene (HAProxy, three workers, the Runtime API) with the
+# agent allowing 127.0.0.1 only; HAProxy connects from 127.0.0.1.
+start_allow_scene() {
+	ADMIN_PORT=$(free_port)
+	# shellcheck disable=SC2034 # read by start_enforce_scene
+	AGENT_ARGS="--allow 127.0.0.1 --admin 127.0.0.1:$ADMIN_PORT --runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --cooldown 60s"
+	BATS_TEST_DIRNAME=$REPO/tests/e2e start_enforce_scene # its HAProxy configuration
+	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
+	wait_until 5 metric_at_least 'spoa_breaker_runtime_api_up{socket="unix:'"$BATS_TEST_TMPDIR"'/admin.sock"}' 1
+}
+
+refused_spop() { metric 'spoa_breaker_connections_refused_total{listener="spop",reason="not_allowed"}'; }
+refused_admin() { metric 'spoa_breaker_connections_refused_total{listener="admin",reason="not_allowed"}'; }
+
+@test "a NOTIFY flood of 500s from outside the allowlist changes no breaker and drains nothing; from inside it trips" {
+	start_allow_scene
+	run hostile flood "$AGENT_ADDR" --source 127.0.0.2 --conns 50 --notifies 10 --status 500
+	assert_output "refused=50 acked=0"
+	wait_until 5 metric_is 'spoa_breaker_connections_refused_total{listener="spop",reason="not_allowed"}' 50
+	# Nothing reached the breakers: w2's (if the wiring made one) is
+	# closed with no failure, w2 in rotation, no frame counted.
+	if breaker_known workers/w2; then
+		[ "$(breaker_field workers/w2 state)" = closed ]
+		[ "$(breaker_field workers/w2 failure_streak)" = 0 ]
+		[ "$(breaker_field workers/w2 trips)" = 0 ]
+	fi
+	is_not_drained w2
+	[ "$(metric 'spoa_breaker_spop_frames_total{type="notify"}')" = 0 ]
+	grep -q "connection from 127.0.0.2:[0-9]* refused: not in allow" "$RUN_DIR/agent.log"
+	# The same flood from an address allow names: the breaker opens, w2 is drained.
+	run hostile flood "$AGENT_ADDR" --source 127.0.0.1 --conns 1 --notifies 10 --status 500
+	assert_output "refused=0 acked=10"
+	wait_until 5 is_drained w2
+	[ "$(breaker_field workers/w2 state)" = open ]
+	[ "$(refused_spop)" = 50 ]
+}
+
+@test "the admin pages from outside the allowlist: closed at accept, counted; from inside they answer" {
+	start_allow_scene
+	run curl -s -m 2 --interface 127.0.0.2 "http://127.0.0.1:$ADMIN_PORT/state"
+	assert_failure
+	[ -z "$output" ]
+	run curl -s -m 2 --interface 127.0.0.2 "http://127.0.0.1:$ADMIN_PORT/metrics"
+	assert_failure
+	wait_until 5 metric_is 'spoa_breaker_connections_refused_total{listener="admin",reason="not_allowed"}' 2
+	run curl -s -m 2 --interface 127.0.0.1 "http://127.0.0.1:$ADMIN_PORT/healthz"
+	assert_output ok
+	grep -q "admin 127.0.0.1:$ADMIN_PORT: connection from 127.0.0.2 refused: not in admin_allow" "$RUN_DIR/agent.log"
+	[ "$(refused_spop)" = 0 ]
+}
+
+@test "1,000 connections from outside the allowlist write a bounded log, and a steady client loses nothing" {
+	start_hostile_agent --allow 127.0.0.1
+	start_steady 8
+	local before
+	before=$(log_lines)
+	run hostile flood "$AGENT_ADDR" --source 127.0.0.2 --conns 1000 --notifies 1 --seconds 60
+	assert_output "refused=1000 acked=0"
+	wait_until 10 metric_is 'spoa_breaker_connections_refused_total{listener="spop",reason="not_allowed"}' 1000
+	local lines=$(($(log_lines) - before))
+	echo "# log lines for 1,000 refused connections: $lines" >&3
+	[ "$lines" -le 25 ]
+	metric_at_least spoa_breaker_log_lines_suppressed_total 970
+	steady_lost_nothing "1,000 connections from outside the allowlist"
 	healthz_answers
 }

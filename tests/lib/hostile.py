@@ -16,6 +16,10 @@ Usage: hostile.py SCENARIO [options]   (hostile.py SCENARIO --help)
              reading the answer and closing (a log line or three each)
   garbage    --lines connections to an agent-check address, each sending
              one line of garbage
+  flood      --conns SPOP connections (from --source), each saying HELLO and
+             sending --notifies breaker-observe NOTIFYs of --status for
+             --backend/--server; prints how many were refused (no
+             AGENT-HELLO) and how many NOTIFYs were ACKed
 Each prints one line of key=value facts.
 """
 import argparse
@@ -197,9 +201,50 @@ def scenario_garbage(args):
     print(f"sent={sent}", flush=True)
 
 
+# ---- flood: breaker-observe NOTIFYs from whoever can connect ----
+
+def flood_one(args, addr):
+    """One connection: (refused, acked)."""
+    try:
+        peer = spop.Peer(addr, args.source)
+    except OSError:
+        return 1, 0
+    peer.sock.settimeout(2.0)
+    acked = 0
+    try:
+        peer.send(spop.hello_frame())
+        f = peer.read_frame()
+        if not f or f[0] != spop.AGENT_HELLO:
+            return 1, 0
+        messages = spop.observe(args.status, args.backend, args.server)
+        peer.send(b"".join(spop.notify_frame(2 * i + 1, 1, messages) for i in range(args.notifies)))
+        for _ in range(args.notifies):
+            f = peer.read_frame()
+            if not f or f[0] != spop.ACK:
+                break
+            acked += 1
+        return 0, acked
+    except OSError:  # reset: closed at accept
+        return 1, acked
+    finally:
+        peer.sock.close()
+
+
+def scenario_flood(args):
+    refused = acked = 0
+    deadline = time.monotonic() + args.seconds
+    for _ in range(args.conns):
+        if time.monotonic() >= deadline:
+            break
+        r, a = flood_one(args, args.addr)
+        refused += r
+        acked += a
+    print(f"refused={refused} acked={acked}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["steady", "hold", "slowloris", "churn", "garbage"])
+    p.add_argument("scenario", choices=["steady", "hold", "slowloris", "churn", "garbage", "flood"])
     p.add_argument("addr", help="HOST:PORT (unix:PATH for steady)")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--interval", type=float, default=10.0, help="steady: ms between NOTIFYs")
@@ -209,9 +254,14 @@ def main():
     p.add_argument("--hello", action="store_true", help="hold: send HAPROXY-HELLO on each")
     p.add_argument("--source", help="local address to connect from (127.0.0.2, ...)")
     p.add_argument("--ready", help="a file created once the attack is in place")
+    p.add_argument("--notifies", type=int, default=3, help="flood: NOTIFYs per connection")
+    p.add_argument("--status", type=int, default=500, help="flood: the status they report")
+    p.add_argument("--backend", default="workers", help="flood: the backend they name")
+    p.add_argument("--server", default="w2", help="flood: the server they name")
     args = p.parse_args()
     {"steady": scenario_steady, "hold": scenario_hold, "slowloris": scenario_slowloris,
-     "churn": scenario_churn, "garbage": scenario_garbage}[args.scenario](args)
+     "churn": scenario_churn, "garbage": scenario_garbage,
+     "flood": scenario_flood}[args.scenario](args)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 An independent implementation of the wire format (SPOE.txt), so that the
 agent's codec and this one cannot be wrong together.
 
-Usage: spop_client.py ADDR SCENARIO [ARG]
-ADDR is HOST:PORT or unix:PATH. Each scenario prints one line of key=value
+Usage: spop_client.py [--source IP] ADDR SCENARIO [ARG]
+ADDR is HOST:PORT or unix:PATH; --source binds the socket to IP first (a
+second loopback address, 127.0.0.2, plays another host). Each scenario prints one line of key=value
 facts about what the agent answered and exits 0, or prints what went wrong
 and exits 1.
 """
@@ -141,13 +142,14 @@ def notify_frame(sid, fid, messages, flags=FIN):
 
 
 class Peer:
-    def __init__(self, addr):
+    def __init__(self, addr, source=None):
         if addr.startswith("unix:"):
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.sock.connect(addr[5:])
         else:
             host, port = addr.rsplit(":", 1)
-            self.sock = socket.create_connection((host.strip("[]"), int(port)))
+            self.sock = socket.create_connection((host.strip("[]"), int(port)),
+                                                 source_address=(source, 0) if source else None)
         self.sock.settimeout(5)
         self.buf = b""
 
@@ -208,8 +210,8 @@ def expect_disconnect(peer):
     print(f"disconnect status={kv.get('status-code')} closed={closed} message={kv.get('message')!r}")
 
 
-def observe(status):
-    return [("breaker-observe", [("be", "be_app"), ("srv", "w1"), ("status", status)])]
+def observe(status, backend="be_app", server="w1"):
+    return [("breaker-observe", [("be", backend), ("srv", server), ("status", status)])]
 
 
 def scenario_hello(peer, arg):
@@ -371,12 +373,16 @@ SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[2] not in SCENARIOS:
+    argv = sys.argv[1:]
+    source = None
+    if len(argv) >= 2 and argv[0] == "--source":
+        source, argv = argv[1], argv[2:]
+    if len(argv) < 2 or argv[1] not in SCENARIOS:
         print(__doc__)
         print("scenarios:", ", ".join(sorted(SCENARIOS)))
         sys.exit(2)
-    peer = Peer(sys.argv[1])
-    SCENARIOS[sys.argv[2]](peer, sys.argv[3] if len(sys.argv) > 3 else None)
+    peer = Peer(argv[0], source)
+    SCENARIOS[argv[1]](peer, argv[2] if len(argv) > 2 else None)
 
 
 if __name__ == "__main__":

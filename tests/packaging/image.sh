@@ -60,8 +60,8 @@ check "runs as a non-root user" config_is 'c.get("User") not in (None, "", "root
 check "exposes SPOP (12345) and the admin listener (9786)" config_is 'set(c["ExposedPorts"]) == {"12345/tcp", "9786/tcp"}'
 check "has a volume for /var/lib/spoa-breaker" config_is '"/var/lib/spoa-breaker" in c.get("Volumes", {})'
 check "has a HEALTHCHECK (kept by --format docker)" config_is '"/healthz" in " ".join(c.get("Healthcheck", {}).get("Test", []))'
-check "runs the agent on every interface by default" \
-	config_is 'c["Entrypoint"] == ["/usr/sbin/spoa-breaker"] and c["Cmd"] == ["--listen", "0.0.0.0:12345", "--admin", "0.0.0.0:9786"]'
+check "runs the agent on the container's loopback by default (a sidecar HAProxy shares it)" \
+	config_is 'c["Entrypoint"] == ["/usr/sbin/spoa-breaker"] and c["Cmd"] == ["--listen", "127.0.0.1:12345", "--admin", "127.0.0.1:9786"]'
 
 names_revision() {
 	local out
@@ -75,6 +75,14 @@ runtime_only() {
 		! p run --rm --pull=never --network=none --entrypoint bash "$IMAGE" -c 'command -v gcc || command -v make'
 }
 check "the runtime stage has the libraries (msgpack-c too) and no compiler" runtime_only
+
+refuses_exposed_spop() {
+	local out
+	out=$(p run --rm --pull=never --network=none "$IMAGE" --listen 0.0.0.0:12345 --check 2>&1) && return 1
+	echo "$out"
+	grep -q "is not a loopback address and nothing says who may connect: set allow" <<<"$out"
+}
+check "--listen 0.0.0.0 without --allow is refused, naming the key" refuses_exposed_spop
 
 # The agent as the image runs it, and the host's HAProxy in its network.
 AGENT=$(p run -d --pull=never --name image-agent --network=none "$IMAGE") || { check "the container starts" false; finish; exit; }
@@ -131,7 +139,7 @@ sleep 0.5
 check "TERM under --init: exit 0 within 3 s" stops_on_term "$INIT"
 
 # The health check can fail: no admin listener, no /healthz.
-UNHEALTHY=$(p run -d --pull=never --name image-unhealthy --network=none "$IMAGE" --listen 0.0.0.0:12345 --admin none)
+UNHEALTHY=$(p run -d --pull=never --name image-unhealthy --network=none "$IMAGE" --listen 127.0.0.1:12345 --admin none)
 sleep 0.5
 check "podman healthcheck run: unhealthy without the admin listener" bash -c "! podman healthcheck run '$UNHEALTHY' 2>/dev/null"
 

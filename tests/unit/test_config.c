@@ -200,7 +200,8 @@ static void test_restart_only_keys(void **state)
 {
 	const char *restart_only[] = {"listen",       "max_frame_size", "max_connections",
 				      "idle_timeout", "max_breakers",   "syslog",
-				      "admin",        "state_file"};
+				      "admin",        "state_file",     "socket_mode",
+				      "socket_group"};
 	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
 		const struct config_key *k = &config_keys[i];
 		bool expect_restart = false;
@@ -221,8 +222,16 @@ static const struct {
 	const char *read_back;
 } good_values[] = {
 	{"listen", "unix:/tmp/agent.sock", "unix:/tmp/agent.sock"},
-	{"listen", "*:12345", "*:12345"},
-	{"listen", ":12345", ":12345"},
+	{"listen", "localhost:12345", "localhost:12345"},
+	{"listen", "[::1]:12345", "[::1]:12345"},
+	{"allow", "10.0.0.0/8", "10.0.0.0/8"},
+	{"allow", " 10.0.0.0/8 , fd00::/8,192.0.2.7", "10.0.0.0/8, fd00::/8, 192.0.2.7"},
+	{"allow", "any", "any"},
+	{"admin_allow", "127.0.0.1, ::1", "127.0.0.1, ::1"},
+	{"socket_mode", "0600", "0600"},
+	{"socket_mode", "660", "0660"},
+	{"socket_group", "haproxy", "haproxy"},
+	{"socket_group", "none", "none"},
 	{"max_frame_size", "65536", "65536"},
 	{"max_connections", "1", "1"},
 	{"idle_timeout", "5m", "5m"},
@@ -300,6 +309,14 @@ static const struct {
 	{"runtime_api", "nonsense", "expected HOST:PORT, [IPV6]:PORT or unix:PATH"},
 	{"agent_check", "nonsense", "expected HOST:PORT, [IPV6]:PORT or unix:PATH"},
 	{"admin", "nonsense", "expected HOST:PORT, [IPV6]:PORT or none"},
+	{"allow", "10.0.0.0/33", "'10.0.0.0/33': an IPv4 prefix is 0..32"},
+	{"allow", "fd00::/129", "'fd00::/129': an IPv6 prefix is 0..128"},
+	{"allow", "haproxy.local",
+	 "'haproxy.local': expected a numeric IPv4 or IPv6 address, with /PREFIX or without"},
+	{"allow", "any,10.0.0.1", "'any' with addresses: either every address (any) or the ones named"},
+	{"admin_allow", "10.0.0.1,", "an empty entry: expected an address or ADDRESS/PREFIX"},
+	{"socket_mode", "0800", "expected an octal file mode 0000..0777, such as 0660"},
+	{"socket_mode", "1777", "expected an octal file mode 0000..0777, such as 0660"},
 	{"admin", "unix:/tmp/admin.sock",
 	 "expected HOST:PORT, [IPV6]:PORT or none (not a unix socket)"},
 	{"max_frame_size", "12", "expected 256..1048576"},
@@ -371,8 +388,88 @@ static void test_check_validates_addresses(void **state)
 	assert_int_equal(STATUS("--check", "--agent-check", "127.0.0.1:70000"), 2);
 	assert_int_equal(STATUS("--check", "--runtime-api", "unix:"), 2);
 	assert_int_equal(STATUS("--check", "--admin", "localhost"), 2);
-	assert_int_equal(STATUS("--check", "--listen", "*:12345"), 0);
-	assert_int_equal(STATUS("--check", "--listen", ":12345", "--admin", "none"), 0);
+	assert_int_equal(STATUS("--check", "--listen", "*:12345", "--allow", "10.0.0.0/8"), 0);
+	assert_int_equal(STATUS("--check", "--listen", ":12345", "--allow", "any"), 0);
+}
+
+/* SPOP has no authentication: a listener other hosts reach needs an
+ * allowlist, named in the refusal; loopback and unix sockets need none. */
+static void test_exposed_listener_needs_an_allowlist(void **state)
+{
+	assert_int_equal(STATUS("--check", "--listen", "0.0.0.0:12345"), 1);
+	assert_errors_have("spoa-breaker: --listen 0.0.0.0:12345 is not a loopback address and "
+			   "nothing says who may connect: set allow to the addresses or CIDR "
+			   "blocks of the HAProxies (or allow = any, on purpose)");
+	assert_int_equal(STATUS("--check", "--listen", "[::]:12345"), 1);
+	assert_int_equal(STATUS("--check", "--listen", "10.1.2.3:12345"), 1);
+	/* The file: at the line of the listen that is exposed. */
+	const char *path = file("[agent]\nlisten = 127.0.0.1:1\nlisten = [::]:12345\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	char line[512];
+	snprintf(line, sizeof(line),
+		 "%s:2: listen = [::]:12345 is not a loopback address and nothing says who "
+		 "may connect",
+		 path);
+	assert_errors_have(line);
+	assert_int_equal(STATUS("--check", "-f",
+				file("[agent]\nlisten = [::]:12345\nallow = 10.0.0.0/8\nallow = fd00::/8\n")),
+			 0);
+	/* Loopback, unix, and "any" on purpose need nothing more. */
+	assert_int_equal(STATUS("--check", "--listen", "127.0.0.2:12345"), 0);
+	assert_int_equal(STATUS("--check", "--listen", "[::1]:12345"), 0);
+	assert_int_equal(STATUS("--check", "--listen", "localhost:12345"), 0);
+	assert_int_equal(STATUS("--check", "--listen", "unix:/tmp/x.sock"), 0);
+	assert_int_equal(STATUS("--check", "--listen", "0.0.0.0:12345", "--allow", "any"), 0);
+}
+
+static void test_exposed_admin_needs_an_allowlist(void **state)
+{
+	assert_int_equal(STATUS("--check", "--admin", "0.0.0.0:9786"), 1);
+	assert_errors_have("spoa-breaker: --admin 0.0.0.0:9786 is not a loopback address and "
+			   "nothing says who may read it: set admin_allow (or allow)");
+	/* allow covers the admin pages too, unless admin_allow says otherwise. */
+	assert_int_equal(STATUS("--check", "--admin", "0.0.0.0:9786", "--allow", "10.0.0.0/8"), 0);
+	assert_int_equal(STATUS("--check", "--admin", "0.0.0.0:9786", "--admin-allow", "any"), 0);
+	/* admin_allow alone does not open SPOP to the world. */
+	assert_int_equal(STATUS("--check", "--listen", "0.0.0.0:12345", "--admin-allow", "any"), 1);
+	assert_errors_have("--listen 0.0.0.0:12345 is not a loopback address");
+
+	struct config c;
+	assert_int_equal(RUN(&c, "--allow", "10.0.0.0/8", "--admin-allow", "192.0.2.0/24"), -1);
+	assert_string_equal(config_admin_allow(&c)->entries[0].text, "192.0.2.0/24");
+	config_free(&c);
+	assert_int_equal(RUN(&c, "--allow", "10.0.0.0/8"), -1);
+	assert_string_equal(config_admin_allow(&c)->entries[0].text, "10.0.0.0/8");
+	config_free(&c);
+}
+
+/* A TCP stats socket elsewhere than loopback: accepted, with a warning. */
+static void test_remote_runtime_api_warns(void **state)
+{
+	struct config c;
+	assert_int_equal(RUN(&c, "--runtime-api", "192.0.2.1:9999"), -1);
+	config_free(&c);
+	assert_errors_have("spoa-breaker: warning: --runtime-api 192.0.2.1:9999 is not on "
+			   "loopback: whoever reaches that stats socket can drain every server");
+	assert_int_equal(RUN(&c, "--runtime-api", "127.0.0.1:9999"), -1);
+	config_free(&c);
+	assert_null(strstr(r.errors, "warning"));
+	assert_int_equal(RUN(&c, "--runtime-api", "unix:/run/haproxy/admin.sock"), -1);
+	config_free(&c);
+	assert_null(strstr(r.errors, "warning"));
+}
+
+/* The command line's allow replaces the file's list, as for listen. */
+static void test_allow_from_file_and_command_line(void **state)
+{
+	struct config c;
+	const char *path = file("[agent]\nallow = 10.0.0.1\nallow = 10.0.0.2, 10.0.0.3\n");
+	assert_int_equal(RUN(&c, "-f", path), -1);
+	assert_string_equal(value_of(&c, "allow"), "10.0.0.1, 10.0.0.2, 10.0.0.3");
+	config_free(&c);
+	assert_int_equal(RUN(&c, "-f", path, "--allow", "192.0.2.1", "--allow", "::1"), -1);
+	assert_string_equal(value_of(&c, "allow"), "192.0.2.1, ::1");
+	config_free(&c);
 }
 
 static void test_command_line_overrides_file(void **state)
@@ -798,6 +895,10 @@ int main(void)
 		cmocka_unit_test(test_good_values),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_check_validates_addresses),
+		cmocka_unit_test(test_exposed_listener_needs_an_allowlist),
+		cmocka_unit_test(test_exposed_admin_needs_an_allowlist),
+		cmocka_unit_test(test_remote_runtime_api_warns),
+		cmocka_unit_test(test_allow_from_file_and_command_line),
 		cmocka_unit_test(test_command_line_overrides_file),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_bad_command_lines),

@@ -439,6 +439,7 @@ static void test_every_family_present(void **state)
 {
 	static const char *const families[][2] = {
 		{"build_info", "gauge"},
+		{"connections_refused_total", "counter"},
 		{"log_lines_dropped_total", "counter"},
 		{"log_lines_suppressed_total", "counter"},
 		{"worker_requests_total", "counter"},
