@@ -34,7 +34,8 @@ void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry
 	}
 }
 
-/* `show map`: where HAProxy keeps the ownership record. */
+/* `show map`: which of the agent's maps HAProxy loads, and under which
+ * path - the watched servers, the retry moments, the ownership record. */
 void link_on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
 	struct haproxy_link *link = ctx;
