@@ -63,7 +63,7 @@ struct enforce_entry {
 	struct faults_baseline faults; /* its counters at the previous look */
 	/* Its backend (HAProxy's id) and its place in the backend counts of
 	 * the looks that listed it: one slot per look parity, the last
-	 * complete look's and the one under way (enforcer.c). */
+	 * complete look's and the one under way (ejection_cap.c). */
 	uint64_t be_id;
 	uint32_t group_index[2];
 	uint32_t group_look[2];

@@ -15,8 +15,8 @@
  * An operator's hand is never undone: a server in maintenance is left
  * alone, and a drain the agent did not set is never lifted.
  */
-#ifndef SPOA_ENFORCE_H
-#define SPOA_ENFORCE_H
+#ifndef SPOA_ENFORCE_PLAN_H
+#define SPOA_ENFORCE_PLAN_H
 
 #include "core/breaker.h"
 #include "link/enforce-t.h"
@@ -66,4 +66,4 @@ void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_pro
 
 const char *enforce_mode_name(enum enforce_mode mode);
 
-#endif /* SPOA_ENFORCE_H */
+#endif /* SPOA_ENFORCE_PLAN_H */

@@ -1,8 +1,9 @@
 /*
- * enforcer.h - the HAProxy link on the event loop (enforcer.c): the Runtime
- * API links to each HAProxy, the periodic look, reconciliation, and the
- * agent-check listener. The decisions come from enforce_plan()
- * (enforce_plan.h); the faults SPOE never sees from faults.h.
+ * enforcer.h - the HAProxy link on the event loop (its files are listed in
+ * link_internal.h): the Runtime API links to each HAProxy, the periodic
+ * look, reconciliation, and the agent-check listener. The decisions come
+ * from enforce_plan() (enforce_plan.h); the faults SPOE never sees from
+ * faults.h.
  *
  * The link subscribes to the breakers (daemon/breakers.h): a transition
  * converges its server at once, from what the last look said (one Runtime

@@ -1,9 +1,13 @@
 /*
- * runtime_api_cmd.c - Runtime API commands from validated names (pure).
+ * runtime_api_cmd.c - the commands about servers, from validated names
+ * (pure): `set server ... state`, `set maxconn server`, `show servers state`.
  *
- * The only way a backend or server name reaches HAProxy's admin socket is
- * through these builders, so the injection check (names.h) lives here once:
- * a name with ';', a space or a newline would append a command of its own.
+ * A name with ';', a space or a newline would append a command of its own,
+ * so no name reaches HAProxy's admin socket unchecked: these builders and
+ * those of the records HAProxy keeps for the agent (owner_map.c,
+ * retry_map.c, watched_map.c, verdicts.c) each check theirs with
+ * name_is_valid() (names.h), and a map's path with map_path_is_safe(); a
+ * look's `show map FILE` carries only a path map_file_find() checked so.
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,0 +1,162 @@
+/*
+ * enforcer-t.h - the HAProxy link's own state (private to spoa/link/): one
+ * struct haproxy_link per Runtime API socket, and the struct enforcer that
+ * holds them, the timers of the looks and sweeps, and the per-index arrays
+ * beside the breaker table. The public interface is enforcer.h.
+ */
+#ifndef SPOA_ENFORCER_T_H
+#define SPOA_ENFORCER_T_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "link/ack_hold.h"
+#include "link/agent_check.h"
+#include "link/ejection.h"
+#include "link/endpoints.h"
+#include "link/enforcer.h"
+#include "link/owner_map.h"
+#include "link/retry_map.h"
+#include "link/runtime_api.h"
+#include "link/wiring.h"
+
+/* The backends of one look: rows of a backend come together in `show
+ * servers state`, so a new group starts when the backend id changes. */
+struct ejection_groups {
+	struct ejection_backend *groups;
+	uint32_t nb, allocated;
+	uint32_t look_id; /* the look that counted them; 0: none */
+};
+
+struct haproxy_link {
+	struct enforcer *owner;
+	unsigned index;
+	struct runtime_api_client *client;
+	struct enforce_entry *entries; /* one per table entry index */
+	struct runtime_api_info info;
+	bool info_known;
+	/* The look under way or last made, counted from 1: rows mark what
+	 * they saw with it, so a look that failed half-way leaves nothing a
+	 * later look could mistake for its own. */
+	uint32_t look_id;
+	bool looked_once;
+	bool looking;          /* a look is queued or in flight */
+	bool stat_read;        /* the look in flight read `show stat` */
+	/* The look's two large replies, parsed as they arrive. */
+	struct runtime_api_stat_stream stat_stream;
+	struct runtime_api_servers_state_stream state_stream;
+	bool restarted;        /* the look in flight found a new HAProxy process */
+	/* When the look in flight was queued: the one time its rows are
+	 * stamped with, so that two servers' rows of one look compare equal. */
+	uint64_t look_ms;
+	/* Commands go on a connection of their own, never behind a look: a
+	 * look of a large HAProxy streams for tens of milliseconds, and a
+	 * trip's drain must not wait for it. */
+	struct runtime_api_client *commands_client;
+	struct runtime_api_stats both; /* the two clients' stats, summed for metrics */
+	uint64_t commands;      /* commands sent so far */
+	uint64_t commands_done; /* of them, answered or failed (in order: one queue) */
+	/* The look was read: the next table index to converge, or
+	 * SWEEP_NONE (see sweep_cb). */
+	uint32_t reconcile_next;
+	/* `commands_done` when the look in flight was queued: a look
+	 * describes a server only if its last command was done by then
+	 * (looks and commands travel on different connections, so one sent
+	 * earlier may still be on its way when HAProxy answers the look). */
+	uint64_t look_queued_after;
+	/* HAProxy's record of the agent's drains and limits (owner_map.h):
+	 * its file, empty until `show map` names it; owner_known once a look
+	 * has read it (only then are its entries kept in step). */
+	char owner_map[OWNER_MAP_PATH_MAX];
+	bool owner_known;
+	bool owner_read;        /* the look in flight read it */
+	bool owner_missing_said;
+	/* HAProxy's record of when each backend may take traffic again
+	 * (retry_map.h): its file, empty until `show map` names it; the
+	 * entries the look in flight read (retry_read: it read them), and
+	 * `commands` after the last command to it - a look queued before
+	 * that describes the map before it. */
+	char retry_map[OWNER_MAP_PATH_MAX];
+	bool retry_read;
+	struct retry_map_entry *retry_have;
+	size_t nb_retry_have;
+	uint64_t retry_last_command;
+	bool retry_missing_said;
+	/* Peers mode: the table is missing in this HAProxy (said once,
+	 * until it is back). */
+	bool verdicts_missing;
+	bool verdicts_known; /* a look has read the table: writes can land */
+	/* Steady-state mode: HAProxy's map of the servers it must notify
+	 * every response of (watched_map.h); empty until `show map` names
+	 * it, which is what turns the mode on for this HAProxy. watched_read:
+	 * the look in flight read it; watched_last_command: `commands` after
+	 * the last command to it, any server. */
+	char watched_map[OWNER_MAP_PATH_MAX];
+	bool watched_read;
+	uint64_t watched_last_command;
+	/* Search `show map` again at the next look, the known maps read all
+	 * the same: a new HAProxy process may load other maps, and a map
+	 * read that failed may have been renamed. */
+	bool maps_search;
+	/* Backend counts for the ejection cap, by look parity: the last
+	 * complete look's (`groups_current`, -1 before one) and the one
+	 * under way. A drain the agent adds or lifts between looks moves the
+	 * counts of both, so neither lags behind it. */
+	struct ejection_groups groups[2];
+	int groups_current;
+	/* Table indices of entries the cap holds back here (stale ones are
+	 * dropped as the list is read). */
+	uint32_t *capped;
+	uint32_t nb_capped, capped_allocated;
+	/* What this HAProxy's configuration lacks for the agent (wiring.h). */
+	struct wiring wiring;
+};
+
+struct enforcer {
+	struct ev_loop *loop;
+	enum enforce_mode mode;
+	struct breakers *breakers;
+	struct breaker_table *table;
+	struct haproxy_link links[ENFORCE_MAX_HAPROXY];
+	unsigned nb_links;
+	ev_timer look_timer;
+	double poll_interval;
+	unsigned round_pending; /* looks of the current round not answered yet,
+				 * or answered and still converging */
+	bool round_ok;          /* every look of the current round succeeded */
+	uint32_t end_round_next; /* the next index end_round looks at, or SWEEP_NONE */
+	ev_timer sweep_timer;    /* 0 s: the next slice of the sweep */
+	struct enforce_memory *agent_check_mem; /* agent-check mode: one per entry index */
+	/* When SPOP last spoke of each entry's server (clock_now_ms(); 0:
+	 * never): a server no HAProxy lists is kept while traffic for it
+	 * comes (see end_round). */
+	uint64_t *last_spop_ms;
+	bool unlisted_said;
+	/* Per entry index: the worker each breaker is about, and whether an
+	 * HAProxy ever listed its server; and the breakers of workers that
+	 * servers left recently (endpoints.h). */
+	struct endpoint_slot *slots;
+	struct endpoint_recall *recall;
+	uint32_t capacity; /* entries of every per-index array: the table's allocated */
+	struct agent_check agent_check;
+	bool agent_check_open;
+	struct enforce_stats stats;
+	/* Steady-state mode: the ACK of a response that made its server
+	 * watched waits for the `add map` (ack_hold.h). wanted: the response
+	 * being answered queued one; released: told when points land. */
+	struct ack_hold ack_hold;
+	bool ack_hold_wanted;
+	enforcer_release_fn ack_released;
+	void *ack_released_ctx;
+	bool freeing; /* the clients' last callbacks come from enforcer_free */
+	/* Peers mode (verdicts.h): the shared table ("": off), this node's
+	 * id, and how long another node's verdict holds a breaker after a
+	 * look read it (renewed at every look that reads it again). */
+	char verdict_table[sizeof(((struct config *)0)->verdict_table)];
+	uint32_t node_id;
+	uint64_t verdict_hold_ms;
+};
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * link_internal.h - what the files of the HAProxy link (spoa/link/) share
+ * among themselves; the rest of the agent sees enforcer.h only. The link
+ * carries the breakers' decisions to HAProxy.
+ *
+ * Two paths, one plan (enforce_plan()):
+ *   - a transition converges its server at once, on every HAProxy, from
+ *     what the last look said, and remembers what it sent as what HAProxy
+ *     now holds;
+ *   - every poll_interval a round of looks (`show info; show map`, then
+ *     `show stat -1 4 -1` and `show servers state`, parsed as they
+ *     arrive; queued together on each HAProxy) refreshes that picture,
+ *     records the fault counters' deltas, re-plans every breaker (what
+ *     restores a drain an HAProxy reload forgot) and, once every HAProxy
+ *     was read, confirms the successes seen before it and drops breakers
+ *     no HAProxy has any more.
+ * Commands and looks share each socket's ordered queue. A look answered
+ * after a command it was queued before describes HAProxy before that
+ * command, so it never overwrites what the command made of the server.
+ *
+ * In agent-check mode HAProxy asks instead, and the answer is computed from
+ * the breaker on the spot; in shadow mode (none) plans are logged, never
+ * sent.
+ *
+ * The files, one concern each: lifecycle.c, subscriber.c, commands.c,
+ * looks.c, signals.c, endpoint_follow.c, wiring_report.c, ejection_cap.c,
+ * converge.c, records.c, peers.c. Their state is in enforcer-t.h.
+ */
+#ifndef SPOA_LINK_INTERNAL_H
+#define SPOA_LINK_INTERNAL_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link/enforcer-t.h"
+#include "util/log.h"
+
+/* A link's reconcile_next, or the enforcer's end_round_next, when no
+ * sweep of theirs is under way (converge.c). */
+#define SWEEP_NONE UINT32_MAX
+
+/* commands.c: a command queued on the link's command connection, counted
+ * in link->commands when queued (see there for `observing` and shadow
+ * mode); link_send_command() is one that changes a server. */
+void link_queue_command(struct haproxy_link *link, const char *command, const char *why,
+			bool observing);
+void link_queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
+			       bool observing, enum log_level level);
+void link_send_command(struct haproxy_link *link, const char *command, const char *why);
+
+/* ejection_cap.c */
+bool link_entry_out(const struct enforce_entry *en);
+struct ejection_backend *link_group_in_slot(struct haproxy_link *link,
+					    const struct enforce_entry *en, int slot);
+void link_count_change(struct haproxy_link *link, const struct enforce_entry *en, bool was_out,
+		       bool was_drained);
+bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *entry,
+			 struct enforce_entry *en);
+void link_release_waiting(struct haproxy_link *link, uint64_t be_id);
+struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
+						const struct runtime_api_server_state *row,
+						uint32_t *index);
+
+/* converge.c */
+void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry);
+void enforcer_look_finished(struct enforcer *e);
+void enforcer_sweep(struct enforcer *e);
+void enforcer_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* records.c: the maps' replies to a look, and keeping them in step. */
+void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry *entry,
+			   struct enforce_entry *en);
+void link_on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
+void link_on_owner_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
+void link_on_retry_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
+void link_on_watched_map(void *ctx, enum runtime_api_result result, const char *reply,
+			 size_t len);
+bool link_sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+		       struct enforce_entry *en, bool look);
+void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_entry *entry,
+			const struct enforce_entry *en);
+void link_sync_retry_map(struct haproxy_link *link);
+
+/* peers.c */
+void enforcer_publish_verdicts(struct enforcer *e, struct breaker_table_entry *entry,
+			       uint64_t now_ms);
+void link_on_verdict_table(void *ctx, enum runtime_api_result result, const char *reply,
+			   size_t len);
+
+/* subscriber.c: the breaker_subscriber callbacks (daemon/breakers.h). */
+void enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
+			  const struct breaker_event *ev, const struct breaker_cause *cause);
+bool enforcer_on_reserve(void *ctx, uint32_t allocated);
+void enforcer_on_created(void *ctx, uint32_t index);
+
+/* looks.c: the look timer, every poll_interval. */
+void enforcer_look_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* wiring_report.c */
+void link_report_unwired(struct haproxy_link *link);
+
+/* endpoint_follow.c */
+void link_follow_endpoint(struct haproxy_link *link, struct breaker_table_entry *entry);
+
+/* signals.c: what one `show stat` row's counters say, in this order. */
+void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *entry,
+			struct enforce_entry *en, const struct runtime_api_stat_row *row);
+void link_note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
+				 struct enforce_entry *en, const struct runtime_api_stat_row *row);
+void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *entry,
+			 struct enforce_entry *en, const struct runtime_api_stat_row *row);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * commands.c - the link's commands to HAProxy: queued on each HAProxy's
+ * command connection, or only logged in shadow mode; their completions let
+ * the ACKs held for them go (ack_hold.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "link/link_internal.h"
+#include "util/log.h"
+
+struct command_ctx {
+	struct haproxy_link *link;
+	char command[OWNER_MAP_CMD_MAX];
+};
+
+/* Points whose commands have all completed let their ACKs go. */
+static void settle_ack_holds(struct enforcer *e)
+{
+	uint64_t done[ENFORCE_MAX_HAPROXY];
+
+	for (unsigned i = 0; i < e->nb_links; i++)
+		done[i] = e->links[i].commands_done;
+	if (ack_hold_settle(&e->ack_hold, done, e->nb_links) && e->ack_released)
+		e->ack_released(e->ack_released_ctx);
+}
+
+static void command_done(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
+{
+	struct command_ctx *cc = ctx;
+	struct enforcer *e = cc->link->owner;
+
+	cc->link->commands_done++;
+	if (!e->freeing && ack_hold_waiting(&e->ack_hold))
+		settle_ack_holds(e);
+	if (result == RUNTIME_API_OK && len == 0) {
+		e->stats.commands_ok++;
+	} else if (result == RUNTIME_API_OK) {
+		e->stats.commands_refused++;
+		log_warning("HAProxy %s refused '%s': %.*s",
+			    runtime_api_client_address(cc->link->client), cc->command,
+			    (int)strcspn(reply, "\n"), reply);
+	} else {
+		/* The client logs the outage itself; the next look re-plans. */
+		e->stats.commands_failed++;
+		log_debug("HAProxy %s: '%s' not delivered: %s",
+			  runtime_api_client_address(cc->link->client), cc->command, reply);
+	}
+	free(cc);
+}
+
+/* Queues a command on the link's command connection; link->commands
+ * counts it when queued. `observing`: a command that keeps HAProxy telling
+ * the agent what it needs (the watched map), sent in every enforcement
+ * mode - shadow mode promises not to act on HAProxy's servers, and this
+ * changes none; it keeps the breakers' view right. */
+void link_queue_command(struct haproxy_link *link, const char *command, const char *why,
+			bool observing)
+{
+	link_queue_command_logged(link, command, why, observing, LOG_LEVEL_NOTICE);
+}
+
+/* The same, the command logged at `level`: a write repeated at every look
+ * (a verdict kept alive) is no news. */
+void link_queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
+			       bool observing, enum log_level level)
+{
+	struct enforcer *e = link->owner;
+
+	if (e->mode != ENFORCE_RUNTIME_API && !observing) {
+		log_info("shadow: would send to HAProxy %s: %s (%s)",
+			 runtime_api_client_address(link->client), command, why);
+		e->stats.shadow_commands++;
+		return;
+	}
+	struct command_ctx *cc = malloc(sizeof(*cc));
+	if (!cc) {
+		log_error("out of memory queueing '%s'", command);
+		return;
+	}
+	cc->link = link;
+	snprintf(cc->command, sizeof(cc->command), "%s", command);
+	log_msg(level, "HAProxy %s: %s (%s)", runtime_api_client_address(link->client), command,
+		why);
+	if (!runtime_api_submit(link->commands_client, command, command_done, cc)) {
+		e->stats.commands_failed++;
+		log_warning("HAProxy %s: queue full, '%s' dropped (the next look retries)",
+			    runtime_api_client_address(link->client), command);
+		free(cc);
+		return;
+	}
+	link->commands++;
+}
+
+void link_send_command(struct haproxy_link *link, const char *command, const char *why)
+{
+	link_queue_command(link, command, why, false);
+}
+
+uint64_t enforcer_ack_take(struct enforcer *e)
+{
+	if (!e || !e->ack_hold_wanted)
+		return 0;
+	e->ack_hold_wanted = false;
+	/* Only links that keep a watched map: another HAProxy's drains have
+	 * nothing to do with this ACK. */
+	uint64_t queued[ENFORCE_MAX_HAPROXY] = {0};
+	for (unsigned i = 0; i < e->nb_links; i++)
+		if (e->links[i].watched_map[0])
+			queued[i] = e->links[i].commands;
+	return ack_hold_point(&e->ack_hold, queued, e->nb_links);
+}
+
+bool enforcer_ack_passed(const struct enforcer *e, uint64_t ticket)
+{
+	return !e || ack_hold_passed(&e->ack_hold, ticket);
+}
+
+void enforcer_on_ack_release(struct enforcer *e, enforcer_release_fn fn, void *ctx)
+{
+	e->ack_released = fn;
+	e->ack_released_ctx = ctx;
+}

@@ -1,0 +1,273 @@
+/*
+ * ejection_cap.c - the ejection cap as it runs (ejection.h): each backend's
+ * counts of servers listed, out and drained, kept by look parity so that a
+ * drain between looks moves both; which open breakers wait for room, and
+ * their release in the order they waited.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "link/link_internal.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+/* Out of rotation for a reason that is not the agent's drain. */
+static bool out_otherwise(const struct enforce_entry *en)
+{
+	return en->seen.down || en->seen.maint || (en->seen.drained && !en->mem.drained_by_us);
+}
+
+bool link_entry_out(const struct enforce_entry *en)
+{
+	return out_otherwise(en) || en->mem.drained_by_us;
+}
+
+/* The entry's backend count in look slot `slot`, or NULL when that look
+ * did not list it. */
+struct ejection_backend *link_group_in_slot(struct haproxy_link *link,
+					    const struct enforce_entry *en, int slot)
+{
+	struct ejection_groups *g = &link->groups[slot];
+	if (g->look_id == 0 || en->group_look[slot] != g->look_id || en->group_index[slot] >= g->nb)
+		return NULL;
+	return &g->groups[en->group_index[slot]];
+}
+
+/* Moves one of the entry's backend counters by one, up or down, in both
+ * looks' counts. */
+static void count_move(struct haproxy_link *link, const struct enforce_entry *en,
+		       size_t field_offset, bool up)
+{
+	for (int slot = 0; slot < 2; slot++) {
+		struct ejection_backend *g = link_group_in_slot(link, en, slot);
+		if (!g)
+			continue;
+		uint32_t *field = (uint32_t *)((char *)g + field_offset);
+		if (up)
+			(*field)++;
+		else if (*field > 0)
+			(*field)--;
+	}
+}
+
+/* The count a decision is made on: the last complete look's, else the
+ * one under way (a server new since then). */
+static struct ejection_backend *group_of(struct haproxy_link *link, const struct enforce_entry *en)
+{
+	struct ejection_backend *g = NULL;
+	if (link->groups_current >= 0)
+		g = link_group_in_slot(link, en, link->groups_current);
+	if (!g && link->looking)
+		g = link_group_in_slot(link, en, (int)(link->look_id & 1));
+	return g;
+}
+
+/* A drain added or lifted, a server going out or back: both looks'
+ * counts follow. */
+void link_count_change(struct haproxy_link *link, const struct enforce_entry *en, bool was_out,
+		       bool was_drained)
+{
+	bool is_out = link_entry_out(en);
+	if (is_out != was_out)
+		count_move(link, en, offsetof(struct ejection_backend, count.out), is_out);
+	if (en->mem.drained_by_us != was_drained)
+		count_move(link, en, offsetof(struct ejection_backend, drained_by_agent),
+			   en->mem.drained_by_us);
+}
+
+/* Entry `index` still waits for room on this link. */
+static bool still_capped(struct haproxy_link *link, uint32_t index)
+{
+	struct breaker_table *t = link->owner->table;
+	if (index >= t->allocated)
+		return false;
+	const struct breaker_table_entry *entry = breaker_table_at(t, index);
+	return entry->in_use && entry->breaker.state == BREAKER_OPEN &&
+	       link->entries[index].ejection_capped;
+}
+
+/* Waited longer: opened earlier, the lower index on a tie (a strict order). */
+static bool waited_longer(struct breaker_table *t, uint32_t a, uint32_t b)
+{
+	uint64_t since_a = breaker_table_at(t, a)->breaker.state_since_ms;
+	uint64_t since_b = breaker_table_at(t, b)->breaker.state_since_ms;
+	return since_a < since_b || (since_a == since_b && a < b);
+}
+
+/* Servers of the same backend waiting for room before `index`; drops
+ * stale indices from the list on the way. */
+static uint32_t count_waiting_before(struct haproxy_link *link, uint32_t index, uint64_t be_id)
+{
+	uint32_t before = 0, kept = 0;
+	for (uint32_t i = 0; i < link->nb_capped; i++) {
+		uint32_t other = link->capped[i];
+		if (!still_capped(link, other))
+			continue;
+		link->capped[kept++] = other;
+		if (other != index && link->entries[other].be_id == be_id &&
+		    waited_longer(link->owner->table, other, index))
+			before++;
+	}
+	link->nb_capped = kept;
+	return before;
+}
+
+static void refresh_entry_capped(struct enforcer *e, struct breaker_table_entry *entry)
+{
+	uint32_t index = breaker_table_index(e->table, entry);
+	bool capped = false;
+	for (unsigned i = 0; i < e->nb_links; i++)
+		capped |= e->links[i].entries[index].ejection_capped;
+	entry->ejection_capped = capped;
+}
+
+/* Marks an open breaker's drain as held back here (logged once). */
+static void hold_back(struct haproxy_link *link, struct breaker_table_entry *entry,
+		      struct enforce_entry *en, const struct ejection_backend *g)
+{
+	struct enforcer *e = link->owner;
+	if (en->ejection_capped)
+		return;
+	uint32_t index = breaker_table_index(e->table, entry);
+	if (link->nb_capped == link->capped_allocated) {
+		uint32_t want = link->capped_allocated ? 2 * link->capped_allocated : 16;
+		uint32_t *grown = realloc(link->capped, want * sizeof(*grown));
+		if (!grown) {
+			log_error("out of memory holding back the drain of %s/%s", entry->backend,
+				  entry->server);
+			return; /* not capped: drained as before the cap existed */
+		}
+		link->capped = grown;
+		link->capped_allocated = want;
+	}
+	link->capped[link->nb_capped++] = index;
+	en->ejection_capped = true;
+	count_move(link, en, offsetof(struct ejection_backend, capped), true);
+	e->stats.ejections_held_back++;
+	refresh_entry_capped(e, entry);
+	const struct breaker_policy *p = entry->breaker.policy;
+	if (g)
+		log_notice("breaker %s/%s is open, not drained on HAProxy %s: ejection cap of "
+			   "backend %s (%u of %u servers out of rotation, at most %u%%%s)",
+			   entry->backend, entry->server, runtime_api_client_address(link->client),
+			   entry->backend, g->count.out, g->count.listed, p->max_ejection_percent,
+			   p->drain_last_server ? "" : ", never the last serving one");
+	else
+		log_notice("breaker %s/%s is open, not drained on HAProxy %s until a look counts "
+			   "backend %s for its ejection cap",
+			   entry->backend, entry->server, runtime_api_client_address(link->client),
+			   entry->backend);
+}
+
+/* The drain is no longer held back: released (about to be drained), or
+ * the breaker left open. */
+static void stop_holding_back(struct haproxy_link *link, struct breaker_table_entry *entry,
+			      struct enforce_entry *en)
+{
+	struct enforcer *e = link->owner;
+	if (!en->ejection_capped) {
+		if (entry->ejection_capped) /* held back on another HAProxy, or before a reload */
+			refresh_entry_capped(e, entry);
+		return;
+	}
+	en->ejection_capped = false;
+	count_move(link, en, offsetof(struct ejection_backend, capped), false);
+	refresh_entry_capped(e, entry);
+	if (entry->breaker.state == BREAKER_OPEN) {
+		e->stats.ejections_released++;
+		log_notice("breaker %s/%s: room under the ejection cap of backend %s, drained on "
+			   "HAProxy %s after waiting %llu ms",
+			   entry->backend, entry->server, entry->backend,
+			   runtime_api_client_address(link->client),
+			   (unsigned long long)(clock_now_ms() - entry->breaker.state_since_ms));
+	}
+}
+
+/* Whether the cap holds back the drain an open breaker wants here. */
+bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *entry,
+			 struct enforce_entry *en)
+{
+	if (entry->breaker.state != BREAKER_OPEN || en->mem.drained_by_us) {
+		/* Not wanting a drain, or one in place: a drain is never lifted
+		 * for the cap (traffic would go back to a server known to fail,
+		 * and two open breakers could take turns); the cool-down ends
+		 * it. */
+		stop_holding_back(link, entry, en);
+		return false;
+	}
+	if (!en->seen.known || en->seen.maint || en->seen.drained || en->seen.down) {
+		/* The plan leaves it alone, or it serves nothing anyway: a drain
+		 * costs the backend no capacity. */
+		stop_holding_back(link, entry, en);
+		return false;
+	}
+	struct ejection_backend *g = group_of(link, en);
+	if (g && ejection_may_drain(entry->breaker.policy, &g->count,
+				    count_waiting_before(link, breaker_table_index(link->owner->table,
+										    entry),
+							 en->be_id))) {
+		stop_holding_back(link, entry, en);
+		return false;
+	}
+	hold_back(link, entry, en, g);
+	return true;
+}
+
+/* Room may have freed in backend be_id: the servers waiting there are
+ * converged again, longest waiting first, so that they take the room in
+ * that order. */
+void link_release_waiting(struct haproxy_link *link, uint64_t be_id)
+{
+	struct breaker_table *t = link->owner->table;
+	uint32_t waiting[64];
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < link->nb_capped && n < 64; i++) {
+		uint32_t index = link->capped[i];
+		if (!still_capped(link, index) || link->entries[index].be_id != be_id)
+			continue;
+		/* Insertion by wait: a backend's waiting servers are few. */
+		uint32_t at = n++;
+		while (at > 0 && waited_longer(t, index, waiting[at - 1])) {
+			waiting[at] = waiting[at - 1];
+			at--;
+		}
+		waiting[at] = index;
+	}
+	/* More than 64 wait in one backend: the rest get their turn at the
+	 * next look, which converges every breaker. */
+	for (uint32_t i = 0; i < n; i++)
+		link_converge_entry(link, breaker_table_at(t, waiting[i]));
+}
+
+/* The look's count of the row's backend, started when the backend id
+ * changes; NULL when out of memory (the cap then waits for a later look). */
+struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
+						const struct runtime_api_server_state *row,
+						uint32_t *index)
+{
+	uint64_t be_id = row->be_id;
+	struct ejection_groups *g = &link->groups[link->look_id & 1];
+	if (g->look_id != link->look_id) {
+		g->look_id = link->look_id;
+		g->nb = 0;
+	}
+	if (g->nb == 0 || g->groups[g->nb - 1].be_id != be_id) {
+		if (g->nb == g->allocated) {
+			uint32_t want = g->allocated ? 2 * g->allocated : 64;
+			struct ejection_backend *grown = realloc(g->groups, want * sizeof(*grown));
+			if (!grown)
+				return NULL;
+			g->groups = grown;
+			g->allocated = want;
+		}
+		struct ejection_backend *b = &g->groups[g->nb++];
+		*b = (struct ejection_backend){.be_id = be_id, .retry_at_s = RETRY_AT_NONE};
+		size_t len = row->be_name.len < BREAKER_NAME_MAX ? row->be_name.len : BREAKER_NAME_MAX;
+		memcpy(b->name, row->be_name.ptr, len);
+		b->name[len] = '\0';
+	}
+	*index = g->nb - 1;
+	return &g->groups[g->nb - 1];
+}

@@ -1,0 +1,84 @@
+/*
+ * subscriber.c - the link as a subscriber of the breakers (daemon/breakers.h):
+ * a transition acts at once, and the per-index arrays follow the table.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "link/link_internal.h"
+
+/* The breakers' subscriber: a transition acts at once. */
+void enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
+			  const struct breaker_event *ev, const struct breaker_cause *cause)
+{
+	struct enforcer *e = ctx;
+
+	if (cause->kind == BREAKER_CAUSE_RESPONSE)
+		e->last_spop_ms[breaker_table_index(e->table, entry)] = cause->now_ms;
+	if (ev->dirty != BREAKER_DIRTY_UNCHANGED) {
+		bool added = false;
+		for (unsigned i = 0; i < e->nb_links; i++)
+			added |= link_sync_watched(
+			    &e->links[i], entry,
+			    &e->links[i].entries[breaker_table_index(e->table, entry)], false);
+		/* The response being answered made its server watched: its
+		 * ACK waits for the entry (enforcer_ack_take()). */
+		if (added && cause->kind == BREAKER_CAUSE_RESPONSE)
+			e->ack_hold_wanted = true;
+	}
+	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
+		return;
+	/* Before the drain: the other nodes learn of it at their next look. */
+	if (e->verdict_table[0] && cause->kind != BREAKER_CAUSE_PEER)
+		enforcer_publish_verdicts(e, entry, cause->now_ms);
+	for (unsigned i = 0; i < e->nb_links; i++)
+		link_converge_entry(&e->links[i], entry);
+}
+
+/* Grows one per-index array from `have` to `want` elements, zeroing the
+ * new ones. */
+static bool grow_array(void **array, size_t elem, uint32_t have, uint32_t want)
+{
+	void *grown = realloc(*array, (size_t)want * elem);
+	if (!grown)
+		return false;
+	memset((char *)grown + (size_t)have * elem, 0, (size_t)(want - have) * elem);
+	*array = grown;
+	return true;
+}
+
+/* The table is about to grow to `allocated` entries: every per-index
+ * array first. A failure refuses the growth (the new server gets no
+ * breaker, as with a full table), so no index ever lacks its state. */
+bool enforcer_on_reserve(void *ctx, uint32_t allocated)
+{
+	struct enforcer *e = ctx;
+	uint32_t have = e->capacity;
+
+	if (allocated <= have)
+		return true;
+	for (unsigned i = 0; i < e->nb_links; i++)
+		if (!grow_array((void **)&e->links[i].entries, sizeof(*e->links[i].entries), have,
+				allocated))
+			return false;
+	if (!grow_array((void **)&e->last_spop_ms, sizeof(*e->last_spop_ms), have, allocated) ||
+	    !grow_array((void **)&e->slots, sizeof(*e->slots), have, allocated))
+		return false;
+	if (e->agent_check_mem &&
+	    !grow_array((void **)&e->agent_check_mem, sizeof(*e->agent_check_mem), have, allocated))
+		return false;
+	e->capacity = allocated;
+	return true;
+}
+
+void enforcer_on_created(void *ctx, uint32_t index)
+{
+	struct enforcer *e = ctx;
+
+	for (unsigned i = 0; i < e->nb_links; i++)
+		memset(&e->links[i].entries[index], 0, sizeof(e->links[i].entries[index]));
+	e->last_spop_ms[index] = 0;
+	memset(&e->slots[index], 0, sizeof(e->slots[index]));
+	if (e->agent_check_mem)
+		memset(&e->agent_check_mem[index], 0, sizeof(e->agent_check_mem[index]));
+}
