@@ -9,8 +9,9 @@
  *
  * Every record (a response over SPOP, HAProxy's counters, a cool-down) is
  * published once, with its cause, to a list of subscribers - the
- * transition log, the metrics counters, the timer, the HAProxy link - wired
- * in one place (daemon.c) and called in the order they subscribed.
+ * transition log, the metrics counters, the timer (subscribed by daemon.c),
+ * then the HAProxy link, which subscribes itself as it is made and again
+ * on each reload (link/lifecycle.c) - called in the order they subscribed.
  */
 #ifndef SPOA_BREAKERS_H
 #define SPOA_BREAKERS_H
