@@ -64,8 +64,13 @@ logged_at_least() { [ "$(logged_count "$1")" -ge "$2" ]; }
 	first=$((half1 - opened1))
 	second=$((half2 - opened2))
 	echo "# open for $first ms, then $second ms" >&3
-	[ "$first" -ge 400 ]
-	[ "$second" -ge 800 ]
+	# A log line is stamped as it is written, and a transition's time was
+	# read with its batch of NOTIFYs, before: on a loaded machine (or an
+	# ASan build) the opening's line can be stamped up to a few tens of ms
+	# late, so the open times as logged may fall short of the cool-downs
+	# by that much, never by a whole cool-down. The doubling is the point.
+	[ "$first" -ge 300 ]
+	[ "$second" -ge 700 ]
 	[ "$second" -gt $((first + 200)) ]
 	grep -q "open -> half_open (cool-down of 800 ms elapsed): trip 2 in a row" "$RUN_DIR/agent.log"
 
