@@ -63,30 +63,13 @@ breakers_count() {
 }
 breakers_are() { [ "$(breakers_count)" = "$1" ]; }
 
-trip() {
-	local i
-	for i in $(seq 200); do
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
-		[ "$(logged_state_of "$1")" = open ] && return 0
-	done
-	return 1
-}
-
-serves() {
-	local i
-	for i in $(seq 40); do
-		[ "$(worker_of /status/200)" = "$1" ] && return 0
-	done
-	return 1
-}
-
 @test "DNS: a failing worker is drained; replaced in its slot, the slot serves; moved to another slot, it is drained there" {
 	wait_until 10 filled_slots_are 2
 	# The empty slot is no breaker.
 	wait_until 3 breakers_are 2
 	local bad_slot
 	bad_slot=$(slot_of 127.0.0.2)
-	trip "$bad_slot"
+	trip_server "$bad_slot"
 	wait_until 2 is_drained "$bad_slot"
 
 	# The failing worker's record is replaced by a healthy one's.
@@ -97,7 +80,7 @@ serves() {
 	new_slot=$(slot_of 127.0.0.4)
 	wait_until 3 is_not_drained "$new_slot"
 	wait_until 3 state_is "$new_slot" closed
-	serves new
+	served_by new
 	# The failing worker comes back, in whichever slot is free: its
 	# breaker comes along, and it is drained there without a new trip.
 	set_records 127.0.0.2 127.0.0.3 127.0.0.4

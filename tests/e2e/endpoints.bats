@@ -36,25 +36,6 @@ address_of() {
 	haproxy_cli "show servers state workers" | awk -v s="$1" '$4==s {print $5 ":" $19}'
 }
 
-# Sends requests until SERVER's breaker opens (bounded, watching the state).
-trip() {
-	local i
-	for i in $(seq 200); do
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
-		[ "$(logged_state_of "$1")" = open ] && return 0
-	done
-	return 1
-}
-
-# Some request of a bounded series is answered by worker NAME.
-serves() {
-	local i
-	for i in $(seq 40); do
-		[ "$(worker_of /status/200)" = "$1" ] && return 0
-	done
-	return 1
-}
-
 looks() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 
 # Waits for N more complete looks than now.
@@ -64,7 +45,7 @@ wait_looks() {
 }
 
 @test "a drained server re-pointed at a healthy worker serves again within a look, with a clean breaker" {
-	trip w2
+	trip_server w2
 	wait_until 2 is_drained w2
 	run haproxy_cli "set server workers/w2 addr 127.0.0.1 port $W4_PORT"
 	assert_output --partial "changed from"
@@ -74,7 +55,7 @@ wait_looks() {
 	wait_until 3 is_not_drained w2
 	state_is w2 closed
 	grep -q "breaker workers/w2: HAProxy points it at 127.0.0.1:$W4_PORT instead of 127.0.0.1:$W2_PORT: a clean breaker" "$RUN_DIR/agent.log"
-	serves w4
+	served_by w4
 	# It stays served: nothing brings the old worker's drain back.
 	wait_looks 3
 	is_not_drained w2
@@ -82,7 +63,7 @@ wait_looks() {
 }
 
 @test "a failing worker moved into another server takes its open breaker along: drained there at once" {
-	trip w2
+	trip_server w2
 	wait_until 2 is_drained w2
 	haproxy_cli "set server workers/w2 addr 127.0.0.1 port $W4_PORT"
 	wait_until 3 is_not_drained w2
@@ -107,7 +88,7 @@ wait_looks() {
 	assert_output --partial "New server registered"
 	haproxy_cli "enable server workers/w9"
 	wait_until 3 breaker_known workers/w9
-	trip w9
+	trip_server w9
 	wait_until 2 is_drained w9
 	state_is w9 open
 	# What the agent did is in HAProxy's ownership record.
@@ -128,7 +109,7 @@ wait_looks() {
 }
 
 @test "controller: a ready on the failing worker is drained again; a new address with ready serves" {
-	trip w2
+	trip_server w2
 	wait_until 2 is_drained w2
 	local drains
 	drains=$(grep -c "set server workers/w2 state drain" "$RUN_DIR/agent.log")
@@ -144,7 +125,7 @@ wait_looks() {
 	haproxy_cli "set server workers/w2 addr 127.0.0.1 port $W4_PORT; set server workers/w2 state ready"
 	wait_until 3 state_is w2 closed
 	is_not_drained w2
-	serves w4
+	served_by w4
 	wait_looks 3
 	is_not_drained w2
 }
@@ -152,7 +133,7 @@ wait_looks() {
 @test "a restart between a trip and a move restores nothing stale: the new worker serves" {
 	stop_all
 	EXTRA_AGENT_ARGS="--state-file $STATE --state-interval 100ms" setup
-	trip w2
+	trip_server w2
 	wait_until 2 is_drained w2
 	# Stopped (its last snapshot holds the open breaker and its drain) ...
 	stop agent
@@ -169,7 +150,7 @@ wait_looks() {
 	wait_until 3 is_not_drained w2
 	state_is w2 closed
 	grep -q "points it at 127.0.0.1:$W4_PORT instead of 127.0.0.1:$W2_PORT" "$RUN_DIR/agent.log"
-	serves w4
+	served_by w4
 	wait_looks 3
 	is_not_drained w2
 }

@@ -271,6 +271,26 @@ logged_state_of() {
 	echo "${s:-closed}"
 }
 
+# Sends requests until workers/SERVER's breaker opens (bounded, watching
+# the state).
+trip_server() { # SERVER
+	local i
+	for i in $(seq 200); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		[ "$(logged_state_of "$1")" = open ] && return 0
+	done
+	return 1
+}
+
+# Some request of a bounded series is answered by worker NAME.
+served_by() { # NAME
+	local i
+	for i in $(seq 40); do
+		[ "$(worker_of /status/200)" = "$1" ] && return 0
+	done
+	return 1
+}
+
 # Sends requests until w2's breaker opens (bounded: the loop watches the
 # state, so a changed threshold cannot make it vacuous).
 trip_w2() {
