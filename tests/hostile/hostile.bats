@@ -90,6 +90,10 @@ time.sleep(60)' "$RUN_DIR/stderr.fifo"
 	# Debug writes a few lines per connection: the 64 KiB pipe is full
 	# after a few hundred, the agent's own buffer soon after.
 	run hostile churn "$AGENT_ADDR" --conns 3000 --seconds 4
+	assert_success
+	# The churn's HELLOs were answered all along, the log pipe full.
+	[[ "$output" =~ done=([0-9]+) ]]
+	[ "${BASH_REMATCH[1]}" -gt 0 ]
 	steady_lost_nothing "stderr to a pipe nobody reads"
 	agent_lives
 	healthz_answers
