@@ -187,6 +187,23 @@ static bool allowlist_set(const struct cidr_list *l)
  * socket it reaches can drain every server: a warning. Returns the number
  * of problems.
  */
+/* One listener other hosts can reach with no allowlist: said at the line
+ * that sets it, naming the key that would let it through. */
+static void refuse_exposed(const struct config *c, const struct config_origins *origins,
+			   const struct config_key *key, const char *spec, const char *verb,
+			   const char *allow_keys, const char *any_key, const char *peers,
+			   FILE *errors)
+{
+	char what[256];
+	int at = origins->line[config_key_index(key)];
+	spell(what, sizeof(what), key, spec, at, 0, c);
+	report_at(errors, c, at);
+	fprintf(errors,
+		"%s is not a loopback address and nothing says who may %s: set %s to the "
+		"addresses or CIDR blocks of the %s (or %s = any, on purpose)\n",
+		what, verb, allow_keys, peers, any_key);
+}
+
 static int check_exposure(const struct config *c, const struct config_origins *origins,
 			  FILE *errors)
 {
@@ -199,26 +216,14 @@ static int check_exposure(const struct config *c, const struct config_origins *o
 	for (unsigned i = 0; i < c->nb_listen && !allowlist_set(&c->allow); i++) {
 		if (!reachable_from_elsewhere(c->listen[i]))
 			continue;
-		int at = origins->line[config_key_index(listen)];
-		spell(what, sizeof(what), listen, c->listen[i], at, 0, c);
-		report_at(errors, c, at);
-		fprintf(errors,
-			"%s is not a loopback address and nothing says who may connect: set "
-			"allow to the addresses or CIDR blocks of the HAProxies (or allow = any, "
-			"on purpose)\n",
-			what);
+		refuse_exposed(c, origins, listen, c->listen[i], "connect", "allow", "allow",
+			       "HAProxies", errors);
 		problems++;
 	}
 	if (c->admin[0] && !allowlist_set(config_admin_allow(c)) &&
 	    reachable_from_elsewhere(c->admin)) {
-		int at = origins->line[config_key_index(admin)];
-		spell(what, sizeof(what), admin, c->admin, at, 0, c);
-		report_at(errors, c, at);
-		fprintf(errors,
-			"%s is not a loopback address and nothing says who may read it: set "
-			"admin_allow (or allow) to the addresses or CIDR blocks of the scrapers "
-			"(or admin_allow = any, on purpose)\n",
-			what);
+		refuse_exposed(c, origins, admin, c->admin, "read it", "admin_allow (or allow)",
+			       "admin_allow", "scrapers", errors);
 		problems++;
 	}
 	for (unsigned i = 0; i < c->nb_runtime_api; i++) {
