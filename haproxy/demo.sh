@@ -25,7 +25,9 @@ done
 python3 tests/lib/worker.py --name w1 --port 8101 --behaviour 200 2>/dev/null & PIDS+=($!)
 python3 tests/lib/worker.py --name w2 --port 8102 --behaviour 503 2>/dev/null & PIDS+=($!)
 python3 tests/lib/worker.py --name w3 --port 8103 --behaviour 500 2>/dev/null & PIDS+=($!)
-export BREAKER_SPOE_CONF=$PWD/haproxy/spoe-breaker.conf
+# The shipped default: steady-state mode, HAProxy sends the agent only the
+# responses that can change a breaker.
+export BREAKER_SPOE_CONF=$PWD/haproxy/spoe-breaker-steady.conf
 export BREAKER_ADMIN_SOCKET=$RUN/admin.sock
 export BREAKER_STATE_FILE=$RUN/server-state
 echo 1 >"$BREAKER_STATE_FILE"
@@ -49,6 +51,7 @@ show_requests() { # COUNT
 		status=$(echo "$headers" | sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p')
 		worker=$(echo "$headers" | sed -n 's/^x-worker: //Ip')
 		vars=$(echo "$headers" | sed -n 's/^x-breaker-\([^:]*\): \(.*\)/\1=\2/Ip' | grep -v upstream-status | tr '\n' ' ')
+		[ -n "$vars" ] || vars="(a clean worker's success: not sent to the agent)"
 		printf '  %-8s %-7s %s\n' "${worker:--}" "$status" "$vars"
 	done
 }

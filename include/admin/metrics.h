@@ -16,6 +16,7 @@
 #include "link/enforcer.h"
 #include "link/ejection.h"
 #include "link/runtime_api.h"
+#include "link/steady_support.h"
 #include "state/state_store.h"
 #include "util/strbuf.h"
 
@@ -43,6 +44,8 @@ struct metrics_source {
 	uint64_t admin_not_allowed; /* admin clients closed at accept: not in the allowlist */
 	uint64_t observations_refused;
 	uint64_t unknown_messages; /* SPOE messages no handler claimed */
+	uint64_t steady_messages;  /* sent by an HAProxy in steady-state mode */
+	enum steady_support steady_support; /* whether its watched map is kept */
 	uint64_t log_lines_dropped;    /* the log output did not keep up */
 	uint64_t log_lines_suppressed; /* held back by the per-line rate limit */
 	enum enforce_mode enforce_mode;

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "daemon/breakers.h"
 #include "daemon/loop_watch.h"
+#include "daemon/steady_watch.h"
 #include "link/enforcer.h"
 #include "spop/agent.h"
 #include "spop/dispatch.h"
@@ -38,6 +39,7 @@ struct daemon {
 	 * listener borrows it; a reload rewrites it in place). */
 	struct cidr_list admin_allow;
 	struct loop_watch loop_watch;
+	struct steady_watch steady_watch;
 	ev_signal sigterm, sigint, sighup;
 };
 

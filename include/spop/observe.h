@@ -52,6 +52,10 @@ struct observe_ctx {
 	void *observed_ctx;
 	unsigned ack_vars; /* enum observe_var bits: what an answer sets */
 	uint64_t refused; /* observations answered with `error` */
+	/* Messages of an HAProxy in steady-state mode (`mode=str(steady)`):
+	 * it notifies only what can change a breaker, so a success reaches a
+	 * dirty breaker only while someone keeps its watched map. */
+	uint64_t steady_messages;
 };
 
 /* The dispatch handler; ctx is a struct observe_ctx. */

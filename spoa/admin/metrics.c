@@ -351,6 +351,16 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	       "SPOE messages no handler knows (answered with no variables).");
 	sample(o, "spop_unknown_messages_total", s->unknown_messages);
 
+	family(o, "spop_steady_messages_total", "counter",
+	       "breaker-observe messages from an HAProxy in steady-state mode (mode=steady).");
+	sample(o, "spop_steady_messages_total", s->steady_messages);
+	/* The one wiring mistake the breakers cannot show: successes that
+	 * never come (docs/haproxy.md, "Steady-state mode"). */
+	family(o, "steady_state_unkept", "gauge",
+	       "1 while HAProxy sends in steady-state mode and no runtime_api of the agent keeps "
+	       "its breaker-watched.map: failure streaks only grow.");
+	sample(o, "steady_state_unkept", s->steady_support == STEADY_SUPPORT_UNKEPT);
+
 	render_histogram(o, "notify_duration_seconds",
 			 "Time to decode, judge and answer one NOTIFY frame (the mean over the frames of one read).", &a->notify_time);
 

@@ -239,6 +239,19 @@ bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 	key(o, "up_to_date");
 	strbuf_puts(o, s->state && s->state->up_to_date ? "true" : "false");
 	strbuf_puts(o, "},");
+	/* Whether steady-state mode can work (link/steady_support.h). */
+	key(o, "steady_state");
+	strbuf_putc(o, '{');
+	u64_field(o, "messages", s->steady_messages, false);
+	string_field(o, "watched_map", steady_support_name(s->steady_support), false);
+	key(o, "problem");
+	if (s->steady_support == STEADY_SUPPORT_UNKEPT)
+		strbuf_puts(o, "\"HAProxy sends in steady-state mode and no runtime_api keeps its "
+			       "breaker-watched.map: give the agent runtime_api, or use "
+			       "spoe-breaker.conf\"");
+	else
+		strbuf_puts(o, "null");
+	strbuf_puts(o, "},");
 	key(o, "haproxy");
 	strbuf_putc(o, '[');
 	for (unsigned i = 0; i < s->nb_runtime_api; i++) {

@@ -56,6 +56,8 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		.admin_not_allowed = admin_http_not_allowed(d->admin),
 		.observations_refused = d->breakers.observe.refused,
 		.unknown_messages = d->dispatch.unknown_messages,
+		.steady_messages = d->breakers.observe.steady_messages,
+		.steady_support = d->steady_watch.now,
 		.log_lines_dropped = log_lines_dropped(),
 		.log_lines_suppressed = log_lines_suppressed(),
 		.enforce_mode = enforcer_mode(d->enforcer),

@@ -195,6 +195,11 @@ static bool start(struct daemon *d)
 		if (strncmp(c->listen[i], "unix:", 5) != 0)
 			log_allowlist("SPOP", c->listen[i], &c->allow);
 	}
+	if (c->nb_runtime_api == 0)
+		log_warning("no runtime_api: an HAProxy in steady-state mode (spoe-breaker-steady.conf, "
+			    "the shipped default) needs the agent on its Runtime API to keep "
+			    "breaker-watched.map; without one it must send every response "
+			    "(spoe-breaker.conf)");
 	return open_admin(d);
 }
 
@@ -246,9 +251,11 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	ev_signal_start(d.loop, &d.sighup);
 
 	loop_watch_start(&d.loop_watch, d.loop);
+	steady_watch_start(&d.steady_watch, d.loop, &d.breakers.observe, &d.enforcer);
 	log_notice("spoa-breaker %s started", SPOA_VERSION);
 	d.ran = true;
 	ev_run(d.loop, 0);
+	steady_watch_stop(&d.steady_watch, d.loop);
 	loop_watch_stop(&d.loop_watch, d.loop);
 	teardown(&d);
 	log_notice("spoa-breaker stopped");

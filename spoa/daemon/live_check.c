@@ -135,6 +135,13 @@ static int check_one(const char *address, FILE *out)
 int live_check(const struct config *c, FILE *out)
 {
 	int status = 0;
+	/* Not a mistake by itself (every-response mode needs no socket), but
+	 * the shipped SPOE file is steady-state mode's: say what it needs. */
+	if (c->nb_runtime_api == 0)
+		fprintf(out, "no runtime_api: steady-state mode (spoe-breaker-steady.conf, the "
+			     "shipped default) cannot work with this agent, as no one would keep "
+			     "breaker-watched.map; HAProxy must send every response "
+			     "(spoe-breaker.conf)\n");
 	for (unsigned i = 0; i < c->nb_runtime_api; i++)
 		if (check_one(c->runtime_api[i], out) != 0)
 			status = 1;

@@ -14,6 +14,7 @@
 /* The arguments the handler reads; NULL when the message lacks one. */
 struct observe_args {
 	const struct spop_data *be, *srv, *status;
+	const struct spop_data *mode; /* "steady" from spoe-breaker-steady.conf */
 };
 
 static bool arg_is(struct spop_slice name, const char *literal, size_t len)
@@ -36,6 +37,8 @@ static void collect_args(const struct spop_message *msg, struct observe_args *ar
 			args->srv = &kv->value;
 		else if (!args->status && ARG_IS(kv->name, "status"))
 			args->status = &kv->value;
+		else if (!args->mode && ARG_IS(kv->name, "mode"))
+			args->mode = &kv->value;
 	}
 }
 
@@ -71,6 +74,11 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 
 	struct observe_args args;
 	collect_args(msg, &args);
+	/* Counted before any check: HAProxy sends only some responses, and
+	 * whether someone keeps its watched map is judged from this. */
+	if (args.mode && args.mode->type == SPOP_DATA_STRING && args.mode->u.bytes.len == 6 &&
+	    memcmp(args.mode->u.bytes.ptr, "steady", 6) == 0)
+		o->steady_messages++;
 
 	const struct spop_slice *be = name_arg(args.be, "be", &why);
 	const struct spop_slice *srv = be ? name_arg(args.srv, "srv", &why) : NULL;

@@ -1,5 +1,8 @@
 #!/usr/bin/env bats
-# The shipped haproxy/haproxy.cfg and spoe-breaker.conf work as they are.
+# The shipped haproxy/haproxy.cfg, with the SPOE file it names by default
+# (spoe-breaker-steady.conf: steady-state mode) and the shipped agent file
+# (packaging/spoa-breaker.ini), work as they are. The agent's runtime_api
+# is pointed at this test's HAProxy; everything else is as shipped.
 
 load helpers
 
@@ -8,6 +11,7 @@ setup() {
 	export RUN_DIR
 	FE_PORT=$(free_port)
 	AGENT_PORT=$(free_port)
+	ADMIN_PORT=$(free_port)
 	local name port
 	for name in W1 W2 W3; do
 		port=$(free_port)
@@ -16,15 +20,20 @@ setup() {
 	done
 	export BREAKER_FRONTEND=127.0.0.1:$FE_PORT
 	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
-	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
+	# What haproxy.cfg names when BREAKER_SPOE_CONF is not set, from the tree.
+	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker-steady.conf
 	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
 	export BREAKER_STATE_FILE=$RUN_DIR/server-state
 	echo 1 >"$BREAKER_STATE_FILE"
-	start_agent agent --listen "$BREAKER_AGENT" -f "$REPO/packaging/spoa-breaker.ini"
-	wait_port "$AGENT_PORT"
+	grep -q '^filter spoe.*BREAKER_SPOE_CONF-/etc/haproxy/spoe-breaker-steady.conf}' \
+		<(sed 's/^ *//' "$REPO/haproxy/haproxy.cfg")
 	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
 	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
 	wait_port "$FE_PORT"
+	AGENT_ARGS="-f $REPO/packaging/spoa-breaker.ini --runtime-api unix:$BREAKER_ADMIN_SOCKET --admin 127.0.0.1:$ADMIN_PORT"
+	# shellcheck disable=SC2086 # a list of options
+	start_agent agent --listen "$BREAKER_AGENT" $AGENT_ARGS
+	wait_port "$AGENT_PORT"
 	wait_until 10 agent_is_up
 }
 
@@ -32,16 +41,105 @@ teardown() {
 	stop_all
 }
 
+# The value at a dotted path of the agent's /state ("steady_state.watched_map").
+state_of() { # PATH
+	curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/state" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[k]
+print(v)' "$1"
+}
+state_is() { [ "$(state_of "$1")" = "$2" ]; }
+
+# The shipped agent file, less its runtime_api: an agent that keeps no map.
+ini_without_runtime_api() {
+	grep -v '^runtime_api' "$REPO/packaging/spoa-breaker.ini" >"$RUN_DIR/no-runtime-api.ini"
+	grep -q '^runtime_api' "$REPO/packaging/spoa-breaker.ini"
+}
+
 @test "the shipped configuration passes haproxy -c without a warning" {
 	run grep -i -E "warning|alert" "$RUN_DIR/check.log"
 	assert_failure
 }
 
-@test "the shipped configuration passes haproxy -c without a warning with the steady-state SPOE file too" {
-	BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker-steady.conf \
-		"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check-steady.log" 2>&1
-	run grep -i -E "warning|alert" "$RUN_DIR/check-steady.log"
+@test "the shipped configuration passes haproxy -c without a warning with the every-response SPOE file too" {
+	BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf \
+		"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check-every.log" 2>&1
+	run grep -i -E "warning|alert" "$RUN_DIR/check-every.log"
 	assert_failure
+}
+
+@test "with the shipped defaults, healthy workers' successes cost no SPOP message" {
+	wait_until 10 grep -q "loads breaker-watched.map: steady-state mode" "$RUN_DIR/agent.log"
+	local before after i
+	before=$(metric 'spoa_breaker_spop_frames_total{type="notify"}')
+	for i in $(seq 30); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/")" = 200 ]
+	done
+	after=$(metric 'spoa_breaker_spop_frames_total{type="notify"}')
+	[ -n "$before" ] && [ "$before" = "$after" ]
+	# A failure is sent, and it is steady-state mode's message.
+	curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/500"
+	wait_until 5 metric_is spoa_breaker_spop_steady_messages_total 1
+	wait_until 5 state_is steady_state.watched_map kept
+	run state_of steady_state.problem
+	assert_output None
+}
+
+@test "with the shipped defaults, a failing worker is drained, and back once it answers again" {
+	stop W3
+	start_worker W3 "${BREAKER_W3##*:}" 500
+	# A short cool-down, so that the probe comes within the test.
+	stop agent
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-previous.log"
+	# shellcheck disable=SC2086 # a list of options
+	start_agent agent --listen "$BREAKER_AGENT" $AGENT_ARGS --cooldown 1s
+	wait_port "$AGENT_PORT"
+	wait_until 10 grep -q "loads breaker-watched.map: steady-state mode" "$RUN_DIR/agent.log"
+	trip_server w3
+	wait_until 5 is_drained w3
+	# Busy is not dead: w2 answers 503s and is never drained.
+	for _ in $(seq 10); do curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/503"; done
+	is_not_drained w2
+	# w3 recovers: its half-open probe's 200 is sent (it is watched while
+	# dirty), and its breaker closes.
+	stop W3
+	start_worker W3 "${BREAKER_W3##*:}" 200
+	local i
+	for i in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		[ "$(logged_state_of w3)" = closed ] && break
+		sleep 0.05
+	done
+	[ "$(logged_state_of w3)" = closed ]
+	wait_until 5 is_not_drained w3
+	is_not_drained w2
+}
+
+@test "steady-state mode with an agent that keeps no map is said loudly, at start and when HAProxy sends" {
+	ini_without_runtime_api
+	run "$SPOA_BIN" --check -f "$RUN_DIR/no-runtime-api.ini"
+	assert_success
+	assert_output --partial "no runtime_api: steady-state mode (spoe-breaker-steady.conf, the shipped default) cannot work"
+	stop agent
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-previous.log"
+	start_agent agent --listen "$BREAKER_AGENT" -f "$RUN_DIR/no-runtime-api.ini" \
+		--admin "127.0.0.1:$ADMIN_PORT"
+	wait_port "$AGENT_PORT"
+	wait_until 10 agent_is_up
+	grep -q "no runtime_api: an HAProxy in steady-state mode" "$RUN_DIR/agent.log"
+	run metric spoa_breaker_steady_state_unkept
+	assert_output 0
+	# HAProxy sends a failure in steady-state mode: no one keeps its map.
+	curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/500"
+	wait_until 5 metric_is spoa_breaker_steady_state_unkept 1
+	wait_until 5 grep -q "HAProxy sends in steady-state mode (spoe-breaker-steady.conf) and no one keeps its breaker-watched.map" "$RUN_DIR/agent.log"
+	grep "no one keeps its breaker-watched.map" "$RUN_DIR/agent.log" | grep -q '\[error\]'
+	run state_of steady_state.watched_map
+	assert_output unkept
+	run state_of steady_state.problem
+	assert_output --partial "give the agent runtime_api, or use spoe-breaker.conf"
 }
 
 @test "with the shipped configuration, worker responses pass unchanged" {
@@ -60,13 +158,7 @@ teardown() {
 }
 
 @test "with the shipped haproxy.cfg the agent finds and keeps HAProxy's record of its drains" {
-	# The shipped agent file has no runtime_api: point this agent at the
-	# shipped HAProxy's socket, and trip w1 by hand through its SPOP port.
-	stop agent
-	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-shipped.log"
-	start_agent agent --listen "$BREAKER_AGENT" -f "$REPO/packaging/spoa-breaker.ini" \
-		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --admin none
-	wait_port "$AGENT_PORT"
+	# Trip w1 by hand through the agent's SPOP port.
 	local i
 	for i in 1 2 3; do
 		python3 "$SPOP_CLIENT" "$BREAKER_AGENT" notify \
@@ -79,9 +171,20 @@ teardown() {
 	assert_output 0
 }
 
-@test "with the shipped haproxy.cfg, a response from an open breaker's worker shows retry_after" {
-	# Trip w1 by hand through the agent's SPOP port; with no runtime_api
-	# in the shipped agent file, HAProxy still sends it requests.
+@test "with every response sent and no runtime_api, a response from an open breaker's worker shows retry_after" {
+	# The setup for an agent without HAProxy's Runtime API: HAProxy sends
+	# every response (spoe-breaker.conf), and nothing drains w1, so
+	# HAProxy still sends it requests once it is tripped by hand.
+	ini_without_runtime_api
+	stop agent
+	stop haproxy
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-previous.log"
+	BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
+	wait_port "$FE_PORT"
+	start_agent agent --listen "$BREAKER_AGENT" -f "$RUN_DIR/no-runtime-api.ini" \
+		--admin "127.0.0.1:$ADMIN_PORT"
+	wait_port "$AGENT_PORT"
+	wait_until 10 agent_is_up
 	local i
 	for i in 1 2 3; do
 		python3 "$SPOP_CLIENT" "$BREAKER_AGENT" notify \
@@ -99,5 +202,12 @@ teardown() {
 	# A closed breaker's worker: no retry_after.
 	headers=$(curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' "http://127.0.0.1:$FE_PORT/" | tr -d '\r')
 	run grep -c '^x-breaker-retry-after' <<<"$headers"
+	assert_output 0
+	# Every response sent: no steady-state message, nothing to report.
+	run metric spoa_breaker_spop_steady_messages_total
+	assert_output 0
+	run state_of steady_state.watched_map
+	assert_output unused
+	run grep -c "no one keeps its breaker-watched.map" "$RUN_DIR/agent.log"
 	assert_output 0
 }

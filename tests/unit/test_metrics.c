@@ -462,6 +462,8 @@ static void test_every_family_present(void **state)
 		{"spop_disconnects_sent_total", "counter"},
 		{"spop_observations_refused_total", "counter"},
 		{"spop_unknown_messages_total", "counter"},
+		{"spop_steady_messages_total", "counter"},
+		{"steady_state_unkept", "gauge"},
 		{"notify_duration_seconds", "histogram"},
 		{"enforcement_mode", "gauge"},
 		{"runtime_api_commands_total", "counter"},
@@ -796,7 +798,8 @@ static void test_state_json(void **state)
 
 	assert_contains(text, "{\"enforce\":\"runtime-api\",\"entries\":3,\"capacity\":16,"
 			      "\"state\":{\"file\":\"/var/lib/x/state.msgpack\",\"source\":\"snapshot\","
-			      "\"restored\":2,\"up_to_date\":true},\"haproxy\":[{\"runtime_api\":"
+			      "\"restored\":2,\"up_to_date\":true},\"steady_state\":{\"messages\":0,"
+			      "\"watched_map\":\"unused\",\"problem\":null},\"haproxy\":[{\"runtime_api\":"
 			      "\"unix:/run/haproxy/admin.sock\",\"reachable\":true,\"problems\":[]}],"
 			      "\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
@@ -862,8 +865,23 @@ static void test_state_json(void **state)
 	assert_string_equal(b.data,
 			    "{\"enforce\":\"none\",\"entries\":0,\"capacity\":0,\"state\":{\"file\":"
 			    "\"none\",\"source\":\"off\",\"restored\":0,\"up_to_date\":false},"
+			    "\"steady_state\":{\"messages\":0,\"watched_map\":\"unused\",\"problem\":null},"
 			    "\"haproxy\":[],\"breakers\":[]}\n");
 	strbuf_free(&b);
+
+	/* Steady-state mode with no one keeping its map: the problem is named,
+	 * and the gauge says it. */
+	s.steady_messages = 7;
+	s.steady_support = STEADY_SUPPORT_UNKEPT;
+	strbuf_init(&b);
+	assert_true(state_json_render(&s, &b));
+	assert_contains(b.data, "\"steady_state\":{\"messages\":7,\"watched_map\":\"unkept\","
+				"\"problem\":\"HAProxy sends in steady-state mode and no runtime_api");
+	strbuf_free(&b);
+	char *page = render_metrics(&s);
+	assert_contains(page, "\nspoa_breaker_steady_state_unkept 1\n");
+	assert_contains(page, "\nspoa_breaker_spop_steady_messages_total 7\n");
+	free(page);
 }
 
 /* ==== the buffer ==== */

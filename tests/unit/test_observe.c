@@ -62,14 +62,15 @@ static void teardown(struct fixture *f)
 }
 
 /* One response of status from workers/w1 (srv NULL: a message without
- * srv), answered and decoded. */
-static struct answer observe(struct fixture *f, const char *srv, int status)
+ * srv; mode NULL: no mode argument), answered and decoded. */
+static struct answer observe_mode(struct fixture *f, const char *srv, int status,
+				  const char *mode)
 {
 	uint8_t payload[512], out[MAX_FRAME];
 	struct spop_writer pw, w;
 	spop_writer_init(&pw, payload, sizeof(payload));
 	spop_put_message_header(&pw, OBSERVE_MESSAGE_NAME, strlen(OBSERVE_MESSAGE_NAME),
-				srv ? 3 : 2);
+				(srv ? 3 : 2) + (mode ? 1 : 0));
 	struct spop_data be = spop_data_string("workers", 7);
 	spop_put_kv(&pw, "be", &be);
 	if (srv) {
@@ -78,6 +79,10 @@ static struct answer observe(struct fixture *f, const char *srv, int status)
 	}
 	struct spop_data st = spop_data_sint(status);
 	spop_put_kv(&pw, "status", &st);
+	if (mode) {
+		struct spop_data m = spop_data_string(mode, strlen(mode));
+		spop_put_kv(&pw, "mode", &m);
+	}
 	assert_false(pw.overflow);
 
 	struct spop_frame notify = {.type = SPOP_FRAME_NOTIFY, .flags = SPOP_FLAG_FIN,
@@ -107,6 +112,11 @@ static struct answer observe(struct fixture *f, const char *srv, int status)
 		left -= (size_t)n;
 	}
 	return a;
+}
+
+static struct answer observe(struct fixture *f, const char *srv, int status)
+{
+	return observe_mode(f, srv, status, NULL);
 }
 
 /* "a,b,c": the variables set, in the order sent. */
@@ -233,6 +243,27 @@ static void test_config_words_are_the_variables(void **state)
 	assert_int_equal(single, OBSERVE_VARS_ALL);
 }
 
+/* Steady-state mode's messages are counted (daemon/steady_watch.h judges
+ * from the count), whatever else they carry; others are not. */
+static void test_steady_messages_counted(void **state)
+{
+	(void)state;
+	struct fixture f;
+	setup(&f, 0);
+	observe(&f, "w1", 500);
+	observe_mode(&f, "w1", 500, "every");
+	observe_mode(&f, "w1", 500, "steadyx");
+	assert_int_equal(f.observe.steady_messages, 0);
+	observe_mode(&f, "w1", 500, "steady");
+	observe_mode(&f, "w1", 200, "steady");
+	observe_mode(&f, NULL, 500, "steady"); /* refused, still in steady-state mode */
+	assert_int_equal(f.observe.steady_messages, 3);
+	/* The argument changes nothing else: only the message without srv
+	 * was refused. */
+	assert_int_equal(f.observe.refused, 1);
+	teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_never_empty),
 		cmocka_unit_test(test_error_always_sent),
 		cmocka_unit_test(test_config_words_are_the_variables),
+		cmocka_unit_test(test_steady_messages_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
