@@ -60,6 +60,19 @@ client() {
 	assert_output "version=2.0 max-frame-size=16380 capabilities='pipelining'"
 }
 
+# Every HAProxy of the suite (2.6 to 3.4) announces pipelining in its HELLO
+# without `option pipelining` in the SPOE file, and the agent takes it:
+# the option would change nothing, so the shipped files leave it out.
+@test "HAProxy's own HELLO announces pipelining without option pipelining, and the agent takes it" {
+	run grep -l "option pipelining" "$SPOE_CONF" "$REPO/haproxy/spoe-breaker-steady.conf"
+	assert_failure
+	assert_output ""
+	curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+	wait_until 5 grep -q "HELLO: max-frame-size [0-9]*, pipelining on, engine-id" "$RUN_DIR/agent.log"
+	run grep -c "HELLO: max-frame-size [0-9]*, pipelining off" "$RUN_DIR/agent.log"
+	assert_output 0
+}
+
 @test "a health-check HELLO is answered with capabilities, then closed" {
 	run client healthcheck
 	assert_output "version=2.0 capabilities='' closed=True"
