@@ -7,8 +7,9 @@
 #   1. the agent alone against ack_agent (the SPOE floor), same generator
 #   2. ACK latency while /metrics and /state are scraped, 10k and 100k breakers
 #   3. memory per tracked server and per SPOP connection
-#   4. end to end: HAProxy alone, + SPOE to ack_agent, + SPOE to the agent,
-#      + a Lua breaker, on every HAProxy tests/haproxy-versions.sh provides
+#   4. end to end: HAProxy alone, + SPOE to ack_agent, + SPOE to the agent
+#      (every response, and steady-state mode: the shipped default), + a Lua
+#      breaker, on every HAProxy tests/haproxy-versions.sh provides
 #   5. reaction time: a tripping response to DRAIN in HAProxy (2.6)
 #
 # Knobs: BENCH_QUICK=1 (one short round each: a smoke run of a minute or
@@ -461,7 +462,8 @@ table_e2e_one() { # VERSION HAPROXY_BIN
 		"$((${steady_after:-0} - ${steady_before:-0})) for $steady_requests;"
 	echo " with a fourth worker failing every request (drained by its agent after the warm-up)" \
 		"$((${fail_after:-0} - ${fail_before:-0})) for $fail_requests;"
-	echo " spoe-ack4: the ack-only agent setting 4 variables per ACK instead of 1)"
+	echo " spoe-ack4: the ack-only agent setting 4 variables per ACK instead of 1;"
+	echo " spoe-steady is the shipped default (spoe-breaker-steady.conf), spoe-breaker every response (spoe-breaker.conf))"
 	[ -f "$dir/errors" ] && cat "$dir/errors"
 	for i in "${haproxies[@]}"; do stop_haproxy ${i/:/ }; done
 	for i in "${pids[@]}"; do stop "$i"; done
