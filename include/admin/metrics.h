@@ -56,15 +56,11 @@ struct metrics_source {
 	uint64_t now_ms; /* on the breakers' clock (clock_now_ms()) */
 };
 
-/*
- * Appends the Prometheus text exposition (format 0.0.4) of s to out: every
- * family with its HELP and TYPE lines, then its samples. Returns false if
- * out ran out of memory (its content is then incomplete).
- */
-bool metrics_render(const struct metrics_source *s, struct strbuf *out);
 
-/* The same in parts, so that a large fleet never holds the event loop for
- * a whole scrape: first the head - every family whose size does not grow
+/*
+ * The Prometheus text exposition (format 0.0.4) of s, every family with
+ * its HELP and TYPE lines, then its samples; in parts, so that a large
+ * fleet never holds the event loop for a whole scrape: first the head - every family whose size does not grow
  * with the fleet, rendered from s at once (s may borrow what a reload
  * frees) - then the per-server families, a slice at a time, from the
  * table alone. */

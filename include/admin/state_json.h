@@ -7,13 +7,9 @@
 
 #include "admin/metrics.h"
 
-/*
- * Appends every breaker of s->table and the enforcement mode as one JSON
- * object (see docs/metrics.md, "/state"). Returns false on out of memory.
- */
-bool state_json_render(const struct metrics_source *s, struct strbuf *out);
-
-/* The same in parts (see metrics_render_head()): the object up to the
+/* Every breaker of s->table and the enforcement mode as one JSON object
+ * (see docs/metrics.md, "/state"), in parts as the metrics are (see
+ * metrics_render_head()): the object up to the
  * opening of "breakers", then the breakers a slice at a time - no more
  * than budget table entries looked at per call - and the closing; true
  * once the closing is written. */

@@ -513,13 +513,3 @@ bool metrics_render_head(const struct metrics_source *s, struct strbuf *o)
 	render_state(s, o);
 	return !o->failed;
 }
-
-bool metrics_render(const struct metrics_source *s, struct strbuf *o)
-{
-	struct metrics_cursor c = {0};
-
-	metrics_render_head(s, o);
-	while (!metrics_render_servers(s->table, &c, o, UINT32_MAX))
-		;
-	return !o->failed;
-}

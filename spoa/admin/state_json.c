@@ -269,13 +269,3 @@ bool state_json_render_breakers(const struct breaker_table *t, uint64_t now_ms,
 	strbuf_puts(o, "]}\n");
 	return true;
 }
-
-bool state_json_render(const struct metrics_source *s, struct strbuf *o)
-{
-	struct state_json_cursor c = {0};
-
-	state_json_render_head(s, o);
-	while (!state_json_render_breakers(s->table, s->now_ms, &c, o, UINT32_MAX))
-		;
-	return !o->failed;
-}

@@ -493,17 +493,6 @@ void breaker_table_remove(struct breaker_table *t, struct breaker_table_entry *e
 	entry_remove(t, breaker_table_index(t, e));
 }
 
-const char *breaker_table_status_name(enum breaker_table_status status)
-{
-	switch (status) {
-	case BREAKER_TABLE_FOUND: return "found";
-	case BREAKER_TABLE_CREATED: return "created";
-	case BREAKER_TABLE_FULL: return "table full";
-	case BREAKER_TABLE_BAD_NAME: return "bad name";
-	}
-	return "unknown";
-}
-
 /* ---- backends ---- */
 
 struct breaker_event breaker_table_record_response(struct breaker_table *t,

@@ -231,7 +231,7 @@ static bool start_look(struct haproxy_link *link)
 	 * their answer converges. */
 	char show_owner[OWNER_MAP_PATH_MAX + 16], show_retry[OWNER_MAP_PATH_MAX + 16];
 	char show_watched[OWNER_MAP_PATH_MAX + 16];
-	char show_verdicts[RUNTIME_API_CMD_MAX];
+	char show_verdicts[RUNTIME_API_CMD_MAX], show_states[RUNTIME_API_CMD_MAX];
 	struct enforcer *e = link->owner;
 	link->look_id++;
 	link->look_ms = clock_now_ms();
@@ -270,8 +270,9 @@ static bool start_look(struct haproxy_link *link)
 		(!e->verdict_table[0] ||
 		 !verdicts_cmd_show(show_verdicts, sizeof(show_verdicts), e->verdict_table) ||
 		 runtime_api_submit(link->client, show_verdicts, link_on_verdict_table, link)) &&
-		runtime_api_submit_streamed(link->client, "show servers state",
-					    on_servers_state_bytes, on_servers_state, link);
+		runtime_api_cmd_show_servers_state(show_states, sizeof(show_states), NULL) &&
+		runtime_api_submit_streamed(link->client, show_states, on_servers_state_bytes,
+					    on_servers_state, link);
 	link->looking = queued;
 	if (!queued)
 		log_warning("HAProxy %s: queue full, look postponed",
