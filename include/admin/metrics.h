@@ -75,9 +75,12 @@ bool metrics_render_head(const struct metrics_source *s, struct strbuf *out);
  * table entries; true when every per-server family is written (c then
  * says so), false when more remains. Entries may come and go between two
  * slices: a scrape is then a mix of two moments, as any Prometheus target
- * scraped under load is. t (may be NULL) must outlive the cursor. */
-bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor *c,
-			    struct strbuf *out, uint32_t budget);
+ * scraped under load is. t (may be NULL) must outlive the cursor; capped
+ * (may be NULL), per table index, is the HAProxy link's word on which
+ * open breakers its ejection cap holds back (enforcer_ejection_capped()),
+ * read during the call only. */
+bool metrics_render_servers(const struct breaker_table *t, const bool *capped,
+			    struct metrics_cursor *c, struct strbuf *out, uint32_t budget);
 
 /* Appends v as the inside of a quoted label value: \ " and newline escaped. */
 void metrics_escape_label(struct strbuf *out, const char *v);

@@ -19,8 +19,10 @@ struct state_json_cursor {
 };
 
 bool state_json_render_head(const struct metrics_source *s, struct strbuf *out);
-bool state_json_render_breakers(const struct breaker_table *t, uint64_t now_ms,
-				struct state_json_cursor *c, struct strbuf *out, uint32_t budget);
+/* capped: as metrics_render_servers() has it. */
+bool state_json_render_breakers(const struct breaker_table *t, const bool *capped,
+				uint64_t now_ms, struct state_json_cursor *c, struct strbuf *out,
+				uint32_t budget);
 
 /* Appends v as a JSON string, quotes included: " \ and every control
  * character escaped; other bytes are copied (names are ASCII). */

@@ -134,6 +134,10 @@ struct enforcer {
 	 * comes (see end_round). */
 	uint64_t *last_spop_ms;
 	bool unlisted_said;
+	/* Per entry index: the breaker is open and its drain held back by
+	 * the ejection cap on some HAProxy (ejection_cap.c); what the ACK,
+	 * the metrics and /state say (enforcer_ejection_capped()). */
+	bool *ejection_capped;
 	/* Per entry index: the worker each breaker is about, and whether an
 	 * HAProxy ever listed its server; and the breakers of workers that
 	 * servers left recently (endpoints.h). */

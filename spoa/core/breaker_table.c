@@ -398,7 +398,6 @@ static struct breaker_table_entry *get_entry(struct breaker_table *t, const char
 	e->hash = hash;
 	e->in_use = true;
 	backend_successes_add_server(&t->backends, backend, backend_len);
-	e->ejection_capped = false;
 	memset(&e->counters, 0, sizeof(e->counters));
 	breaker_init(&e->breaker,
 		     breaker_policies_for(&t->policies, backend, backend_len, server, server_len),

@@ -32,7 +32,7 @@ static bool metrics_render(const struct metrics_source *s, struct strbuf *o)
 	struct metrics_cursor c = {0};
 
 	metrics_render_head(s, o);
-	while (!metrics_render_servers(s->table, &c, o, UINT32_MAX))
+	while (!metrics_render_servers(s->table, NULL, &c, o, UINT32_MAX))
 		;
 	return !o->failed;
 }
@@ -42,7 +42,7 @@ static bool state_json_render(const struct metrics_source *s, struct strbuf *o)
 	struct state_json_cursor c = {0};
 
 	state_json_render_head(s, o);
-	while (!state_json_render_breakers(s->table, s->now_ms, &c, o, UINT32_MAX))
+	while (!state_json_render_breakers(s->table, NULL, s->now_ms, &c, o, UINT32_MAX))
 		;
 	return !o->failed;
 }
@@ -552,7 +552,7 @@ static void test_slices_make_the_same_page(void **state)
 		unsigned calls = 0;
 		strbuf_init(&out);
 		assert_true(metrics_render_head(&s, &out));
-		while (!metrics_render_servers(s.table, &c, &out, budgets[b]))
+		while (!metrics_render_servers(s.table, NULL, &c, &out, budgets[b]))
 			assert_true(++calls < 100000);
 		assert_string_equal(out.data, whole);
 		strbuf_free(&out);
@@ -563,7 +563,7 @@ static void test_slices_make_the_same_page(void **state)
 		strbuf_init(&js_whole);
 		assert_true(state_json_render(&s, &js_whole));
 		assert_true(state_json_render_head(&s, &js));
-		while (!state_json_render_breakers(s.table, s.now_ms, &jc, &js, budgets[b]))
+		while (!state_json_render_breakers(s.table, NULL, s.now_ms, &jc, &js, budgets[b]))
 			;
 		assert_string_equal(js.data, js_whole.data);
 		strbuf_free(&js);
