@@ -3,7 +3,8 @@
 #   make                 build build/spoa-breaker
 #   make check           install missing packages, then unit tests, the layer check, a fuzz run,
 #                        end-to-end tests, and the packaging (man page, install, unit, .deb, image)
-#   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing
+#   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing;
+#                        no header include cycle
 #   make demo            install the missing packages it needs (fewer than check's), then
 #                        HAProxy + agent + demo workers on loopback
 #   make deps            install the packages make check needs (deps-demo: make demo's)
@@ -123,9 +124,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspoa.a | $(BUILD)/tests
 $(BUILD)/tests:
 	mkdir -p $@
 
-# The pure core stays pure; the self-test shows the check can fail.
+# The pure core stays pure, the headers include each other without a
+# cycle; the self-test shows both checks can fail.
 check-layers: $(PURE_OBJS)
 	@tests/check-layers.sh $(PURE_OBJS)
+	@tests/check-header-cycles.sh include
 	@tests/check-layers-selftest.sh $(CC)
 
 # Installs only what is missing; a no-op on a machine that has it all.
