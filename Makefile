@@ -3,7 +3,8 @@
 #   make                 build build/spoa-breaker
 #   make check           install missing packages, then unit tests, the layer check, a fuzz run,
 #                        end-to-end tests, and the packaging (man page, install, unit, .deb, image)
-#   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing
+#   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing;
+#                        no header include cycle
 #   make demo            install the missing packages it needs (fewer than check's), then
 #                        HAProxy + agent + demo workers on loopback
 #   make deps            install the packages make check needs (deps-demo: make demo's)
@@ -83,7 +84,7 @@ LIB_SRCS   := $(wildcard spoa/*/*.c)
 PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/spop/codec.c spoa/spop/hello.c spoa/spop/dispatch.c spoa/spop/observe.c \
               spoa/link/runtime_api_cmd.c spoa/link/runtime_api_parse.c spoa/link/faults.c \
-              spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/owner_map.c spoa/link/retry_map.c spoa/link/watched_map.c spoa/link/ack_hold.c spoa/link/verdicts.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c \
+              spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/map_file.c spoa/link/owner_map.c spoa/link/retry_map.c spoa/link/watched_map.c spoa/link/ack_hold.c spoa/link/verdicts.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c \
               spoa/admin/metrics.c spoa/admin/state_json.c spoa/admin/counters.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
@@ -123,9 +124,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspoa.a | $(BUILD)/tests
 $(BUILD)/tests:
 	mkdir -p $@
 
-# The pure core stays pure; the self-test shows the check can fail.
+# The pure core stays pure, the headers include each other without a
+# cycle; the self-test shows both checks can fail.
 check-layers: $(PURE_OBJS)
 	@tests/check-layers.sh $(PURE_OBJS)
+	@tests/check-header-cycles.sh include
 	@tests/check-layers-selftest.sh $(CC)
 
 # Installs only what is missing; a no-op on a machine that has it all.

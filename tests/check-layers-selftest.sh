@@ -73,6 +73,18 @@ check_run "$tmp/missing.o"
 check_run tests/layers/pure.c
 [ "$rc" -eq 2 ] || fail "not an object: exit $rc, expected 2"
 
+# The header graph (check-header-cycles.sh): a cycle two headers apart is
+# named; the same headers without it pass.
+mkdir -p "$tmp/inc/a" "$tmp/inc/b"
+printf '#include "b/two.h"\n' >"$tmp/inc/a/one.h"
+printf '#include <stdio.h>\n#include "a/one.h"\n' >"$tmp/inc/b/two.h"
+out=$(tests/check-header-cycles.sh "$tmp/inc" 2>&1); rc=$?
+[ "$rc" -eq 1 ] || fail "header cycle: exit $rc, expected 1; output: $out"
+[[ "$out" == *"a/one.h -> b/two.h -> a/one.h"* ]] || fail "header cycle not named; output: $out"
+printf '#include <stdio.h>\n' >"$tmp/inc/b/two.h"
+out=$(tests/check-header-cycles.sh "$tmp/inc" 2>&1); rc=$?
+[ "$rc" -eq 0 ] || fail "no header cycle: exit $rc, expected 0; output: $out"
+
 if [ "$failures" -gt 0 ]; then
 	exit 1
 fi

@@ -59,15 +59,11 @@ struct metrics_source {
 	uint64_t now_ms; /* on the breakers' clock (clock_now_ms()) */
 };
 
-/*
- * Appends the Prometheus text exposition (format 0.0.4) of s to out: every
- * family with its HELP and TYPE lines, then its samples. Returns false if
- * out ran out of memory (its content is then incomplete).
- */
-bool metrics_render(const struct metrics_source *s, struct strbuf *out);
 
-/* The same in parts, so that a large fleet never holds the event loop for
- * a whole scrape: first the head - every family whose size does not grow
+/*
+ * The Prometheus text exposition (format 0.0.4) of s, every family with
+ * its HELP and TYPE lines, then its samples; in parts, so that a large
+ * fleet never holds the event loop for a whole scrape: first the head - every family whose size does not grow
  * with the fleet, rendered from s at once (s may borrow what a reload
  * frees) - then the per-server families, a slice at a time, from the
  * table alone. */
@@ -82,9 +78,12 @@ bool metrics_render_head(const struct metrics_source *s, struct strbuf *out);
  * table entries; true when every per-server family is written (c then
  * says so), false when more remains. Entries may come and go between two
  * slices: a scrape is then a mix of two moments, as any Prometheus target
- * scraped under load is. t (may be NULL) must outlive the cursor. */
-bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor *c,
-			    struct strbuf *out, uint32_t budget);
+ * scraped under load is. t (may be NULL) must outlive the cursor; capped
+ * (may be NULL), per table index, is the HAProxy link's word on which
+ * open breakers its ejection cap holds back (enforcer_ejection_capped()),
+ * read during the call only. */
+bool metrics_render_servers(const struct breaker_table *t, const bool *capped,
+			    struct metrics_cursor *c, struct strbuf *out, uint32_t budget);
 
 /* Appends v as the inside of a quoted label value: \ " and newline escaped. */
 void metrics_escape_label(struct strbuf *out, const char *v);

@@ -7,13 +7,9 @@
 
 #include "admin/metrics.h"
 
-/*
- * Appends every breaker of s->table and the enforcement mode as one JSON
- * object (see docs/metrics.md, "/state"). Returns false on out of memory.
- */
-bool state_json_render(const struct metrics_source *s, struct strbuf *out);
-
-/* The same in parts (see metrics_render_head()): the object up to the
+/* Every breaker of s->table and the enforcement mode as one JSON object
+ * (see docs/metrics.md, "/state"), in parts as the metrics are (see
+ * metrics_render_head()): the object up to the
  * opening of "breakers", then the breakers a slice at a time - no more
  * than budget table entries looked at per call - and the closing; true
  * once the closing is written. */
@@ -23,8 +19,10 @@ struct state_json_cursor {
 };
 
 bool state_json_render_head(const struct metrics_source *s, struct strbuf *out);
-bool state_json_render_breakers(const struct breaker_table *t, uint64_t now_ms,
-				struct state_json_cursor *c, struct strbuf *out, uint32_t budget);
+/* capped: as metrics_render_servers() has it. */
+bool state_json_render_breakers(const struct breaker_table *t, const bool *capped,
+				uint64_t now_ms, struct state_json_cursor *c, struct strbuf *out,
+				uint32_t budget);
 
 /* Appends v as a JSON string, quotes included: " \ and every control
  * character escaped; other bytes are copied (names are ASCII). */

@@ -32,10 +32,9 @@
 
 #include <stdio.h>
 
-#include "spop/agent.h"
 #include "core/breaker.h"
-#include "spop/observe.h"
-#include "link/enforce_plan.h"
+#include "link/enforce-t.h"
+#include "spop/agent_settings.h"
 #include "util/cidr.h"
 #include "util/log.h"
 #include "util/names.h"

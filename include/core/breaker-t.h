@@ -359,10 +359,6 @@ struct breaker_table_entry {
 	uint8_t backend_len;
 	uint8_t server_len;
 	bool in_use;
-	/* Set by the HAProxy link: the breaker is open but its drain is held
-	 * back by the backend's ejection cap on some HAProxy (link/ejection.h).
-	 * The breaker's own state is unchanged by it. */
-	bool ejection_capped;
 };
 
 /* "backend\0server\0", packed: a lookup compares both names, and for

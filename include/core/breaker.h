@@ -183,8 +183,6 @@ bool breaker_is_stalled(const struct breaker *b, const struct stall_watch *w, ui
  * failure would (backoff, probes); no-op when OPEN. */
 struct breaker_event breaker_trip_stalled(struct breaker *b, uint64_t now_ms);
 
-bool breaker_would_allow(const struct breaker *b);
-
 /*
  * Verdicts of other HAProxy nodes (peers mode, link/verdicts.h). A node
  * whose breaker opened publishes it; the others hold theirs open, so that
@@ -407,7 +405,5 @@ uint64_t breaker_table_next_deadline(const struct breaker_table *t);
 /* Forgets one entry (a server HAProxy no longer has). Safe while iterating
  * only if the iteration already holds the next entry. */
 void breaker_table_remove(struct breaker_table *t, struct breaker_table_entry *e);
-
-const char *breaker_table_status_name(enum breaker_table_status status);
 
 #endif /* BREAKER_H */

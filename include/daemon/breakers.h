@@ -55,11 +55,15 @@ struct breaker_cause {
 /* One listener of breaker events. Each function may be NULL. `recorded`
  * runs after every record, also when nothing changed (ev->from == ev->to);
  * it may act on its entry but must not call breaker_table_get() (a
- * publication may come from inside a walk of the table). */
+ * publication may come from inside a walk of the table). `drains` runs
+ * in its place for the one subscriber that acts on HAProxy's servers
+ * (the HAProxy link): the same, and it returns what it decided. */
 struct breaker_subscriber {
 	const char *name;
 	void (*recorded)(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 			 const struct breaker_cause *cause);
+	enum observe_drain (*drains)(void *ctx, struct breaker_table_entry *e,
+				     const struct breaker_event *ev, const struct breaker_cause *cause);
 	/* Room for entry indexes below `allocated`, before the table grows;
 	 * false refuses the growth. */
 	bool (*reserve)(void *ctx, uint32_t allocated);
@@ -91,9 +95,11 @@ bool breakers_subscribe(struct breakers *b, const struct breaker_subscriber *s);
 /* Removes every subscriber whose ctx is ctx. */
 void breakers_unsubscribe(struct breakers *b, void *ctx);
 
-/* Tells every subscriber about one record. */
-void breakers_publish(struct breakers *b, struct breaker_table_entry *e,
-		      const struct breaker_event *ev, const struct breaker_cause *cause);
+/* Tells every subscriber about one record; returns what the HAProxy
+ * link decided for the breaker (OBSERVE_DRAIN_NOT_HELD without one). */
+enum observe_drain breakers_publish(struct breakers *b, struct breaker_table_entry *e,
+				    const struct breaker_event *ev,
+				    const struct breaker_cause *cause);
 
 /* Arms the timer for the earliest deadline of all breakers: after
  * breakers were changed without a record (restored from a snapshot). */

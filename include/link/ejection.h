@@ -62,25 +62,4 @@ uint32_t ejection_room(const struct breaker_policy *policy, const struct ejectio
 bool ejection_may_drain(const struct breaker_policy *policy, const struct ejection_count *count,
 			uint32_t waited_longer);
 
-/* One server of a backend, for ejection_decide(). */
-struct ejection_server {
-	bool wants_drain;     /* its breaker is open */
-	bool drained_by_agent; /* the agent's drain is in place */
-	bool out_otherwise;   /* down by health check, in maintenance, an operator's drain */
-	uint64_t wants_since_ms; /* when it began wanting the drain */
-	bool may_drain;       /* result */
-};
-
-/*
- * The whole rule over one backend's servers, as a table: sets may_drain
- * for each of the n servers. A drain in place stays (lifting it would send
- * traffic to a server known to fail, and two open breakers would take
- * turns); a server out otherwise may be drained freely (it serves nothing
- * either way); the others, longest waiting first, while there is room.
- * The enforcer applies the same rule one server at a time through
- * ejection_may_drain().
- */
-void ejection_decide(const struct breaker_policy *policy, struct ejection_server *servers,
-		     size_t n);
-
 #endif /* SPOA_EJECTION_H */

@@ -78,8 +78,6 @@ bool endpoint_recall_take(struct endpoint_recall *r, const char *backend,
 bool endpoint_recall_has(const struct endpoint_recall *r, const char *backend,
 			 const struct endpoint *where, uint64_t now_ms);
 
-/* Recollections still standing at now_ms (for /state, tests). */
-uint32_t endpoint_recall_count(const struct endpoint_recall *r, uint64_t now_ms);
 
 /*
  * The slot of `backend` whose breaker is b moved from `from` (may be

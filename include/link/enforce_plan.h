@@ -21,12 +21,6 @@
 #include "core/breaker.h"
 #include "link/enforce-t.h"
 
-enum enforce_mode {
-	ENFORCE_NONE,        /* shadow: compute and report, change nothing */
-	ENFORCE_RUNTIME_API, /* commands on HAProxy's stats socket */
-	ENFORCE_AGENT_CHECK, /* answers to HAProxy's agent-check */
-};
-
 struct enforce_plan {
 	bool set_ready;
 	bool set_drain;

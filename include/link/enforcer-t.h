@@ -69,7 +69,7 @@ struct haproxy_link {
 	/* HAProxy's record of the agent's drains and limits (owner_map.h):
 	 * its file, empty until `show map` names it; owner_known once a look
 	 * has read it (only then are its entries kept in step). */
-	char owner_map[OWNER_MAP_PATH_MAX];
+	char owner_map[MAP_FILE_PATH_MAX];
 	bool owner_known;
 	bool owner_read;        /* the look in flight read it */
 	bool owner_missing_said;
@@ -78,7 +78,7 @@ struct haproxy_link {
 	 * entries the look in flight read (retry_read: it read them), and
 	 * `commands` after the last command to it - a look queued before
 	 * that describes the map before it. */
-	char retry_map[OWNER_MAP_PATH_MAX];
+	char retry_map[MAP_FILE_PATH_MAX];
 	bool retry_read;
 	struct retry_map_entry *retry_have;
 	size_t nb_retry_have;
@@ -93,7 +93,7 @@ struct haproxy_link {
 	 * it, which is what turns the mode on for this HAProxy. watched_read:
 	 * the look in flight read it; watched_last_command: `commands` after
 	 * the last command to it, any server. */
-	char watched_map[OWNER_MAP_PATH_MAX];
+	char watched_map[MAP_FILE_PATH_MAX];
 	bool watched_read;
 	uint64_t watched_last_command;
 	/* Search `show map` again at the next look, the known maps read all
@@ -134,6 +134,10 @@ struct enforcer {
 	 * comes (see end_round). */
 	uint64_t *last_spop_ms;
 	bool unlisted_said;
+	/* Per entry index: the breaker is open and its drain held back by
+	 * the ejection cap on some HAProxy (ejection_cap.c); what the ACK,
+	 * the metrics and /state say (enforcer_ejection_capped()). */
+	bool *ejection_capped;
 	/* Per entry index: the worker each breaker is about, and whether an
 	 * HAProxy ever listed its server; and the breakers of workers that
 	 * servers left recently (endpoints.h). */

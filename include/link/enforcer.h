@@ -104,6 +104,11 @@ void enforcer_restore_endpoint(struct enforcer *e, uint32_t index, const char *e
 const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsigned i,
 						 uint32_t *nb);
 
+/* Per breaker table index: open, its drain held back by its backend's
+ * ejection cap on some HAProxy (NULL without an enforcer). Valid until the
+ * table grows or the enforcer is replaced: borrow it for one render. */
+const bool *enforcer_ejection_capped(const struct enforcer *e);
+
 const struct enforce_stats *enforcer_stats(const struct enforcer *e);
 enum enforce_mode enforcer_mode(const struct enforcer *e);
 /* The Runtime API clients, one per HAProxy (i < enforcer_runtime_api_count()),

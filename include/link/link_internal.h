@@ -90,8 +90,9 @@ void link_on_verdict_table(void *ctx, enum runtime_api_result result, const char
 			   size_t len);
 
 /* subscriber.c: the breaker_subscriber callbacks (daemon/breakers.h). */
-void enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
-			  const struct breaker_event *ev, const struct breaker_cause *cause);
+enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
+					const struct breaker_event *ev,
+					const struct breaker_cause *cause);
 bool enforcer_on_reserve(void *ctx, uint32_t allocated);
 void enforcer_on_created(void *ctx, uint32_t index);
 

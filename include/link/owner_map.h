@@ -28,13 +28,12 @@
 #include <stdint.h>
 
 #include "link/enforce-t.h"
+#include "link/map_file.h"
 #include "link/runtime_api.h"
 
 #define OWNER_MAP_NAME "breaker-owned.map"
-/* A map file path HAProxy reported, as kept by the agent. */
-#define OWNER_MAP_PATH_MAX 256
 /* Longest command built here: the path, two names, a value. */
-#define OWNER_MAP_CMD_MAX (OWNER_MAP_PATH_MAX + 2 * 128 + 64)
+#define OWNER_MAP_CMD_MAX (MAP_FILE_PATH_MAX + 2 * 128 + 64)
 
 /* The record that says what mem says the agent did. */
 struct owner_record owner_record_of(const struct enforce_memory *mem);
@@ -53,19 +52,6 @@ bool owner_record_equal(const struct owner_record *a, const struct owner_record 
  * commands).
  */
 bool owner_map_find(const char *reply, size_t len, char *path, size_t size);
-/* A map path fit for a command: letters, digits and "/._-" only. */
-bool map_path_is_safe(const char *s, size_t len);
-/* One line of a `show map FILE` reply, "0xADDR KEY VALUE": its key and
- * value (value empty, its ptr NULL, when the line has none). False when
- * the line is not an entry. Every map the agent keeps reads its lines so. */
-bool map_entry_split(const char *p, size_t len, struct runtime_api_str *key,
-		     struct runtime_api_str *value);
-/* Whether a `show map FILE` reply lists entries (none: an empty reply or
- * an empty line) rather than an error sentence. */
-bool map_reply_is_list(const char *reply, size_t len);
-/* The same search for any map file named `name` (the agent keeps two). */
-bool map_file_find(const char *reply, size_t len, const char *name, char *path, size_t size);
-
 typedef void (*owner_map_fn)(void *ctx, struct runtime_api_str backend,
 			     struct runtime_api_str server, const struct owner_record *rec);
 

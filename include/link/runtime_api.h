@@ -74,6 +74,10 @@ bool runtime_api_cmd_set_maxconn(char *buf, size_t size, const char *backend, co
  * backend is NULL. Same contract as above. */
 bool runtime_api_cmd_show_servers_state(char *buf, size_t size, const char *backend);
 
+/* "show map PATH", PATH as `show map` listed it (map_file.h); false (buf
+ * "") when the path is not map_path_is_safe() or does not fit. */
+bool runtime_api_cmd_show_map(char *buf, size_t size, const char *path);
+
 /* ------------------------------------------------------------------------
  * Replies (runtime_api_parse.c)
  * ------------------------------------------------------------------------ */

@@ -62,7 +62,6 @@ struct wiring {
 	uint32_t unwired;    /* backends reported and not named since */
 };
 
-void wiring_init(struct wiring *w);
 void wiring_free(struct wiring *w);
 
 /* Parses a `show cli level` reply ("admin\n", ...); UNKNOWN otherwise

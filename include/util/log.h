@@ -40,7 +40,6 @@ void log_attach(struct ev_loop *loop);
  * half a second for a slow reader), and leaves the loop. */
 void log_detach(void);
 
-const char *log_level_name(enum log_level level);
 bool log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* For lines that record a decision the agent made (a breaker's transition):

@@ -103,7 +103,7 @@ static unsigned state_value(enum breaker_state s)
  * gives every response, as every rate() and dashboard that ignores the
  * label already does; the counters' sample is written at 0 outside that
  * mode, so the family is the same whichever mode runs. */
-static void requests_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void requests_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++) {
 		server_sample_begin(o, "worker_requests_total", e);
@@ -116,13 +116,13 @@ static void requests_of(struct strbuf *o, const struct breaker_table_entry *e)
 	server_sample_end(o, e->counters.counted_successes);
 }
 
-static void state_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void state_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	server_sample_begin(o, "breaker_state", e);
 	server_sample_end(o, state_value(e->breaker.state));
 }
 
-static void transitions_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void transitions_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	for (int from = BREAKER_CLOSED; from <= BREAKER_HALF_OPEN; from++) {
 		for (int to = BREAKER_CLOSED; to <= BREAKER_HALF_OPEN; to++) {
@@ -139,13 +139,13 @@ static void transitions_of(struct strbuf *o, const struct breaker_table_entry *e
 	}
 }
 
-static void streak_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void streak_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	server_sample_begin(o, "breaker_failure_streak", e);
 	server_sample_end(o, e->breaker.failure_streak);
 }
 
-static void trips_in_a_row_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void trips_in_a_row_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	server_sample_begin(o, "breaker_trips_in_a_row", e);
 	server_sample_end(o, e->breaker.trips_in_a_row);
@@ -156,7 +156,7 @@ static const enum breaker_trip_rule trip_rules[] = {
 	BREAKER_TRIP_WEDGED, BREAKER_TRIP_STALLED,
 };
 
-static void trips_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void trips_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	for (size_t i = 0; i < sizeof(trip_rules) / sizeof(trip_rules[0]); i++) {
 		server_sample_begin(o, "breaker_trips_total", e);
@@ -167,29 +167,30 @@ static void trips_of(struct strbuf *o, const struct breaker_table_entry *e)
 
 /* The window as two integers: the rate is their ratio in PromQL, and a
  * volume below minimum_volume says why a high one did not open. */
-static void window_volume_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void window_volume_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	server_sample_begin(o, "breaker_window_volume", e);
 	server_sample_end(o, breaker_window_volume(&e->breaker));
 }
 
-static void window_failures_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void window_failures_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	server_sample_begin(o, "breaker_window_failures", e);
 	server_sample_end(o, breaker_window_failures(&e->breaker));
 }
 
-static void ejection_capped_of(struct strbuf *o, const struct breaker_table_entry *e)
+static void ejection_capped_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	server_sample_begin(o, "breaker_ejection_capped", e);
-	server_sample_end(o, e->breaker.state == BREAKER_OPEN && e->ejection_capped);
+	server_sample_end(o, e->breaker.state == BREAKER_OPEN && capped);
 }
 
 /* The families with one sample (or a few) per server: what grows with
  * the fleet, and so what is rendered a slice at a time. */
 static const struct {
 	const char *name, *type, *help;
-	void (*samples)(struct strbuf *o, const struct breaker_table_entry *e);
+	/* capped: the HAProxy link holds the breaker's drain back */
+	void (*samples)(struct strbuf *o, const struct breaker_table_entry *e, bool capped);
 } server_families[] = {
 	{"worker_requests_total", "counter",
 	 "Worker responses, by outcome; source spop: judged over SPOP, haproxy_counters: "
@@ -216,7 +217,8 @@ static const struct {
 	 ejection_capped_of},
 };
 
-bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor *c,
+bool metrics_render_servers(const struct breaker_table *t, const bool *capped,
+			    struct metrics_cursor *c,
 			    struct strbuf *o, uint32_t budget)
 {
 	const size_t nb = sizeof(server_families) / sizeof(server_families[0]);
@@ -236,7 +238,8 @@ bool metrics_render_servers(const struct breaker_table *t, struct metrics_cursor
 			budget--;
 			const struct breaker_table_entry *e = breaker_table_at(t, c->index);
 			if (e->in_use)
-				server_families[c->family].samples(o, e);
+				server_families[c->family].samples(o, e,
+								   capped && capped[c->index]);
 		}
 		c->family++;
 		c->index = 0;
@@ -521,15 +524,5 @@ bool metrics_render_head(const struct metrics_source *s, struct strbuf *o)
 	render_spop(s, o);
 	render_enforcement(s, o);
 	render_state(s, o);
-	return !o->failed;
-}
-
-bool metrics_render(const struct metrics_source *s, struct strbuf *o)
-{
-	struct metrics_cursor c = {0};
-
-	metrics_render_head(s, o);
-	while (!metrics_render_servers(s->table, &c, o, UINT32_MAX))
-		;
 	return !o->failed;
 }

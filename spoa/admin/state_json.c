@@ -102,7 +102,8 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	strbuf_putc(o, '}');
 }
 
-static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e, uint64_t now)
+static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e, uint64_t now,
+			   bool capped)
 {
 	const struct breaker *b = &e->breaker;
 	uint64_t since = now > b->state_since_ms ? now - b->state_since_ms : 0;
@@ -119,7 +120,7 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	string_field(o, "state", breaker_state_name(b->state), false);
 	/* Open, but the backend's ejection cap keeps the server in rotation. */
 	key(o, "ejection_capped");
-	strbuf_puts(o, b->state == BREAKER_OPEN && e->ejection_capped ? "true," : "false,");
+	strbuf_puts(o, b->state == BREAKER_OPEN && capped ? "true," : "false,");
 	u64_field(o, "failure_streak", b->failure_streak, false);
 	u64_field(o, "since_ms", since, false);
 	u64_field(o, "cooldown_left_ms", left, false);
@@ -265,8 +266,9 @@ bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 	return !o->failed;
 }
 
-bool state_json_render_breakers(const struct breaker_table *t, uint64_t now_ms,
-				struct state_json_cursor *c, struct strbuf *o, uint32_t budget)
+bool state_json_render_breakers(const struct breaker_table *t, const bool *capped,
+				uint64_t now_ms, struct state_json_cursor *c, struct strbuf *o,
+				uint32_t budget)
 {
 	for (; t && c->index < t->allocated; c->index++) {
 		if (budget == 0)
@@ -277,18 +279,8 @@ bool state_json_render_breakers(const struct breaker_table *t, uint64_t now_ms,
 			continue;
 		if (c->written++)
 			strbuf_putc(o, ',');
-		breaker_object(o, e, now_ms);
+		breaker_object(o, e, now_ms, capped && capped[c->index]);
 	}
 	strbuf_puts(o, "]}\n");
 	return true;
-}
-
-bool state_json_render(const struct metrics_source *s, struct strbuf *o)
-{
-	struct state_json_cursor c = {0};
-
-	state_json_render_head(s, o);
-	while (!state_json_render_breakers(s->table, s->now_ms, &c, o, UINT32_MAX))
-		;
-	return !o->failed;
 }

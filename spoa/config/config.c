@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spop/observe.h"
 #include "admin/admin_http.h"
 #include "config/sources.h"
 #include "util/cidr.h"

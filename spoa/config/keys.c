@@ -7,6 +7,8 @@
  */
 #include <string.h>
 
+#include "spop/spop.h"
+#include "spop/observe.h"
 #include "admin/admin_http.h"
 #include "config/keys.h"
 

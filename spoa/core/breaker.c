@@ -543,11 +543,6 @@ struct breaker_event breaker_trip_stalled(struct breaker *b, uint64_t now_ms)
 	return event_end(b, before);
 }
 
-bool breaker_would_allow(const struct breaker *b)
-{
-	return b->state != BREAKER_OPEN;
-}
-
 struct breaker_event breaker_peer_hold(struct breaker *b, uint64_t until_ms, uint64_t now_ms)
 {
 	struct before before = event_begin(b);

@@ -398,7 +398,6 @@ static struct breaker_table_entry *get_entry(struct breaker_table *t, const char
 	e->hash = hash;
 	e->in_use = true;
 	backend_successes_add_server(&t->backends, backend, backend_len);
-	e->ejection_capped = false;
 	memset(&e->counters, 0, sizeof(e->counters));
 	breaker_init(&e->breaker,
 		     breaker_policies_for(&t->policies, backend, backend_len, server, server_len),
@@ -491,17 +490,6 @@ uint64_t breaker_table_next_deadline(const struct breaker_table *t)
 void breaker_table_remove(struct breaker_table *t, struct breaker_table_entry *e)
 {
 	entry_remove(t, breaker_table_index(t, e));
-}
-
-const char *breaker_table_status_name(enum breaker_table_status status)
-{
-	switch (status) {
-	case BREAKER_TABLE_FOUND: return "found";
-	case BREAKER_TABLE_CREATED: return "created";
-	case BREAKER_TABLE_FULL: return "table full";
-	case BREAKER_TABLE_BAD_NAME: return "bad name";
-	}
-	return "unknown";
 }
 
 /* ---- backends ---- */

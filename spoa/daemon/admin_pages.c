@@ -24,13 +24,16 @@ static bool render_slice(struct daemon *d, enum admin_page page, struct admin_cu
 {
 	if (page == ADMIN_PAGE_METRICS) {
 		struct metrics_cursor mc = {.family = c->family, .index = c->index};
-		c->done = metrics_render_servers(&d->breakers.table, &mc, out, PAGE_SLICE_ENTRIES);
+		c->done = metrics_render_servers(&d->breakers.table,
+						 enforcer_ejection_capped(d->enforcer), &mc, out,
+						 PAGE_SLICE_ENTRIES);
 		c->family = mc.family;
 		c->index = mc.index;
 	} else {
 		struct state_json_cursor sc = {.index = c->index, .written = c->written};
-		c->done = state_json_render_breakers(&d->breakers.table, clock_now_ms(), &sc, out,
-						     PAGE_SLICE_ENTRIES);
+		c->done = state_json_render_breakers(&d->breakers.table,
+						     enforcer_ejection_capped(d->enforcer),
+						     clock_now_ms(), &sc, out, PAGE_SLICE_ENTRIES);
 		c->index = sc.index;
 		c->written = sc.written;
 	}

@@ -28,12 +28,22 @@ void breakers_unsubscribe(struct breakers *b, void *ctx)
 	b->nb_subscribers = kept;
 }
 
-void breakers_publish(struct breakers *b, struct breaker_table_entry *e,
-		      const struct breaker_event *ev, const struct breaker_cause *cause)
+enum observe_drain breakers_publish(struct breakers *b, struct breaker_table_entry *e,
+				    const struct breaker_event *ev,
+				    const struct breaker_cause *cause)
 {
-	for (unsigned i = 0; i < b->nb_subscribers; i++)
-		if (b->subscribers[i].recorded)
-			b->subscribers[i].recorded(b->subscribers[i].ctx, e, ev, cause);
+	enum observe_drain drain = OBSERVE_DRAIN_NOT_HELD;
+
+	for (unsigned i = 0; i < b->nb_subscribers; i++) {
+		const struct breaker_subscriber *s = &b->subscribers[i];
+		if (s->drains) {
+			if (s->drains(s->ctx, e, ev, cause) == OBSERVE_DRAIN_CAPPED)
+				drain = OBSERVE_DRAIN_CAPPED;
+		} else if (s->recorded) {
+			s->recorded(s->ctx, e, ev, cause);
+		}
+	}
+	return drain;
 }
 
 static bool on_reserve(void *ctx, uint32_t allocated)
@@ -65,15 +75,16 @@ static void on_removed(void *ctx, uint32_t index)
 			b->subscribers[i].removed(b->subscribers[i].ctx, index);
 }
 
-/* breaker-observe recorded a response: publish it. */
-static void on_observed(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
+/* breaker-observe recorded a response: publish it, and hand back what
+ * the HAProxy link made of it. */
+static enum observe_drain on_observed(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 			enum breaker_outcome outcome, int status, uint64_t now_ms)
 {
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_RESPONSE,
 				      .outcome = outcome,
 				      .status = status,
 				      .now_ms = now_ms};
-	breakers_publish(ctx, e, ev, &cause);
+	return breakers_publish(ctx, e, ev, &cause);
 }
 
 /* ---- the timer ---- */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "daemon/live_check.h"
+#include "link/map_file.h"
 #include "link/owner_map.h"
 #include "link/retry_map.h"
 #include "link/watched_map.h"
@@ -87,7 +88,7 @@ out:
 static int check_one(const char *address, FILE *out)
 {
 	static char reply[LIVE_CHECK_REPLY_MAX];
-	char why[256], path[OWNER_MAP_PATH_MAX];
+	char why[256], path[MAP_FILE_PATH_MAX];
 	size_t len = 0;
 
 	/* One command a connection: HAProxy closes after it, so the reply

@@ -94,7 +94,7 @@ void link_queue_command_logged(struct haproxy_link *link, const char *command, c
 
 void link_send_command(struct haproxy_link *link, const char *command, const char *why)
 {
-	link_queue_command(link, command, why, false);
+	link_queue_command_logged(link, command, why, false, LOG_LEVEL_NOTICE);
 }
 
 uint64_t enforcer_ack_take(struct enforcer *e)

@@ -38,32 +38,3 @@ bool ejection_may_drain(const struct breaker_policy *policy, const struct ejecti
 {
 	return waited_longer < ejection_room(policy, count);
 }
-
-void ejection_decide(const struct breaker_policy *policy, struct ejection_server *servers,
-		     size_t n)
-{
-	struct ejection_count count = {.listed = (uint32_t)n};
-
-	for (size_t i = 0; i < n; i++) {
-		struct ejection_server *s = &servers[i];
-		s->may_drain = s->wants_drain && (s->drained_by_agent || s->out_otherwise);
-		if (s->drained_by_agent || s->out_otherwise)
-			count.out++;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct ejection_server *s = &servers[i];
-		if (!s->wants_drain || s->may_drain)
-			continue;
-		uint32_t waited_longer = 0;
-		for (size_t j = 0; j < n; j++) {
-			const struct ejection_server *o = &servers[j];
-			if (j == i || !o->wants_drain || o->drained_by_agent || o->out_otherwise)
-				continue;
-			/* Ties go to the earlier server: a strict order. */
-			if (o->wants_since_ms < s->wants_since_ms ||
-			    (o->wants_since_ms == s->wants_since_ms && j < i))
-				waited_longer++;
-		}
-		s->may_drain = ejection_may_drain(policy, &count, waited_longer);
-	}
-}

@@ -119,7 +119,7 @@ static void refresh_entry_capped(struct enforcer *e, struct breaker_table_entry 
 	bool capped = false;
 	for (unsigned i = 0; i < e->nb_links; i++)
 		capped |= e->links[i].entries[index].ejection_capped;
-	entry->ejection_capped = capped;
+	e->ejection_capped[index] = capped;
 }
 
 /* Marks an open breaker's drain as held back here (logged once). */
@@ -167,7 +167,8 @@ static void stop_holding_back(struct haproxy_link *link, struct breaker_table_en
 {
 	struct enforcer *e = link->owner;
 	if (!en->ejection_capped) {
-		if (entry->ejection_capped) /* held back on another HAProxy, or before a reload */
+		/* Held back on another HAProxy: that one lifts it. */
+		if (e->ejection_capped[breaker_table_index(e->table, entry)])
 			refresh_entry_capped(e, entry);
 		return;
 	}

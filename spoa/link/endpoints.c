@@ -116,13 +116,6 @@ bool endpoint_recall_has(const struct endpoint_recall *r, const char *backend,
 	return c && c->until_ms > now_ms;
 }
 
-uint32_t endpoint_recall_count(const struct endpoint_recall *r, uint64_t now_ms)
-{
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < ENDPOINT_RECALL_MAX; i++)
-		n += r->items[i].until_ms > now_ms;
-	return n;
-}
 
 struct breaker_event endpoint_move(struct breaker *b, const char *backend,
 				   const struct endpoint *from, const struct endpoint *to,

@@ -113,9 +113,10 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	e->end_round_next = SWEEP_NONE;
 	e->capacity = nb_entries;
 	e->last_spop_ms = calloc(nb_entries, sizeof(*e->last_spop_ms));
+	e->ejection_capped = calloc(nb_entries, sizeof(*e->ejection_capped));
 	e->slots = calloc(nb_entries, sizeof(*e->slots));
 	e->recall = calloc(1, sizeof(*e->recall));
-	if (!e->last_spop_ms || !e->slots || !e->recall) {
+	if (!e->last_spop_ms || !e->ejection_capped || !e->slots || !e->recall) {
 		errmsg_set(err, err_size, "out of memory");
 		enforcer_free(e);
 		return NULL;
@@ -156,7 +157,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		e->agent_check_open = true;
 	}
 	struct breaker_subscriber s = {.name = "HAProxy link",
-				       .recorded = enforcer_on_recorded,
+				       .drains = enforcer_on_recorded,
 				       .reserve = enforcer_on_reserve,
 				       .created = enforcer_on_created,
 				       .ctx = e};
@@ -200,6 +201,7 @@ void enforcer_free(struct enforcer *e)
 	}
 	free(e->agent_check_mem);
 	free(e->last_spop_ms);
+	free(e->ejection_capped);
 	free(e->slots);
 	free(e->recall);
 	free(e);
@@ -256,6 +258,11 @@ const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsig
 		return NULL;
 	*nb = link->groups[link->groups_current].nb;
 	return link->groups[link->groups_current].groups;
+}
+
+const bool *enforcer_ejection_capped(const struct enforcer *e)
+{
+	return e ? e->ejection_capped : NULL;
 }
 
 const struct enforce_stats *enforcer_stats(const struct enforcer *e)

@@ -229,9 +229,9 @@ static bool start_look(struct haproxy_link *link)
 	 * grow with the fleet, each streamed in an exchange of its own (parsed
 	 * as they arrive, never held whole). The servers' states come last:
 	 * their answer converges. */
-	char show_owner[OWNER_MAP_PATH_MAX + 16], show_retry[OWNER_MAP_PATH_MAX + 16];
-	char show_watched[OWNER_MAP_PATH_MAX + 16];
-	char show_verdicts[RUNTIME_API_CMD_MAX];
+	char show_owner[MAP_FILE_PATH_MAX + 16], show_retry[MAP_FILE_PATH_MAX + 16];
+	char show_watched[MAP_FILE_PATH_MAX + 16];
+	char show_verdicts[RUNTIME_API_CMD_MAX], show_states[RUNTIME_API_CMD_MAX];
 	struct enforcer *e = link->owner;
 	link->look_id++;
 	link->look_ms = clock_now_ms();
@@ -243,9 +243,6 @@ static bool start_look(struct haproxy_link *link)
 	link->look_queued_after = link->commands_done;
 	runtime_api_stat_stream_init(&link->stat_stream, on_stat_row, link);
 	runtime_api_servers_state_stream_init(&link->state_stream, on_server_state, link);
-	snprintf(show_owner, sizeof(show_owner), "show map %s", link->owner_map);
-	snprintf(show_retry, sizeof(show_retry), "show map %s", link->retry_map);
-	snprintf(show_watched, sizeof(show_watched), "show map %s", link->watched_map);
 	bool queued =
 		runtime_api_submit(link->client, "show info", on_info, link) &&
 		/* The level is configuration: asked again only of a new
@@ -257,11 +254,11 @@ static bool start_look(struct haproxy_link *link)
 		 * the search again (link_on_owner_map, link_on_retry_map). */
 		((link->owner_map[0] && link->retry_map[0] && !link->maps_search) ||
 		 runtime_api_submit(link->client, "show map", link_on_map_list, link)) &&
-		(!link->owner_map[0] ||
+		(!runtime_api_cmd_show_map(show_owner, sizeof(show_owner), link->owner_map) ||
 		 runtime_api_submit(link->client, show_owner, link_on_owner_map, link)) &&
-		(!link->retry_map[0] ||
+		(!runtime_api_cmd_show_map(show_retry, sizeof(show_retry), link->retry_map) ||
 		 runtime_api_submit(link->client, show_retry, link_on_retry_map, link)) &&
-		(!link->watched_map[0] ||
+		(!runtime_api_cmd_show_map(show_watched, sizeof(show_watched), link->watched_map) ||
 		 runtime_api_submit(link->client, show_watched, link_on_watched_map, link)) &&
 		runtime_api_submit_streamed(link->client, "show stat -1 4 -1", on_stat_bytes, on_stat,
 					    link) &&
@@ -270,8 +267,9 @@ static bool start_look(struct haproxy_link *link)
 		(!e->verdict_table[0] ||
 		 !verdicts_cmd_show(show_verdicts, sizeof(show_verdicts), e->verdict_table) ||
 		 runtime_api_submit(link->client, show_verdicts, link_on_verdict_table, link)) &&
-		runtime_api_submit_streamed(link->client, "show servers state",
-					    on_servers_state_bytes, on_servers_state, link);
+		runtime_api_cmd_show_servers_state(show_states, sizeof(show_states), NULL) &&
+		runtime_api_submit_streamed(link->client, show_states, on_servers_state_bytes,
+					    on_servers_state, link);
 	link->looking = queued;
 	if (!queued)
 		log_warning("HAProxy %s: queue full, look postponed",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "link/map_file.h"
 #include "link/owner_map.h"
 #include "util/names.h"
 
@@ -45,69 +46,9 @@ bool owner_record_equal(const struct owner_record *a, const struct owner_record 
 
 /* ---- reading ---- */
 
-/* The next line of [*p, end), without its '\n'. */
-static bool next_line(const char **p, const char *end, struct runtime_api_str *line)
-{
-	if (*p >= end)
-		return false;
-	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
-	const char *stop = nl ? nl : end;
-	line->ptr = *p;
-	line->len = (size_t)(stop - *p);
-	*p = nl ? nl + 1 : end;
-	return true;
-}
-
-/* A map's name as HAProxy lists it - absolute, or relative to its
- * default-path, exactly as the configuration wrote it - and so as the
- * commands name it. It goes into commands: nothing but a plain path. */
-bool map_path_is_safe(const char *s, size_t len)
-{
-	if (len == 0)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '/' || c == '.' || c == '_' || c == '-';
-		if (!ok)
-			return false;
-	}
-	return true;
-}
-
 bool owner_map_find(const char *reply, size_t len, char *path, size_t size)
 {
 	return map_file_find(reply, len, OWNER_MAP_NAME, path, size);
-}
-
-bool map_file_find(const char *reply, size_t len, const char *name, char *path, size_t size)
-{
-	const char *p = reply, *end = reply + len;
-	struct runtime_api_str line;
-	const size_t name_len = strlen(name);
-
-	while (next_line(&p, end, &line)) {
-		/* "ID (PATH) description": the path between the first '(' and
-		 * the ')' before the first blank after it. */
-		const char *open = memchr(line.ptr, '(', line.len);
-		if (!open || line.ptr[0] == '#')
-			continue;
-		const char *rest = open + 1, *stop = line.ptr + line.len;
-		const char *close = memchr(rest, ')', (size_t)(stop - rest));
-		if (!close)
-			continue;
-		size_t n = (size_t)(close - rest);
-		/* The file itself, or a path that ends with "/" and its name. */
-		if (n < name_len || memcmp(close - name_len, name, name_len) != 0 ||
-		    (n > name_len && close[-(ptrdiff_t)name_len - 1] != '/'))
-			continue;
-		if (!map_path_is_safe(rest, n) || n >= size)
-			return false;
-		memcpy(path, rest, n);
-		path[n] = '\0';
-		return true;
-	}
-	return false;
 }
 
 /* "drain", "maxconn=N", comma-separated; unknown words are skipped so a
@@ -135,29 +76,6 @@ static void parse_value(const char *v, size_t len, struct owner_record *r)
 		i = j + 1;
 	}
 	r->present = r->drained || r->limited;
-}
-
-bool map_entry_split(const char *p, size_t len, struct runtime_api_str *key,
-		     struct runtime_api_str *value)
-{
-	const char *end = p + len;
-	if (len < 3 || p[0] != '0' || p[1] != 'x')
-		return false;
-	const char *sp1 = memchr(p, ' ', len);
-	if (!sp1)
-		return false;
-	const char *k = sp1 + 1;
-	const char *sp2 = memchr(k, ' ', (size_t)(end - k));
-	*key = (struct runtime_api_str){k, (size_t)((sp2 ? sp2 : end) - k)};
-	*value = sp2 ? (struct runtime_api_str){sp2 + 1, (size_t)(end - sp2 - 1)}
-		     : (struct runtime_api_str){NULL, 0};
-	return true;
-}
-
-bool map_reply_is_list(const char *reply, size_t len)
-{
-	/* An empty map answers nothing; an error answers a sentence. */
-	return len == 0 || (len >= 2 && reply[0] == '0' && reply[1] == 'x') || reply[0] == '\n';
 }
 
 /* "0xADDR BACKEND/SERVER VALUE": false when the line is not an entry. */
@@ -189,7 +107,7 @@ bool owner_map_parse(const char *reply, size_t len, owner_map_fn fn, void *ctx,
 
 	if (!map_reply_is_list(reply, len))
 		return false;
-	while (next_line(&p, end, &line)) {
+	while (map_reply_next_line(&p, end, &line)) {
 		if (line.len == 0)
 			continue;
 		if (parse_entry(line, &backend, &server, &rec))

@@ -39,7 +39,7 @@ void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry
 void link_on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
 	struct haproxy_link *link = ctx;
-	char path[OWNER_MAP_PATH_MAX];
+	char path[MAP_FILE_PATH_MAX];
 
 	if (result != RUNTIME_API_OK)
 		return;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#include "link/owner_map.h"
+#include "link/map_file.h"
 #include "link/retry_map.h"
 #include "util/names.h"
 

@@ -32,71 +32,16 @@
 #include <unistd.h>
 
 #include "link/runtime_api.h"
+#include "link/runtime_api_client-t.h"
 #include "util/sockaddr.h"
 #include "util/log.h"
 #include "util/container_of.h"
 #include "util/errmsg.h"
 
-
-enum runtime_api_phase {
-	PHASE_IDLE,
-	PHASE_CONNECTING,
-	PHASE_WRITING,
-	PHASE_READING,
-	PHASE_BACKOFF,
-};
-
-struct runtime_api_entry {
-	char *command;
-	size_t len;
-	runtime_api_stream_fn stream; /* NULL: the reply is handed over whole */
-	runtime_api_reply_fn fn;
-	void *ctx;
-	ev_tstamp queued_at;
-};
-
-struct runtime_api_client {
-	ev_io io;	   /* first: the callback recovers the client from its watcher */
-	ev_timer kick;	   /* 0 s: starts a batch from the loop */
-	ev_timer deadline; /* the exchange's whole time budget */
-	ev_timer backoff;  /* the wait before the next attempt after a failure */
-	ev_timer expire;   /* fails commands that waited too long while HAProxy is down */
-	struct ev_loop *loop;
-	struct runtime_api_settings settings;
-	struct sockaddr_storage addr;
-	socklen_t addr_len;
-	char address[128];
-	int fd;
-	enum runtime_api_phase phase;
-
-	/* FIFO ring of max_queue entries; the first `inflight` are being sent. */
-	struct runtime_api_entry *queue;
-	unsigned head, count, inflight;
-
-	char line[RUNTIME_API_MAX_LINE]; /* the batch as sent */
-	size_t line_len, line_sent;
-	char *in; /* the reply so far (grows up to max_reply), or what the
-		   * stream left unused */
-	size_t in_len, in_cap;
-	bool streaming;	      /* the exchange is one streamed command */
-	size_t streamed;      /* bytes of its reply so far */
-	char stream_tail[2];  /* its last two bytes: "\n\n" ends a whole output */
-	ev_tstamp started;    /* when the exchange began */
-	struct runtime_api_str *parts; /* max_batch outputs of the split reply */
-
-	bool down;		  /* unreachable since the last failed attempt */
-	unsigned failed_attempts; /* in a row */
-	double backoff_delay;	  /* the next backoff */
-	bool full_logged;	  /* "queue full" said once per episode */
-	bool freeing;
-	struct runtime_api_stats stats;
-};
-
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void backoff_cb(struct ev_loop *loop, ev_timer *w, int revents);
-static void expire_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 void runtime_api_settings_default(struct runtime_api_settings *s)
 {
@@ -160,7 +105,7 @@ struct runtime_api_client *runtime_api_client_new(struct ev_loop *loop, const ch
 	ev_timer_init(&c->kick, kick_cb, 0., 0.);
 	ev_timer_init(&c->deadline, deadline_cb, s.timeout, 0.);
 	ev_timer_init(&c->backoff, backoff_cb, s.backoff_min, 0.);
-	ev_timer_init(&c->expire, expire_cb, s.timeout, 0.);
+	ev_timer_init(&c->expire, runtime_api_expire_cb, s.timeout, 0.);
 	return c;
 }
 
@@ -176,15 +121,16 @@ static struct runtime_api_entry queue_pop(struct runtime_api_client *c)
 	return e;
 }
 
-static const struct runtime_api_entry *queue_at(const struct runtime_api_client *c, unsigned i)
+const struct runtime_api_entry *runtime_api_queue_at(const struct runtime_api_client *c,
+						     unsigned i)
 {
 	return &c->queue[(c->head + i) % c->settings.max_queue];
 }
 
 /* Pops the oldest command and answers it. The entry leaves the queue
  * before the callback runs, so the callback may submit. */
-static void answer_oldest(struct runtime_api_client *c, enum runtime_api_result result, const char *reply,
-			  size_t len)
+void runtime_api_answer_oldest(struct runtime_api_client *c, enum runtime_api_result result,
+			       const char *reply, size_t len)
 {
 	struct runtime_api_entry e = queue_pop(c);
 
@@ -216,7 +162,7 @@ void runtime_api_client_free(struct runtime_api_client *c)
 	ev_timer_stop(c->loop, &c->backoff);
 	ev_timer_stop(c->loop, &c->expire);
 	while (c->count > 0)
-		answer_oldest(c, RUNTIME_API_FAILED, "client freed", strlen("client freed"));
+		runtime_api_answer_oldest(c, RUNTIME_API_FAILED, "client freed", strlen("client freed"));
 	free(c->queue);
 	free(c->parts);
 	free(c->in);
@@ -239,7 +185,6 @@ static const char *command_problem(const char *command, size_t len)
 	return NULL;
 }
 
-static void arm_expire(struct runtime_api_client *c);
 
 static bool submit(struct runtime_api_client *c, const char *command, runtime_api_stream_fn stream,
 		   runtime_api_reply_fn fn, void *ctx)
@@ -279,7 +224,7 @@ static bool submit(struct runtime_api_client *c, const char *command, runtime_ap
 	if (c->phase == PHASE_IDLE && !ev_is_active(&c->kick))
 		ev_timer_start(c->loop, &c->kick);
 	else if (c->phase == PHASE_BACKOFF)
-		arm_expire(c);
+		runtime_api_arm_expire(c);
 	return true;
 }
 
@@ -294,82 +239,13 @@ bool runtime_api_submit_streamed(struct runtime_api_client *c, const char *comma
 	return stream ? submit(c, command, stream, fn, ctx) : false;
 }
 
-/* --- reachability --- */
-
-static void mark_up(struct runtime_api_client *c)
-{
-	if (c->down)
-		log_notice("Runtime API %s: reachable again after %u failed attempt%s", c->address,
-			   c->failed_attempts, c->failed_attempts == 1 ? "" : "s");
-	c->down = false;
-	c->failed_attempts = 0;
-	c->backoff_delay = c->settings.backoff_min;
-	ev_timer_stop(c->loop, &c->expire);
-}
-
-static void mark_down(struct runtime_api_client *c, const char *reason)
-{
-	if (!c->down)
-		log_warning("Runtime API %s: unreachable (%s); retrying with backoff, commands "
-			    "fail after waiting %.1fs",
-			    c->address, reason, c->settings.timeout);
-	else
-		log_debug("Runtime API %s: attempt %u failed: %s", c->address,
-			  c->failed_attempts + 1, reason);
-	c->down = true;
-	c->failed_attempts++;
-}
-
-/*
- * While HAProxy is down, a queued command fails once it has waited
- * `timeout` without being sent: the caller (reconciliation, the breakers)
- * learns of the outage within about that time instead of after a backoff
- * of up to backoff_max, and will re-plan when HAProxy is back. A command
- * in an attempt under way is left to that attempt, which ends within
- * `timeout` too, so no command waits much more than twice `timeout`.
- */
-static void expire_waiting(struct runtime_api_client *c)
-{
-	char reason[160];
-	ev_tstamp now = ev_now(c->loop);
-
-	snprintf(reason, sizeof(reason), "not sent within %.1fs: HAProxy is unreachable",
-		 c->settings.timeout);
-	while (c->count > 0 && c->inflight == 0 &&
-	       queue_at(c, 0)->queued_at + c->settings.timeout <= now)
-		answer_oldest(c, RUNTIME_API_FAILED, reason, strlen(reason));
-}
-
-static void arm_expire(struct runtime_api_client *c)
-{
-	if (!c->down || c->count == 0 || c->inflight > 0) {
-		ev_timer_stop(c->loop, &c->expire);
-		return;
-	}
-	if (ev_is_active(&c->expire))
-		return; /* already set for the oldest command */
-	ev_tstamp wait = queue_at(c, 0)->queued_at + c->settings.timeout - ev_now(c->loop);
-	ev_timer_set(&c->expire, wait > 0 ? wait : 0., 0.);
-	ev_timer_start(c->loop, &c->expire);
-}
-
-static void expire_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct runtime_api_client *c = container_of(w, struct runtime_api_client, expire);
-	(void)loop;
-	(void)revents;
-
-	expire_waiting(c);
-	arm_expire(c);
-}
-
 /* --- the end of an exchange --- */
 
 static void fail_batch(struct runtime_api_client *c, const char *reason)
 {
 	unsigned n = c->inflight;
 	for (unsigned i = 0; i < n; i++)
-		answer_oldest(c, RUNTIME_API_FAILED, reason, strlen(reason));
+		runtime_api_answer_oldest(c, RUNTIME_API_FAILED, reason, strlen(reason));
 }
 
 static void kick_next(struct runtime_api_client *c)
@@ -382,7 +258,7 @@ static void kick_next(struct runtime_api_client *c)
 static void fail_unreachable(struct runtime_api_client *c, const char *reason)
 {
 	close_connection(c);
-	mark_down(c, reason);
+	runtime_api_mark_down(c, reason);
 	c->phase = PHASE_BACKOFF;
 	ev_timer_set(&c->backoff, c->backoff_delay, 0.);
 	ev_timer_start(c->loop, &c->backoff);
@@ -390,8 +266,8 @@ static void fail_unreachable(struct runtime_api_client *c, const char *reason)
 	if (c->backoff_delay > c->settings.backoff_max)
 		c->backoff_delay = c->settings.backoff_max;
 	fail_batch(c, reason);
-	expire_waiting(c);
-	arm_expire(c);
+	runtime_api_expire_waiting(c);
+	runtime_api_arm_expire(c);
 }
 
 /* HAProxy answered, but not in a way we can attribute to each command:
@@ -399,7 +275,7 @@ static void fail_unreachable(struct runtime_api_client *c, const char *reason)
 static void fail_unsplittable(struct runtime_api_client *c, const char *reason)
 {
 	close_connection(c);
-	mark_up(c);
+	runtime_api_mark_up(c);
 	c->phase = PHASE_IDLE;
 	log_warning("Runtime API %s: %s; failing %u command%s (they may have been applied)",
 		    c->address, reason, c->inflight, c->inflight == 1 ? "" : "s");
@@ -426,14 +302,14 @@ static void finish_exchange(struct runtime_api_client *c)
 		fail_unsplittable(c, reason);
 		return;
 	}
-	mark_up(c);
+	runtime_api_mark_up(c);
 	c->phase = PHASE_IDLE;
 	/* Each output is followed by its terminating '\n', which is ours to
 	 * turn into the '\0' the callback contract promises. */
 	for (unsigned i = 0; i < n; i++)
 		c->in[c->parts[i].ptr - c->in + c->parts[i].len] = '\0';
 	for (unsigned i = 0; i < n; i++)
-		answer_oldest(c, RUNTIME_API_OK, c->parts[i].ptr, c->parts[i].len);
+		runtime_api_answer_oldest(c, RUNTIME_API_OK, c->parts[i].ptr, c->parts[i].len);
 	kick_next(c);
 }
 
@@ -454,7 +330,7 @@ static void build_line(struct runtime_api_client *c)
 	unsigned n = 0;
 
 	while (n < c->count && n < c->settings.max_batch) {
-		const struct runtime_api_entry *e = queue_at(c, n);
+		const struct runtime_api_entry *e = runtime_api_queue_at(c, n);
 		size_t sep = n > 0 ? 2 : 0;
 		if (len + sep + e->len + 1 > sizeof(c->line) || (e->stream && n > 0))
 			break;
@@ -469,7 +345,7 @@ static void build_line(struct runtime_api_client *c)
 	c->line_len = len;
 	c->line_sent = 0;
 	c->inflight = n;
-	c->streaming = n == 1 && queue_at(c, 0)->stream;
+	c->streaming = n == 1 && runtime_api_queue_at(c, 0)->stream;
 	c->streamed = 0;
 	c->stream_tail[0] = c->stream_tail[1] = '\0';
 }
@@ -635,7 +511,7 @@ static void read_reply(struct runtime_api_client *c)
  * stream, and the command is answered. */
 static void finish_stream(struct runtime_api_client *c)
 {
-	const struct runtime_api_entry *e = queue_at(c, 0);
+	const struct runtime_api_entry *e = runtime_api_queue_at(c, 0);
 
 	close_connection(c);
 	if (c->streamed == 0) {
@@ -649,16 +525,16 @@ static void finish_stream(struct runtime_api_client *c)
 		fail_unsplittable(c, "reply cut short (no empty line at its end)");
 		return;
 	}
-	mark_up(c);
+	runtime_api_mark_up(c);
 	c->phase = PHASE_IDLE;
-	answer_oldest(c, RUNTIME_API_OK, "", 0);
+	runtime_api_answer_oldest(c, RUNTIME_API_OK, "", 0);
 	kick_next(c);
 }
 
 /* Reads what has arrived of a streamed reply and hands it over. */
 static void read_stream(struct runtime_api_client *c)
 {
-	const struct runtime_api_entry *e = queue_at(c, 0);
+	const struct runtime_api_entry *e = runtime_api_queue_at(c, 0);
 	char reason[160];
 
 	if (c->in_cap < RUNTIME_API_STREAM_WINDOW) {
@@ -736,26 +612,4 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		read_stream(c);
 	else if (c->phase == PHASE_READING)
 		read_reply(c);
-}
-
-/* --- observation --- */
-
-const struct runtime_api_stats *runtime_api_client_stats(const struct runtime_api_client *c)
-{
-	return &c->stats;
-}
-
-const char *runtime_api_client_address(const struct runtime_api_client *c)
-{
-	return c->address;
-}
-
-unsigned runtime_api_client_pending(const struct runtime_api_client *c)
-{
-	return c->count;
-}
-
-bool runtime_api_client_reachable(const struct runtime_api_client *c)
-{
-	return !c->down;
 }

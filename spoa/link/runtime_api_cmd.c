@@ -1,17 +1,18 @@
 /*
- * runtime_api_cmd.c - the commands about servers, from validated names
- * (pure): `set server ... state`, `set maxconn server`, `show servers state`.
+ * runtime_api_cmd.c - the commands about servers and the look's reads,
+ * from validated names (pure): `set server ... state`, `set maxconn
+ * server`, `show servers state`, `show map FILE`.
  *
  * A name with ';', a space or a newline would append a command of its own,
  * so no name reaches HAProxy's admin socket unchecked: these builders and
  * those of the records HAProxy keeps for the agent (owner_map.c,
  * retry_map.c, watched_map.c, verdicts.c) each check theirs with
- * name_is_valid() (names.h), and a map's path with map_path_is_safe(); a
- * look's `show map FILE` carries only a path map_file_find() checked so.
+ * name_is_valid() (names.h), and a map's path with map_path_is_safe().
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "link/map_file.h"
 #include "link/runtime_api.h"
 #include "util/names.h"
 
@@ -65,4 +66,11 @@ bool runtime_api_cmd_show_servers_state(char *buf, size_t size, const char *back
 	if (!valid_name(backend))
 		return runtime_api_cmd_refuse(buf, size);
 	return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "show servers state %s", backend));
+}
+
+bool runtime_api_cmd_show_map(char *buf, size_t size, const char *path)
+{
+	if (!path || !map_path_is_safe(path, strlen(path)))
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "show map %s", path));
 }

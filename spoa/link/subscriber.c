@@ -7,32 +7,44 @@
 
 #include "link/link_internal.h"
 
-/* The breakers' subscriber: a transition acts at once. */
-void enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
-			  const struct breaker_event *ev, const struct breaker_cause *cause)
+/* What the answer to the observation is told: held back on some HAProxy. */
+static enum observe_drain drain_decision(const struct enforcer *e,
+					 const struct breaker_table_entry *entry, uint32_t index)
+{
+	return entry->breaker.state == BREAKER_OPEN && e->ejection_capped[index]
+		       ? OBSERVE_DRAIN_CAPPED
+		       : OBSERVE_DRAIN_NOT_HELD;
+}
+
+/* The breakers' subscriber: a transition acts at once; what it decided
+ * for the breaker goes back to the caller. */
+enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
+					const struct breaker_event *ev,
+					const struct breaker_cause *cause)
 {
 	struct enforcer *e = ctx;
+	uint32_t index = breaker_table_index(e->table, entry);
 
 	if (cause->kind == BREAKER_CAUSE_RESPONSE)
-		e->last_spop_ms[breaker_table_index(e->table, entry)] = cause->now_ms;
+		e->last_spop_ms[index] = cause->now_ms;
 	if (ev->dirty != BREAKER_DIRTY_UNCHANGED) {
 		bool added = false;
 		for (unsigned i = 0; i < e->nb_links; i++)
-			added |= link_sync_watched(
-			    &e->links[i], entry,
-			    &e->links[i].entries[breaker_table_index(e->table, entry)], false);
+			added |= link_sync_watched(&e->links[i], entry, &e->links[i].entries[index],
+						   false);
 		/* The response being answered made its server watched: its
 		 * ACK waits for the entry (enforcer_ack_take()). */
 		if (added && cause->kind == BREAKER_CAUSE_RESPONSE)
 			e->ack_hold_wanted = true;
 	}
 	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
-		return;
+		return drain_decision(e, entry, index);
 	/* Before the drain: the other nodes learn of it at their next look. */
 	if (e->verdict_table[0] && cause->kind != BREAKER_CAUSE_PEER)
 		enforcer_publish_verdicts(e, entry, cause->now_ms);
 	for (unsigned i = 0; i < e->nb_links; i++)
 		link_converge_entry(&e->links[i], entry);
+	return drain_decision(e, entry, index);
 }
 
 /* Grows one per-index array from `have` to `want` elements, zeroing the
@@ -62,7 +74,9 @@ bool enforcer_on_reserve(void *ctx, uint32_t allocated)
 				allocated))
 			return false;
 	if (!grow_array((void **)&e->last_spop_ms, sizeof(*e->last_spop_ms), have, allocated) ||
-	    !grow_array((void **)&e->slots, sizeof(*e->slots), have, allocated))
+	    !grow_array((void **)&e->slots, sizeof(*e->slots), have, allocated) ||
+	    !grow_array((void **)&e->ejection_capped, sizeof(*e->ejection_capped), have,
+			allocated))
 		return false;
 	if (e->agent_check_mem &&
 	    !grow_array((void **)&e->agent_check_mem, sizeof(*e->agent_check_mem), have, allocated))
@@ -78,6 +92,7 @@ void enforcer_on_created(void *ctx, uint32_t index)
 	for (unsigned i = 0; i < e->nb_links; i++)
 		memset(&e->links[i].entries[index], 0, sizeof(e->links[i].entries[index]));
 	e->last_spop_ms[index] = 0;
+	e->ejection_capped[index] = false;
 	memset(&e->slots[index], 0, sizeof(e->slots[index]));
 	if (e->agent_check_mem)
 		memset(&e->agent_check_mem[index], 0, sizeof(e->agent_check_mem[index]));

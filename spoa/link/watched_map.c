@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "link/owner_map.h"
+#include "link/map_file.h"
 #include "link/watched_map.h"
 #include "util/names.h"
 

@@ -8,11 +8,6 @@
 
 #include "link/wiring.h"
 
-void wiring_init(struct wiring *w)
-{
-	memset(w, 0, sizeof(*w));
-}
-
 void wiring_free(struct wiring *w)
 {
 	free(w->backends);

@@ -426,12 +426,13 @@ static void process_input(struct conn *c)
 	}
 }
 
-/* Sends what is queued. Returns false if the connection was freed. */
+/* Where what may be sent ends: ACKs held for the Runtime API wait. */
 static size_t sendable_end(const struct conn *c)
 {
 	return c->held ? c->held_from : c->out_len;
 }
 
+/* Sends what is queued. Returns false if the connection was freed. */
 static bool flush_output(struct conn *c)
 {
 	size_t end = sendable_end(c);

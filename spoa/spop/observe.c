@@ -123,9 +123,10 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 
 	/* Published before answering: the HAProxy link decides at once
 	 * whether an opening drains its server or the backend's ejection cap
-	 * holds it back, and this answer says which. */
-	if (o->observed)
-		o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now);
+	 * holds it back, hands that back, and this answer says which. */
+	enum observe_drain drain = o->observed
+		? o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now)
+		: OBSERVE_DRAIN_NOT_HELD;
 
 	/* One bit test per variable: the list was settled when the
 	 * configuration was read, nothing is looked up by name here. An
@@ -143,7 +144,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	if ((vars & OBSERVE_VAR_TRANSITION) && breaker_event_is_transition(&ev))
 		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
 	if ((vars & OBSERVE_VAR_EJECTION_CAPPED) && b->state == BREAKER_OPEN &&
-	    entry->ejection_capped)
+	    drain == OBSERVE_DRAIN_CAPPED)
 		dispatch_set_int(reply, "ejection_capped", 1);
 	if (vars & OBSERVE_VAR_RETRY_AFTER) {
 		int64_t retry_after = breaker_retry_after_s(b, now);

@@ -379,11 +379,6 @@ void log_detach(void)
 	}
 }
 
-const char *log_level_name(enum log_level level)
-{
-	return level <= LOG_LEVEL_DEBUG ? level_names[level] : "?";
-}
-
 bool log_enabled(enum log_level level)
 {
 	return level <= current_level;

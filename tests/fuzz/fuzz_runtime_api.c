@@ -4,9 +4,10 @@
  *
  * The input is split as a reply to a batch of 1, 2 and 3 commands; the
  * whole of it, and each output of the 3-command split, goes through every
- * reply parser (show stat, show servers state, show info), as the enforcer
- * hands them the outputs of its `show info; show servers state; show stat`
- * batch; and the whole of it is fed to the stream parsers in arrivals of
+ * reply parser (show stat, show servers state, show info), as a look hands
+ * them the outputs of the commands it queues together (`show info`, then
+ * `show stat` and `show servers state`, each streamed in an exchange of its
+ * own); and the whole of it is fed to the stream parsers in arrivals of
  * 1 to 16 bytes (more on long inputs), which must make of it exactly what the whole-reply
  * parsers make. What comes back must point into the input, the counts must agree
  * with the callbacks, and every message must be a terminated string; a

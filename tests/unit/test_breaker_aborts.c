@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "core/breaker.h"
+#include "breaker_allows.h"
 
 #define LOOP_BOUND 100000
 #define T0 1000000

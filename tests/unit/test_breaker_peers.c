@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/breaker.h"
+#include "breaker_allows.h"
 
 #define T0 1000000
 #define HOLD_MS 2000

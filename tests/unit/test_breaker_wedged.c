@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "core/breaker.h"
+#include "breaker_allows.h"
 
 #define T0 1000000 /* an arbitrary monotonic start: not 0 */
 #define STEP_MS 100

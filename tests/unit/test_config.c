@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "spop/observe.h"
 #include "config/keys.h"
 
 /* ---- running config_from_args ---- */

@@ -16,6 +16,15 @@
 
 #include "link/endpoints.h"
 
+/* Recollections still standing at now_ms. */
+static uint32_t endpoint_recall_count(const struct endpoint_recall *r, uint64_t now_ms)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < ENDPOINT_RECALL_MAX; i++)
+		n += r->items[i].until_ms > now_ms;
+	return n;
+}
+
 static struct runtime_api_str S(const char *s)
 {
 	return (struct runtime_api_str){s, strlen(s)};

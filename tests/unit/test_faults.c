@@ -20,6 +20,7 @@
 #include "core/breaker.h"
 #include "link/faults.h"
 #include "link/runtime_api.h"
+#include "breaker_allows.h"
 
 #define LOOP_BOUND 100000
 #define T0 1000000

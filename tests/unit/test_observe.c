@@ -35,13 +35,13 @@ struct fixture {
 	bool cap_ejections; /* the link's decision the handler is told of */
 };
 
-static void on_observed(void *ctx, struct breaker_table_entry *entry,
-			const struct breaker_event *ev, enum breaker_outcome outcome, int status,
-			uint64_t now_ms)
+static enum observe_drain on_observed(void *ctx, struct breaker_table_entry *entry,
+				      const struct breaker_event *ev, enum breaker_outcome outcome,
+				      int status, uint64_t now_ms)
 {
 	struct fixture *f = ctx;
-	(void)ev, (void)outcome, (void)status, (void)now_ms;
-	entry->ejection_capped = f->cap_ejections;
+	(void)entry, (void)ev, (void)outcome, (void)status, (void)now_ms;
+	return f->cap_ejections ? OBSERVE_DRAIN_CAPPED : OBSERVE_DRAIN_NOT_HELD;
 }
 
 static void setup(struct fixture *f, unsigned ack_vars)

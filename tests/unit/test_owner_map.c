@@ -28,7 +28,7 @@ static const char list_reply[] =
 
 static void test_find(void **state)
 {
-	char path[OWNER_MAP_PATH_MAX];
+	char path[MAP_FILE_PATH_MAX];
 
 	assert_true(owner_map_find(list_reply, strlen(list_reply), path, sizeof(path)));
 	assert_string_equal(path, "/etc/haproxy/breaker-owned.map");

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "link/owner_map.h"
+#include "link/map_file.h"
 #include "link/retry_map.h"
 
 /* `show map` on HAProxy 2.6.12, with the shipped haproxy.cfg. */

@@ -204,9 +204,27 @@ static void test_buffer_too_small(void **state)
 	assert_int_equal(buf[0], 'X'); /* size 0: not a byte written */
 }
 
+/* `show map FILE` carries a path fit for a command, or nothing. */
+static void test_show_map(void **state)
+{
+	(void)state;
+	char buf[64];
+	assert_true(runtime_api_cmd_show_map(buf, sizeof(buf), "/etc/haproxy/breaker-owned.map"));
+	assert_string_equal(buf, "show map /etc/haproxy/breaker-owned.map");
+	static const char *const refused[] = {"", "a map", "x;show info", "m\nshutdown", NULL};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		assert_false(runtime_api_cmd_show_map(buf, sizeof(buf), refused[i]));
+		assert_string_equal(buf, "");
+	}
+	char small[12];
+	assert_false(runtime_api_cmd_show_map(small, sizeof(small), "breaker-owned.map"));
+	assert_string_equal(small, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_show_map),
 		cmocka_unit_test(test_set_state_valid),
 		cmocka_unit_test(test_set_state_refuses_names),
 		cmocka_unit_test(test_name_lengths),

@@ -17,6 +17,7 @@
 
 #include "core/breaker.h"
 #include "state/snapshot.h"
+#include "breaker_allows.h"
 
 #define NB(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "link/verdicts.h"
+#include "breaker_allows.h"
 
 struct seen {
 	char text[8][96];

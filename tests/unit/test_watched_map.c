@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "link/owner_map.h"
+#include "link/map_file.h"
 #include "link/watched_map.h"
 
 struct seen {

@@ -67,7 +67,7 @@ static void test_level(void **state)
 	assert_int_equal(wiring_level_parse("administrator\n", 14), WIRING_LEVEL_UNKNOWN);
 
 	struct wiring w;
-	wiring_init(&w);
+	memset(&w, 0, sizeof(w));
 	assert_false(wiring_note_level(&w, WIRING_LEVEL_ADMIN));
 	assert_false(wiring_note_level(&w, WIRING_LEVEL_UNKNOWN));
 	/* Said once while it lasts, again after it was mended and broke. */
@@ -85,7 +85,7 @@ static void test_unnamed_backend_reported_after_grace_and_volume(void **state)
 	(void)state;
 	struct wiring w;
 	struct reports r = {0};
-	wiring_init(&w);
+	memset(&w, 0, sizeof(w));
 
 	look(&w, 1, 0, 100, &r); /* the watch starts: the baseline */
 	look(&w, 2, GRACE - 1, 1000, &r);
@@ -106,7 +106,7 @@ static void test_too_little_traffic_is_not_judged(void **state)
 	(void)state;
 	struct wiring w;
 	struct reports r = {0};
-	wiring_init(&w);
+	memset(&w, 0, sizeof(w));
 	look(&w, 1, 0, 10, &r);
 	look(&w, 2, 10 * GRACE, 10 + WIRING_MIN_RESPONSES - 1, &r);
 	assert_int_equal(r.n, 0);
@@ -122,7 +122,7 @@ static void test_named_within_grace_is_wired(void **state)
 	(void)state;
 	struct wiring w;
 	struct reports r = {0};
-	wiring_init(&w);
+	memset(&w, 0, sizeof(w));
 	assert_true(wiring_note_row(&w, 1, "workers", 7, 0, false));
 	wiring_end_look(&w, 1, 0, GRACE, false, collect, &r);
 	assert_true(wiring_note_row(&w, 2, "workers", 7, 500, false));
@@ -143,7 +143,7 @@ static void test_reported_backend_named_later_is_no_longer_listed(void **state)
 	(void)state;
 	struct wiring w;
 	struct reports r = {0};
-	wiring_init(&w);
+	memset(&w, 0, sizeof(w));
 	look(&w, 1, 0, 0, &r);
 	look(&w, 2, GRACE, 100, &r);
 	assert_int_equal(listed(&w), 1);
@@ -161,7 +161,7 @@ static void test_restart_starts_the_watch_again(void **state)
 	(void)state;
 	struct wiring w;
 	struct reports r = {0};
-	wiring_init(&w);
+	memset(&w, 0, sizeof(w));
 	look(&w, 1, 0, 5000, &r);
 	assert_true(wiring_note_row(&w, 2, "static", 6, 3, false));
 	wiring_end_look(&w, 2, GRACE, GRACE, false, collect, &r); /* went down */
@@ -183,7 +183,7 @@ static void test_backend_gone_is_not_listed(void **state)
 	(void)state;
 	struct wiring w;
 	struct reports r = {0};
-	wiring_init(&w);
+	memset(&w, 0, sizeof(w));
 	look(&w, 1, 0, 0, &r);
 	look(&w, 2, GRACE, 100, &r);
 	assert_int_equal(listed(&w), 1);
@@ -200,7 +200,7 @@ static void test_many_backends(void **state)
 	struct wiring w;
 	struct reports r = {0};
 	char name[32];
-	wiring_init(&w);
+	memset(&w, 0, sizeof(w));
 	for (uint32_t id = 1; id <= 2; id++) {
 		for (int i = 0; i < 5000; i++) {
 			int n = snprintf(name, sizeof(name), "be%d", i);

@@ -1,0 +1,100 @@
+/*
+ * runtime_api_reach.c - whether the Runtime API client reaches its HAProxy
+ * (runtime_api_client.c does the exchanges): up and down as attempts
+ * succeed and fail, the commands that wait too long while it is down, and
+ * what the client shows of itself.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "link/runtime_api.h"
+#include "link/runtime_api_client-t.h"
+#include "util/container_of.h"
+#include "util/log.h"
+
+void runtime_api_mark_up(struct runtime_api_client *c)
+{
+	if (c->down)
+		log_notice("Runtime API %s: reachable again after %u failed attempt%s", c->address,
+			   c->failed_attempts, c->failed_attempts == 1 ? "" : "s");
+	c->down = false;
+	c->failed_attempts = 0;
+	c->backoff_delay = c->settings.backoff_min;
+	ev_timer_stop(c->loop, &c->expire);
+}
+
+void runtime_api_mark_down(struct runtime_api_client *c, const char *reason)
+{
+	if (!c->down)
+		log_warning("Runtime API %s: unreachable (%s); retrying with backoff, commands "
+			    "fail after waiting %.1fs",
+			    c->address, reason, c->settings.timeout);
+	else
+		log_debug("Runtime API %s: attempt %u failed: %s", c->address,
+			  c->failed_attempts + 1, reason);
+	c->down = true;
+	c->failed_attempts++;
+}
+
+/*
+ * While HAProxy is down, a queued command fails once it has waited
+ * `timeout` without being sent: the caller (reconciliation, the breakers)
+ * learns of the outage within about that time instead of after a backoff
+ * of up to backoff_max, and will re-plan when HAProxy is back. A command
+ * in an attempt under way is left to that attempt, which ends within
+ * `timeout` too, so no command waits much more than twice `timeout`.
+ */
+void runtime_api_expire_waiting(struct runtime_api_client *c)
+{
+	char reason[160];
+	ev_tstamp now = ev_now(c->loop);
+
+	snprintf(reason, sizeof(reason), "not sent within %.1fs: HAProxy is unreachable",
+		 c->settings.timeout);
+	while (c->count > 0 && c->inflight == 0 &&
+	       runtime_api_queue_at(c, 0)->queued_at + c->settings.timeout <= now)
+		runtime_api_answer_oldest(c, RUNTIME_API_FAILED, reason, strlen(reason));
+}
+
+void runtime_api_arm_expire(struct runtime_api_client *c)
+{
+	if (!c->down || c->count == 0 || c->inflight > 0) {
+		ev_timer_stop(c->loop, &c->expire);
+		return;
+	}
+	if (ev_is_active(&c->expire))
+		return; /* already set for the oldest command */
+	ev_tstamp wait = runtime_api_queue_at(c, 0)->queued_at + c->settings.timeout - ev_now(c->loop);
+	ev_timer_set(&c->expire, wait > 0 ? wait : 0., 0.);
+	ev_timer_start(c->loop, &c->expire);
+}
+
+void runtime_api_expire_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct runtime_api_client *c = container_of(w, struct runtime_api_client, expire);
+	(void)loop;
+	(void)revents;
+
+	runtime_api_expire_waiting(c);
+	runtime_api_arm_expire(c);
+}
+
+const struct runtime_api_stats *runtime_api_client_stats(const struct runtime_api_client *c)
+{
+	return &c->stats;
+}
+
+const char *runtime_api_client_address(const struct runtime_api_client *c)
+{
+	return c->address;
+}
+
+unsigned runtime_api_client_pending(const struct runtime_api_client *c)
+{
+	return c->count;
+}
+
+bool runtime_api_client_reachable(const struct runtime_api_client *c)
+{
+	return !c->down;
+}
