@@ -95,6 +95,7 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	u64_field(o, "minimum_volume", p->minimum_volume, false);
 	u64_field(o, "wedged_after_ms", p->wedged_after_ms, false);
 	u64_field(o, "stalled_after_ms", p->stalled_after_ms, false);
+	u64_field(o, "retry_after_max_ms", p->retry_after_max_ms, false);
 	/* The backend's ejection cap, as this server's backend has it. */
 	u64_field(o, "max_ejection_percent", p->max_ejection_percent, false);
 	key(o, "drain_last_server");
@@ -125,6 +126,14 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	u64_field(o, "since_ms", since, false);
 	u64_field(o, "cooldown_left_ms", left, false);
 	u64_field(o, "trips", b->trips, false);
+	/* The worker's own Retry-After: time left of its rest (0: none),
+	 * rests so far. */
+	u64_field(o, "rest_left_ms", breaker_rest_left_ms(b, now), false);
+	u64_field(o, "rests", b->rests, false);
+	/* Resting, but the ejection cap keeps the server in rotation. */
+	key(o, "rest_ejection_capped");
+	strbuf_puts(o, b->state != BREAKER_OPEN && breaker_is_resting(b) && capped ? "true,"
+										     : "false,");
 	u64_field(o, "trips_in_a_row", b->trips_in_a_row, false);
 	string_field(o, "opened_by",
 		     breaker_trip_rule_name((enum breaker_trip_rule)b->last_trip_rule), false);

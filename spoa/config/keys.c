@@ -374,6 +374,16 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"upper bound; 0 turns the rule off",
 		.default_text = "0 (off)",
 	},
+	{
+		.name = "retry_after_max", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_DURATION,
+		IN_POLICY(retry_after_max_ms, BREAKER_FIELD_RETRY_AFTER_MAX), .min = 0,
+		.max = BREAKER_RETRY_AFTER_MAX_LIMIT_MS, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "retry-after-max", .arg = "DURATION",
+		.help = "a worker that answers a capacity status with Retry-After: N gets no new "
+			"requests for N s, at most this long (within the ejection cap, never the "
+			"last serving server); 0 ignores the header",
+	},
 	/* Per backend: a share of a backend's servers means nothing for one
 	 * server, so a [server] section refuses them (--check names where they
 	 * belong). drain_last_server is named for what it allows, off by

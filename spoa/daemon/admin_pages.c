@@ -60,6 +60,8 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		.observations_refused = d->breakers.observe.refused,
 		.unknown_messages = d->dispatch.unknown_messages,
 		.steady_messages = d->breakers.observe.steady_messages,
+		.retry_after_dates = d->breakers.observe.retry_after_dates,
+		.retry_after_invalid = d->breakers.observe.retry_after_invalid,
 		.steady_support = d->steady_watch.now,
 		.log_lines_dropped = log_lines_dropped(),
 		.log_lines_suppressed = log_lines_suppressed(),

@@ -13,7 +13,9 @@ form /status/NNN overrides for one request:
 Every response carries `x-worker: NAME`. Binds 127.0.0.1, or another
 loopback address given with --host (a DNS test's workers share a port). With
 --arrivals FILE, the arrival time of every request (milliseconds since the
-epoch) is appended to FILE, one per line, before it is answered.
+epoch) is appended to FILE, one per line, before it is answered. With
+--retry-after VALUE, its 429 and 503 answers carry `Retry-After: VALUE`
+(sent as given: seconds, a date, or anything a test wants refused).
 """
 import argparse
 import socket
@@ -65,6 +67,8 @@ class Handler(BaseHTTPRequestHandler):
         body = b'{"worker":"%s","status":%d}\n' % (self.server.name.encode(), status)
         self.send_response(status)
         self.send_header("x-worker", self.server.name)
+        if self.server.retry_after is not None and status in (429, 503):
+            self.send_header("retry-after", self.server.retry_after)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -88,6 +92,7 @@ def main():
     ap.add_argument("--behaviour", default="200")
     ap.add_argument("--arrivals", help="append each request's arrival time (ms) to this file")
     ap.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.0/8)")
+    ap.add_argument("--retry-after", help="send Retry-After: VALUE with 429 and 503 answers")
     args = ap.parse_args()
     if not args.host.startswith("127."):
         ap.error("--host must be a loopback address (127.0.0.0/8)")
@@ -96,6 +101,7 @@ def main():
     server.behaviour = args.behaviour
     server.requests = 0
     server.arrivals = args.arrivals
+    server.retry_after = args.retry_after
     print(f"worker {args.name} on {args.host}:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
