@@ -4,7 +4,8 @@
  *
  *   {"enforce":"runtime-api","entries":2,"capacity":10000,"breakers":[
  *     {"backend":"workers","server":"w2","state":"open","failure_streak":3,
- *      "since_ms":1200,"cooldown_left_ms":58800,"trips":4,"trips_in_a_row":2,
+ *      "since_ms":1200,"cooldown_left_ms":58800,"trips":4,"rest_left_ms":0,"rests":0,
+ *      "rest_ejection_capped":false,"trips_in_a_row":2,
  *      "opened_by":"probe_failed","window_volume":9,"window_failures":3,
  *      "failure_rate_percent":33,"open_duration_ms":60000,
  *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}

@@ -144,12 +144,12 @@ static void log_rest(const struct breaker_table_entry *e, const struct breaker_e
 	const struct breaker *b = &e->breaker;
 
 	if (ev->rest == BREAKER_REST_STARTED)
-		log_notice("breaker %s/%s: worker resting for %u ms (Retry-After on a %d%s): "
+		log_notice("breaker %s/%s: worker resting for %u ms%s (Retry-After on a %d): "
 			   "drained until then, within the ejection cap; the breaker stays %s",
-			   e->backend, e->server, b->rest_ms, cause->status,
-			   b->rest_ms == b->policy->retry_after_max_ms ? " (bounded by retry_after_max)"
+			   e->backend, e->server, b->rest_ms,
+			   b->rest_ms == b->policy->retry_after_max_ms ? ", bounded by retry_after_max"
 								       : "",
-			   breaker_state_name(b->state));
+			   cause->status, breaker_state_name(b->state));
 	else if (ev->rest == BREAKER_REST_ENDED)
 		log_info("breaker %s/%s: worker's rest over, back in rotation unless its breaker "
 			 "says otherwise (%s)",
