@@ -7,7 +7,7 @@
  *   srv     STRING  the server (srv_name)
  *   status  INT     the worker's HTTP status (status)
  *   retry_after  STRING  optional: the worker's Retry-After header
- *                        (res.hdr(retry-after)); delta-seconds on a
+ *                        (res.fhdr(retry-after)); delta-seconds on a
  *                        capacity status rest its server (core/rest.c);
  *                        absent, empty or NULL asks for nothing, an
  *                        HTTP-date or anything else is counted and

@@ -18,8 +18,10 @@ static bool is_digit(char c)
 
 /* An HTTP-date, in any of its three forms, opens with a day's name:
  * "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 ...", "Sun Nov  6
- * ...". That is enough to count it apart: it is refused either way. */
-static bool opens_with_day(const char *p, size_t len)
+ * ...", and the first two end in GMT - all that is left of one that
+ * res.hdr() cut at its comma. That is enough to count it apart: it is
+ * refused either way. */
+static bool looks_like_date(const char *p, size_t len)
 {
 	static const char days[][4] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
 	if (len < 3)
@@ -27,7 +29,7 @@ static bool opens_with_day(const char *p, size_t len)
 	for (size_t i = 0; i < sizeof(days) / sizeof(days[0]); i++)
 		if (memcmp(p, days[i], 3) == 0)
 			return true;
-	return false;
+	return memcmp(p + len - 3, "GMT", 3) == 0;
 }
 
 /* Seconds saturate here: any value past it is bounded by retry_after_max
@@ -45,7 +47,7 @@ enum retry_after_kind retry_after_parse(const char *text, size_t len, uint64_t *
 	*seconds = 0;
 	if (len == 0)
 		return RETRY_AFTER_ABSENT;
-	if (opens_with_day(text, len))
+	if (looks_like_date(text, len))
 		return RETRY_AFTER_DATE;
 	/* delta-seconds is 1*DIGIT: no sign, no fraction, no unit. */
 	uint64_t v = 0;

@@ -15,7 +15,7 @@
 struct observe_args {
 	const struct spop_data *be, *srv, *status;
 	const struct spop_data *mode; /* "steady" from spoe-breaker-steady.conf */
-	const struct spop_data *retry_after; /* res.hdr(retry-after) */
+	const struct spop_data *retry_after; /* res.fhdr(retry-after) */
 };
 
 static bool arg_is(struct spop_slice name, const char *literal, size_t len)
@@ -66,7 +66,7 @@ static const struct spop_slice *name_arg(const struct spop_data *d, const char *
 /* The retry_after argument as the rest rule reads it. A missing argument
  * and HAProxy's NULL (no such header) ask for nothing; so does an empty
  * one. A string is the header's text; an integer is taken as seconds (a
- * configuration may convert it, `res.hdr(retry-after),toint`), a negative
+ * configuration may convert it, `res.fhdr(retry-after),toint`), a negative
  * one is invalid. Anything else is invalid. Never a reason to refuse the
  * message: the status is judged whatever the header says. */
 static enum retry_after_kind retry_after_arg(const struct spop_data *d, uint64_t *seconds)

@@ -294,7 +294,7 @@ static void test_retry_after_argument(void **state)
 	} cases[] = {
 		{503, &two, 2000, 0, 0},
 		{429, &spaced, 3000, 0, 0},
-		{503, &as_int, 4000, 0, 0},  /* res.hdr(retry-after),toint */
+		{503, &as_int, 4000, 0, 0},  /* res.fhdr(retry-after),toint */
 		{503, &huge, 10000, 0, 0},   /* bounded by the default retry_after_max */
 		{503, none, 0, 0, 0},        /* no argument: an older SPOE file */
 		{503, &null_arg, 0, 0, 0},   /* no header */
