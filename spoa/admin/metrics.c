@@ -499,11 +499,13 @@ static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 	for (unsigned i = 0; i < s->nb_runtime_api; i++)
 		backend_samples(o, "backend_ejected_servers", &s->runtime_api[i], false);
 	family(o, "backend_ejection_capped_servers", "gauge",
-	       "Open breakers of the backend the ejection cap keeps in rotation, per HAProxy.");
+	       "Open breakers (and resting workers) of the backend the ejection cap keeps in "
+	       "rotation, per HAProxy.");
 	for (unsigned i = 0; i < s->nb_runtime_api; i++)
 		backend_samples(o, "backend_ejection_capped_servers", &s->runtime_api[i], true);
 	family(o, "ejections_held_back_total", "counter",
-	       "Open breakers whose drain the backend's ejection cap held back.");
+	       "Open breakers (and resting workers) whose drain the backend's ejection cap held "
+	       "back.");
 	sample(o, "ejections_held_back_total", e->ejections_held_back);
 	family(o, "ejections_released_total", "counter",
 	       "Held-back drains made once room freed under the ejection cap.");

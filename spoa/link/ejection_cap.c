@@ -228,8 +228,8 @@ bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *
 	if (!wants_out(&entry->breaker) || en->mem.drained_by_us) {
 		/* Not wanting a drain, or one in place: a drain is never lifted
 		 * for the cap (traffic would go back to a server known to fail,
-		 * and two open breakers could take turns); the cool-down ends
-		 * it. */
+		 * and two open breakers could take turns); the cool-down, or
+		 * the rest's end, ends it. */
 		stop_holding_back(link, entry, en);
 		return false;
 	}
