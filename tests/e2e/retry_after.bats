@@ -6,7 +6,8 @@
 # like a drain, and never rests the last serving server; a 503 without the
 # header (or with one that is not seconds) rests nothing. HAProxy passes
 # the header as the breaker-observe argument retry_after
-# (res.fhdr(retry-after)), in every-response and steady-state mode alike.
+# (res.fhdr(retry-after)), in every-response and steady-state mode alike;
+# a capacity status HAProxy retries elsewhere (retry-on 503) never shows it.
 
 load helpers
 
@@ -18,7 +19,8 @@ teardown() {
 # retries); Wn_BEHAVIOUR (default 200) and Wn_RETRY_AFTER (default none:
 # no header) say how each answers. The agent on HAProxy's Runtime API with
 # $AGENT_ARGS; SPOE_CONF the SPOE file (the shipped spoe-breaker.conf
-# unless a test names another). ENFORCE_MODE=agent-check: the agent answers
+# unless a test names another); EXTRA_DEFAULTS more lines of HAProxy's
+# defaults section (\n between them). ENFORCE_MODE=agent-check: the agent answers
 # the servers' agent-check instead, and has no Runtime API.
 start_rest_scene() {
 	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
@@ -38,7 +40,7 @@ start_rest_scene() {
 		W3_AGENT='agent-send "workers/w3\\n"'
 		enforce=(--agent-check "127.0.0.1:$check_port")
 	fi
-	TIMEOUT_SERVER=5s EXTRA_DEFAULTS=""
+	TIMEOUT_SERVER=5s EXTRA_DEFAULTS=${EXTRA_DEFAULTS:-}
 	export FE_PORT W1_PORT W2_PORT W3_PORT AGENT_PORT ADMIN_PORT AGENT_ADDR SPOE_CONF
 	export AGENT_CHECK_DEFAULTS W1_AGENT W2_AGENT W3_AGENT TIMEOUT_SERVER EXTRA_DEFAULTS
 	local n name port behaviour retry_after
@@ -209,6 +211,23 @@ rest_and_return() {
 	# The values it could not honour are counted, by reason.
 	metric_at_least 'spoa_breaker_retry_after_ignored_total{reason="date"}' 2
 	metric_at_least 'spoa_breaker_retry_after_ignored_total{reason="invalid"}' 2
+}
+
+@test "with retry-on 503, a capacity status HAProxy retries elsewhere never shows its header" {
+	# HAProxy retries before any filter sees the response: w2's 503s are
+	# known from HAProxy's counters only, without their Retry-After.
+	EXTRA_DEFAULTS='retry-on conn-failure 503\n    retries 2\n    option redispatch 1' \
+		W2_BEHAVIOUR=503 W2_RETRY_AFTER=2 start_rest_scene
+	grep -q 'retry-on conn-failure 503' "$RUN_DIR/haproxy.cfg"
+	requests_until arrivals_above w2 2
+	wait_until 5 metric_at_least spoa_breaker_capacity_retries_total 1
+	local looks
+	looks=$(looks_ok)
+	wait_until 5 two_looks_after "$looks"
+	is_not_drained w2
+	[ "$(breaker_field workers/w2 rests)" = 0 ]
+	run metric 'spoa_breaker_worker_requests_total{backend="workers",server="w2",outcome="backpressure",source="spop"}'
+	assert_output 0
 }
 
 @test "agent-check mode: a resting worker is answered drain, then ready again" {
