@@ -46,7 +46,7 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 				 cause->node);
 		return;
 	case BREAKER_CAUSE_IN_FLIGHT:
-		if (cause->stall && cause->stall->sent > 0)
+		if (cause->stall && e->breaker.policy->stalled_after_ms == 0)
 			snprintf(buf, size,
 				 "HAProxy looks: %llu requests sent (stot) since it last answered, "
 				 "none answered, %llu in flight (scur); its backend's other servers "
