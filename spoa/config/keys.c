@@ -374,6 +374,24 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"upper bound; 0 turns the rule off",
 		.default_text = "0 (off)",
 	},
+	{
+		.name = "stalled_requests", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_UINT,
+		IN_POLICY(stalled_requests, BREAKER_FIELD_STALLED_REQUESTS), .min = 0,
+		.max = 1000000, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "stalled-requests", .arg = "N",
+		.help = "open a breaker whose server was sent this many requests since it last "
+			"answered, answered none, while its backend's other servers answered "
+			"stalled_share of theirs sent after the same moment (a hung worker, "
+			"whatever the answer times); 0 turns the rule off",
+	},
+	{
+		.name = "stalled_share", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_UINT,
+		IN_POLICY(stalled_share, BREAKER_FIELD_STALLED_SHARE), .min = 1, .max = 100,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "stalled-share", .arg = "PERCENT",
+		.help = "for stalled_requests: the share of their requests the other servers "
+			"must have answered",
+	},
 	/* Per backend: a share of a backend's servers means nothing for one
 	 * server, so a [server] section refuses them (--check names where they
 	 * belong). drain_last_server is named for what it allows, off by

@@ -197,6 +197,7 @@ void enforcer_free(struct enforcer *e)
 		free(e->links[i].groups[0].groups);
 		free(e->links[i].groups[1].groups);
 		free(e->links[i].capped);
+		free(e->links[i].stall_group);
 		wiring_free(&e->links[i].wiring);
 	}
 	free(e->agent_check_mem);
