@@ -71,7 +71,7 @@ names_revision() {
 }
 check "--version names the git revision" names_revision
 runtime_only() {
-	p run --rm --pull=never --network=none --entrypoint dpkg-query "$IMAGE" -W libmsgpackc2 libev4 libinih1 libmicrohttpd12 &&
+	p run --rm --pull=never --network=none --entrypoint dpkg-query "$IMAGE" -W libmsgpackc2 libev4 libinih1 libmicrohttpd12 libssl3 &&
 		! p run --rm --pull=never --network=none --entrypoint bash "$IMAGE" -c 'command -v gcc || command -v make'
 }
 check "the runtime stage has the libraries (msgpack-c too) and no compiler" runtime_only
