@@ -221,6 +221,15 @@ static int check_exposure(const struct config *c, const struct config_origins *o
 			       "HAProxies", errors);
 		problems++;
 	}
+	/* The agent-check answers tell every server's state: HAProxy's alone
+	 * to read, by the same list as SPOP. */
+	const struct config_key *agent_check = config_key_find("agent_check");
+	if (c->agent_check[0] && !allowlist_set(&c->allow) &&
+	    reachable_from_elsewhere(c->agent_check)) {
+		refuse_exposed(c, origins, agent_check, c->agent_check, "connect", "allow", "allow",
+			       "HAProxies", errors);
+		problems++;
+	}
 	if (c->admin[0] && !allowlist_set(config_admin_allow(c)) &&
 	    reachable_from_elsewhere(c->admin)) {
 		refuse_exposed(c, origins, admin, c->admin, "read it", "admin_allow (or allow)",

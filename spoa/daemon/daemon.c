@@ -206,6 +206,7 @@ static bool start(struct daemon *d)
 	daemon_gate_link(d);
 	/* Borrowed: a reload rewrites d->config, and with it the list, in place. */
 	d->agent.allow = &c->allow;
+	enforcer_agent_check_allow(d->enforcer, &c->allow);
 	if (!daemon_load_tls(d, c))
 		return false;
 	struct listen_socket_owner owner = {.mode = c->socket_mode, .gid = -1};

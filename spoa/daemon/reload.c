@@ -119,6 +119,7 @@ void daemon_reload(struct daemon *d)
 	if (enforcer) {
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;
+		enforcer_agent_check_allow(enforcer, &d->config.allow); /* d->config: fresh, below */
 		daemon_gate_link(d);
 	}
 	config_restart_only_changes(&d->config, &fresh, warn_restart_only, NULL);

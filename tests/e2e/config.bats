@@ -256,6 +256,12 @@ reload: max_breakers changed; it takes effect at the next restart"
 	run "$SPOA_BIN" --check --listen "127.0.0.1:$port" --admin "0.0.0.0:$port"
 	assert_failure 1
 	assert_output --partial "set admin_allow (or allow)"
+	# The agent-check listener tells every server's state: the same rule.
+	run "$SPOA_BIN" --check --state-file none --agent-check "0.0.0.0:$port"
+	assert_failure 1
+	assert_output --partial "--agent-check 0.0.0.0:$port is not a loopback address and nothing says who may connect: set allow"
+	run "$SPOA_BIN" --check --state-file none --agent-check "0.0.0.0:$port" --allow 10.1.0.0/16
+	assert_success
 	# Said on purpose: accepted.
 	run "$SPOA_BIN" --check -f "$RUN_DIR/exposed.ini" --allow any
 	assert_success
