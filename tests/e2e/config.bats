@@ -280,3 +280,27 @@ reload: max_breakers changed; it takes effect at the next restart"
 	run python3 "$REPO/tests/lib/spop_client.py" "unix:$RUN_DIR/spop.sock" hello
 	assert_success
 }
+
+@test "socket_mode and socket_group: the unix SPOP socket gets that mode and group, and the group decides who connects" {
+	# A directory others may enter (the test's own is root's alone), so
+	# that the socket's file is what decides.
+	local dir
+	dir=$(mktemp -d /tmp/spop-group.XXXXXX)
+	chmod 0755 "$dir"
+	printf '[agent]\nlisten = unix:%s/spop.sock\nsocket_mode = 0660\nsocket_group = nogroup\nadmin = none\n' \
+		"$dir" >"$RUN_DIR/group.ini"
+	start_agent agent -f "$RUN_DIR/group.ini"
+	wait_until 5 test -S "$dir/spop.sock"
+	run stat -c '%a %G' "$dir/spop.sock"
+	assert_output "660 nogroup"
+	# In the group: served. Outside it (nobody with group daemon): the
+	# kernel refuses the connect. (The system python: these users may
+	# not read one installed under root's home.)
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "$SPOP_CLIENT" "unix:$dir/spop.sock" hello
+	assert_success
+	run setpriv --reuid=nobody --regid=daemon --clear-groups /usr/bin/python3 "$SPOP_CLIENT" "unix:$dir/spop.sock" hello
+	assert_failure
+	assert_output --partial "Permission denied"
+	stop agent
+	rm -rf "$dir"
+}
