@@ -276,6 +276,16 @@ enum enforce_mode enforcer_mode(const struct enforcer *e)
 	return e->mode;
 }
 
+void enforcer_agent_check_allow(struct enforcer *e, const struct cidr_list *allow)
+{
+	e->agent_check.allow = allow;
+}
+
+uint64_t enforcer_agent_check_not_allowed(const struct enforcer *e)
+{
+	return e->agent_check_open ? e->agent_check.not_allowed : 0;
+}
+
 unsigned enforcer_runtime_api_count(const struct enforcer *e)
 {
 	return e->nb_links;

@@ -477,6 +477,7 @@ static void test_every_family_present(void **state)
 		{"breaker_table_full_refusals_total", "counter"},
 		{"spop_connections_total", "counter"},
 		{"spop_connections_closed_total", "counter"},
+		{"spop_tls_handshakes_total", "counter"},
 		{"spop_connections_open", "gauge"},
 		{"spop_frames_total", "counter"},
 		{"spop_acks_held_total", "counter"},
