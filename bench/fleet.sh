@@ -18,7 +18,21 @@
 #                    conn-failure 503 ...`, `option redispatch 1`, `retries 2`)
 #   breaker-noretry  the shipped haproxy.cfg and the agent, without its
 #                    retry on capacity
+#   lua              retry plus a Lua breaker inside HAProxy
+#                    (bench/lua_breaker.lua, draining: three 5xx in a row
+#                    open a server for 30 s), what one would write instead
 #   breaker          the shipped haproxy.cfg and the agent, as shipped
+#
+# The LLM scenario (FLEET_SCENARIO=llm) is a fleet of inference engines:
+# completions take seconds to a minute (log-normal, median 3 s), half the
+# requests ask for a stream (head at the first token, then events until
+# the end), the others get their head only when the completion ends;
+# `timeout server` is minutes (FLEET_LLM_TIMEOUT_SERVER, 2m). Six workers
+# serve 16 completions at a time and refuse beyond, three with 503 and
+# `Retry-After: 2`, three with 429; one is broken (500), one hung (accepts,
+# never answers, yet its /health answers: no health check sees it), one
+# crashes 30 s in. The agent runs on its shipped
+# defaults alone: nothing is tuned for the scenario.
 #
 # Every setup is the shipped haproxy.cfg with the fleet's server lines and
 # `timeout server FLEET_TIMEOUT_SERVER`; the SPOE filter is taken out of
@@ -33,7 +47,9 @@
 # 100 ms (`--poll-interval 100ms`): the rule judges at looks, and at the
 # default 500 ms the second look comes as late as the 1 s timeout.
 #
-# Knobs: FLEET_RATE (300 requests/s), FLEET_SECONDS (60), FLEET_SEED (1),
+# Knobs: FLEET_SCENARIO (classic, llm, or both: the default),
+# FLEET_RATE (300 requests/s; LLM: FLEET_LLM_RATE, 20), FLEET_SECONDS (60;
+# LLM: FLEET_LLM_SECONDS, 90), FLEET_SEED (1),
 # FLEET_AGENT_ARGS (the agent's options beyond the defaults: those above),
 # FLEET_FLAKY (0.3), FLEET_TIMEOUT_SERVER (1s), FLEET_SETUPS (all five, in
 # order), FLEET_HAPROXY (haproxy: the system's 2.6; or a path, e.g. one
@@ -49,13 +65,17 @@ SECS=${FLEET_SECONDS:-60}
 SEED=${FLEET_SEED:-1}
 FLAKY=${FLEET_FLAKY:-0.3}
 TIMEOUT_SERVER=${FLEET_TIMEOUT_SERVER:-1s}
-SETUPS=${FLEET_SETUPS:-"plain observe retry breaker-noretry breaker"}
+SETUPS=${FLEET_SETUPS:-"plain observe retry lua breaker-noretry breaker"}
+SCENARIO=${FLEET_SCENARIO:-both}
 HAPROXY=${FLEET_HAPROXY:-haproxy}
 # The protections off by default that this fleet calls for: a flaky worker
 # (the failure rate), a wedged one, and a hung one (stalled, judged at
 # looks every 100 ms).
 AGENT_PROTECTIONS=${FLEET_AGENT_ARGS:-"--failure-rate-threshold 20 --wedged-after 5s --stalled-after 300ms --poll-interval 100ms"}
 WORKERS="busy1:busy:4 busy2:busy:4 busy3:busy:4 busy4:busy:4 busy5:busy:4 busy6:busy:4 crashed:crashed broken:broken hung:hung flaky:flaky:$FLAKY wedged:wedged"
+LLM_WORKERS="llm1:llm503:16 llm2:llm429:16 llm3:llm503:16 llm4:llm429:16 llm5:llm503:16 llm6:llm429:16 broken:broken hung:stuck crashing:crashing:30"
+# What one run of the load asks: set per scenario by scenario().
+LOAD_ARGS=() FLEET_ARGS=()
 
 # Hung requests and a fresh connection per request: room for descriptors.
 ulimit -n 65536 2>/dev/null || ulimit -n 8192 2>/dev/null || true
@@ -117,18 +137,21 @@ haproxy_pid() { # SOCKET
 # scenario's timeout server, and for the setups without the agent or its
 # retry on capacity those lines taken out.
 render_config() { # SETUP SERVER_LINES_FILE
-	local setup=$1 agent=0 retry=0 checks=""
+	local setup=$1 agent=0 retry=0 checks="" lua=0
 	case $setup in
 	plain) checks=" check" ;;
 	observe) checks=" check observe layer7 on-error mark-down" ;;
 	retry) retry=1 checks=" check" ;;
+	lua) retry=1 checks=" check" lua=1 ;;
 	breaker-noretry) agent=1 ;;
 	breaker) agent=1 retry=1 ;;
 	*) echo "bench-fleet: unknown setup $setup" >&2; return 1 ;;
 	esac
 	awk -v agent=$agent -v retry=$retry -v checks="$checks" -v ts="$TIMEOUT_SERVER" \
-		-v servers="$2" '
+		-v servers="$2" -v lua=$lua -v lua_file="$REPO/bench/lua_breaker.lua" '
+		/^global/ && lua && !lua_loaded { print; print "    lua-load " lua_file; lua_loaded = 1; next }
 		/^[ \t]*timeout server  30s/ { print "    timeout server  " ts; next }
+		/^[ \t]*filter spoe / && lua { print "    http-response lua.breaker_observe"; next }
 		/^[ \t]*filter spoe / && !agent { next }
 		/^\.if version_atleast\(3\.0\.4\)/ && !retry { skip = 1; next }
 		skip { if ($0 ~ /^\.endif/) skip = 0; next }
@@ -150,7 +173,8 @@ run_setup() { # SETUP: one run; its JSON in $RUN/SETUP.json
 	local fleet_pid hap_pid agent_pid="" own
 	mkdir -p "$dir"
 	cp -r haproxy/router-errors haproxy/router-errors.map haproxy/router-conditions.map \
-		haproxy/breaker-owned.map haproxy/breaker-retry-at.map haproxy/spoe-breaker.conf "$dir/"
+		haproxy/breaker-owned.map haproxy/breaker-retry-at.map haproxy/breaker-watched.map \
+		haproxy/spoe-breaker-steady.conf "$dir/"
 	echo 1 >"$dir/server-state"
 	fe=$(free_port) agent_port=$(free_port) admin_port=$(free_port)
 	local fleet_args=() servers=$dir/servers
@@ -163,17 +187,18 @@ run_setup() { # SETUP: one run; its JSON in $RUN/SETUP.json
 	done
 	render_config "$setup" "$servers" >"$dir/haproxy.cfg" || return 1
 	export BREAKER_FRONTEND=127.0.0.1:$fe BREAKER_AGENT=127.0.0.1:$agent_port
-	export BREAKER_SPOE_CONF=$dir/spoe-breaker.conf BREAKER_ADMIN_SOCKET=$dir/admin.sock
+	# The shipped default: steady-state mode, the agent on the Runtime API.
+	export BREAKER_SPOE_CONF=$dir/spoe-breaker-steady.conf BREAKER_ADMIN_SOCKET=$dir/admin.sock
 	export BREAKER_STATE_FILE=$dir/server-state
 	if ! $HAPROXY -c -q -f "$dir/haproxy.cfg" >"$dir/check.log" 2>&1; then
 		echo "bench-fleet: HAProxy refuses the $setup configuration:" >&2
 		cat "$dir/check.log" >&2
 		return 1
 	fi
-	spawn "$setup-fleet" python3 bench/fleet_workers.py --seed "$SEED" --service-ms 20:60 --stats "$dir/answers.json" \
-		"${fleet_args[@]}"
+	spawn "$setup-fleet" python3 bench/fleet_workers.py --seed "$SEED" "${FLEET_ARGS[@]}" \
+		--stats "$dir/answers.json" "${fleet_args[@]}"
 	fleet_pid=$SPAWNED
-	spawn "$setup-haproxy" $HAPROXY -db -f "$dir/haproxy.cfg"
+	BREAKER_LUA_DRAIN=1 spawn "$setup-haproxy" $HAPROXY -db -f "$dir/haproxy.cfg"
 	hap_pid=$SPAWNED
 	wait_port "$fe" || return 1
 	if [ "$setup" = breaker ] || [ "$setup" = breaker-noretry ]; then
@@ -193,14 +218,34 @@ run_setup() { # SETUP: one run; its JSON in $RUN/SETUP.json
 		sleep 2 # the first health checks
 	fi
 	python3 bench/fleet_load.py --target "127.0.0.1:$fe" --rate "$RATE" --seconds "$SECS" \
-		--seed "$SEED" --timeout 30 --stats-socket "$dir/admin.sock" >"$RUN/$setup.json" \
+		--seed "$SEED" "${LOAD_ARGS[@]}" --stats-socket "$dir/admin.sock" >"$RUN/$setup.json" \
 		2>"$RUN/$setup-load.err"
+	[ -n "$agent_pid" ] && grep -E '^[^ ]+ \[[a-z]+\] breaker workers/[^:]+: [a-z_]+ -> open' \
+		"$RUN/$setup-agent.log" | sed 's/^[^ ]* \[[a-z]*\] breaker workers\/\([^:]*\):.*/\1/' |
+		sort | uniq -c | awk '{printf "%s%s:%s", (NR > 1 ? " " : ""), $2, $1}' >"$RUN/$setup.opened"
 	own=$(haproxy_pid "$dir/admin.sock")
 	[ -n "$agent_pid" ] && stop "$agent_pid"
 	[ -n "$own" ] && [ "$own" != "$hap_pid" ] && kill "$own" 2>/dev/null
 	stop "$hap_pid"
 	stop "$fleet_pid" # writes answers.json on TERM
 	[ -f "$dir/answers.json" ] && cp "$dir/answers.json" "$RUN/$setup.answers.json"
+}
+
+# The scenario's fleet, load and timeouts (the agent's options too).
+scenario() { # classic | llm
+	if [ "$1" = llm ]; then
+		WORKERS=$LLM_WORKERS
+		RATE=${FLEET_LLM_RATE:-20} SECS=${FLEET_LLM_SECONDS:-90}
+		TIMEOUT_SERVER=${FLEET_LLM_TIMEOUT_SERVER:-2m}
+		local ts_s
+		ts_s=$(awk -v t="$TIMEOUT_SERVER" 'BEGIN {v = t + 0; if (t ~ /m$/) v *= 60; if (t ~ /ms$/) v /= 60000; print int(v) + 10}')
+		LOAD_ARGS=(--stream-share 0.5 --whole --timeout "$ts_s")
+		FLEET_ARGS=()
+		AGENT_PROTECTIONS=${FLEET_LLM_AGENT_ARGS:-}
+	else
+		LOAD_ARGS=(--timeout 30)
+		FLEET_ARGS=(--service-ms 20:60)
+	fi
 }
 
 report() { # SETUPS...: the tables, from each setup's JSON
@@ -258,6 +303,38 @@ for s in setups:
         continue
     got = {n: sum(v for k, v in w["answers"].items() if k != "health") for n, w in a.items()}
     print("  %-16s" % s + "".join("%9s" % (got.get(n, "-") if a.get(n, {}).get("kind") != "crashed" else "-") for n in names))
+print()
+print("the hung worker: requests it received, and the second of the run it first left rotation:")
+for s in setups:
+    try:
+        with open(os.path.join(run, s + ".answers.json")) as f:
+            a = json.load(f)
+    except (OSError, ValueError):
+        continue
+    hung = a.get("hung", {}).get("answers", {}).get("hung", 0)
+    r = res[s] or {}
+    print("  %-16s %6d requests, out of rotation %s" % (s, hung, "at %ss" % r["first_out_s"]["hung"]
+          if "hung" in r.get("first_out_s", {}) else "never"))
+print()
+print("workers that never misbehave yet left rotation (busy is not dead):")
+for s in setups:
+    try:
+        with open(os.path.join(run, s + ".answers.json")) as f:
+            a = json.load(f)
+    except (OSError, ValueError):
+        continue
+    healthy = [n for n, w in a.items() if w.get("kind") in ("busy", "llm503", "llm429")]
+    r = res[s] or {}
+    out = ["%s %ss" % (n, r["out_of_rotation_s"][n]) for n in healthy
+           if r.get("out_of_rotation_s", {}).get(n, 0) > 0]
+    opened = ""
+    try:
+        with open(os.path.join(run, s + ".opened")) as f:
+            opened = f.read().strip()
+    except OSError:
+        pass
+    print("  %-16s %s%s" % (s, ", ".join(out) or "none",
+                              "; breakers opened: " + opened if opened else ""))
 late = max((r["late_ms"] for r in res.values() if r), default=0)
 print()
 print("(the load generator's worst lateness against its schedule: %.1f ms)" % late)
@@ -266,12 +343,22 @@ EOF
 
 [ -x "$AGENT_BIN" ] || { echo "bench-fleet: $AGENT_BIN is missing: run make first" >&2; exit 1; }
 version=$($HAPROXY -v 2>/dev/null | awk 'NR==1 {print $3}')
-printf 'spoa-breaker fleet scenario: HAProxy %s, %s requests/s for %ss (Poisson, seed %s), timeout server %s\n' \
-	"${version:-?}" "$RATE" "$SECS" "$SEED" "$TIMEOUT_SERVER"
-printf 'fleet: %s\n' "$WORKERS"
-printf '(load average %s; %d cores)\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
-for setup in $SETUPS; do
-	run_setup "$setup" || echo "bench-fleet: the $setup setup did not run" >&2
+case $SCENARIO in
+both) scenarios="classic llm" ;;
+classic | llm) scenarios=$SCENARIO ;;
+*) echo "bench-fleet: FLEET_SCENARIO is classic, llm or both, not $SCENARIO" >&2; exit 2 ;;
+esac
+for sc in $scenarios; do
+	scenario "$sc"
+	printf 'spoa-breaker fleet, %s scenario: HAProxy %s, %s requests/s for %ss (Poisson, seed %s), timeout server %s\n' \
+		"$sc" "${version:-?}" "$RATE" "$SECS" "$SEED" "$TIMEOUT_SERVER"
+	printf 'fleet: %s\n' "$WORKERS"
+	printf 'agent options beyond the defaults: %s\n' "${AGENT_PROTECTIONS:-none}"
+	printf '(load average %s; %d cores)\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
+	for setup in $SETUPS; do
+		run_setup "$setup" || echo "bench-fleet: the $setup setup did not run" >&2
+	done
+	report $SETUPS
+	printf '\n(load average %s after the runs)\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	mkdir -p "$RUN/$sc" && mv "$RUN"/*.json "$RUN"/*.opened "$RUN/$sc/" 2>/dev/null
 done
-report $SETUPS
-printf '\n(load average %s after the runs)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

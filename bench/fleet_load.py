@@ -5,15 +5,18 @@ Sends GET / to --target (127.0.0.1:PORT) at --rate requests per second for
 --seconds, with Poisson arrivals drawn from a generator seeded with --seed:
 open loop, so a slow answer never slows the arrivals down (a request falls
 due on time whether or not the ones before it were answered). Every request
-is its own connection, with a --timeout of its own.
+is its own connection, with a --timeout of its own. A --stream-share of
+them ask for a stream (GET /?stream=1); with --whole a 2xx counts only once
+its body came to its end (a stream cut short is the class `cut`).
 
 Meanwhile it asks HAProxy's Runtime API (--stats-socket) for `show stat`
 every --poll-ms and adds up, per server of --backend, the time its status
 was anything but UP (DOWN, DRAIN, MAINT, NOLB): out of rotation.
 
 Prints one JSON object: requests, 2xx, errors by class, latency p50/p99/max
-(ms, every answered request), the scheduler's worst lateness, and seconds
-out of rotation per server. Classes name who answered: `worker 503` is a
+(ms to the response head, every answered request), the scheduler's worst
+lateness, and per server the seconds out of rotation and the second of the
+run it first left it. Classes name who answered: `worker 503` is a
 worker's own response passed to the client; `router 503 breaker_open` is
 HAProxy's own, with its x-router-error-code; `timeout` and `conn error` are
 the client's.
@@ -27,21 +30,32 @@ import sys
 import time
 
 
-async def one_request(host, port, timeout, sent_at):
+async def one_request(host, port, timeout, sent_at, path, whole):
     """(class or None for 2xx, latency ms or None, second of the run it was sent)"""
-    cls, latency = await answer_of(host, port, timeout)
+    cls, latency = await answer_of(host, port, timeout, path, whole)
     return cls, latency, sent_at
 
 
-async def answer_of(host, port, timeout):
-    """(class or None for 2xx, latency ms or None)"""
+def body_complete(headers, body):
+    """Whether a response body read to the end of the connection is whole."""
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        return body.endswith(b"0\r\n\r\n")
+    if "content-length" in headers:
+        return len(body) == int(headers["content-length"])
+    return True
+
+
+async def answer_of(host, port, timeout, path="/", whole=False):
+    """(class or None for 2xx, latency ms or None). The latency is to the
+    response head; with `whole`, a 2xx counts only once its body came whole
+    (a stream cut short is the class `cut`)."""
     start = time.monotonic()
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
     except (OSError, asyncio.TimeoutError):
         return "conn error", None
     try:
-        writer.write(b"GET / HTTP/1.1\r\nhost: fleet\r\nconnection: close\r\n\r\n")
+        writer.write(b"GET %s HTTP/1.1\r\nhost: fleet\r\nconnection: close\r\n\r\n" % path.encode())
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout - (time.monotonic() - start))
         latency = (time.monotonic() - start) * 1000.0
         lines = head.decode("latin-1").split("\r\n")
@@ -52,6 +66,10 @@ async def answer_of(host, port, timeout):
                 k, v = line.split(":", 1)
                 headers[k.strip().lower()] = v.strip()
         if 200 <= status < 300:
+            if whole:
+                body = await asyncio.wait_for(reader.read(), timeout - (time.monotonic() - start))
+                if not body_complete(headers, body):
+                    return "cut", latency
             return None, latency
         if "x-router-error-code" in headers:
             return "router %d %s" % (status, headers["x-router-error-code"]), latency
@@ -83,8 +101,9 @@ def show_stat(sock_path):
         s.close()
 
 
-async def poll_rotation(sock_path, backend, poll_s, stop, out):
-    """Adds poll_s to out[server] for every poll that finds it out of rotation."""
+async def poll_rotation(sock_path, backend, poll_s, stop, out, first_out, start):
+    """Adds poll_s to out[server] for every poll that finds it out of
+    rotation; first_out[server] is the second of the run it was first out."""
     loop = asyncio.get_running_loop()
     while not stop.is_set():
         t0 = time.monotonic()
@@ -103,6 +122,7 @@ async def poll_rotation(sock_path, backend, poll_s, stop, out):
             out.setdefault(f[1], 0.0)
             if not f[col].startswith("UP") and f[col] != "no check":
                 out[f[1]] += poll_s
+                first_out.setdefault(f[1], round(time.monotonic() - start, 1))
         await asyncio.sleep(max(0.0, poll_s - (time.monotonic() - t0)))
 
 
@@ -118,14 +138,15 @@ async def run(args):
     port = int(port)
     rng = random.Random(args.seed)
     stop = asyncio.Event()
-    rotation = {}
+    rotation, first_out = {}, {}
+    t0 = time.monotonic()
     poller = None
     if args.stats_socket:
         poller = asyncio.create_task(poll_rotation(args.stats_socket, args.backend,
-                                                  args.poll_ms / 1000.0, stop, rotation))
+                                                  args.poll_ms / 1000.0, stop, rotation,
+                                                  first_out, t0))
     tasks = []
     lateness = 0.0
-    t0 = time.monotonic()
     due = 0.0
     while True:
         due += rng.expovariate(args.rate)
@@ -136,7 +157,9 @@ async def run(args):
             await asyncio.sleep(due - now)
         else:
             lateness = max(lateness, now - due)
-        tasks.append(asyncio.create_task(one_request(host, port, args.timeout, due)))
+        path = "/?stream=1" if rng.random() < args.stream_share else "/"
+        tasks.append(asyncio.create_task(one_request(host, port, args.timeout, due, path,
+                                                     args.whole)))
     results = await asyncio.gather(*tasks)
     stop.set()
     if poller:
@@ -165,6 +188,7 @@ async def run(args):
         "max_ms": round(latencies[-1], 1) if latencies else None,
         "late_ms": round(lateness * 1000.0, 1),
         "out_of_rotation_s": {k: round(v, 1) for k, v in sorted(rotation.items())},
+        "first_out_s": dict(sorted(first_out.items())),
     }))
 
 
@@ -178,6 +202,10 @@ def main():
     ap.add_argument("--stats-socket")
     ap.add_argument("--backend", default="workers")
     ap.add_argument("--poll-ms", type=float, default=100.0)
+    ap.add_argument("--stream-share", type=float, default=0.0,
+                    help="share of the requests asking for a stream (GET /?stream=1)")
+    ap.add_argument("--whole", action="store_true",
+                    help="read each 2xx body to its end: a cut stream is a failure")
     args = ap.parse_args()
     if args.rate <= 0 or args.seconds <= 0:
         sys.exit("fleet_load: --rate and --seconds must be positive")

@@ -42,6 +42,7 @@ struct metrics_source {
 	const struct agent_stats *agent;
 	unsigned connections_open;
 	uint64_t admin_not_allowed; /* admin clients closed at accept: not in the allowlist */
+	uint64_t agent_check_not_allowed; /* agent-check clients, the same */
 	uint64_t observations_refused;
 	uint64_t unknown_messages; /* SPOE messages no handler claimed */
 	uint64_t steady_messages;  /* sent by an HAProxy in steady-state mode */

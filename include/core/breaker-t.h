@@ -149,6 +149,13 @@ struct breaker_policy {
 	 * default): only fleets whose responses have a known upper bound
 	 * can name one. */
 	uint64_t stalled_after_ms;
+	/* A hung worker, judged by counts (stall_watch.c), on by default: at
+	 * least stalled_requests sent to it since it last answered, none
+	 * answered, while its neighbours answered at least stalled_share
+	 * percent of theirs sent after the same look. 0 requests turns it
+	 * off. */
+	uint32_t stalled_requests;
+	uint32_t stalled_share; /* percent, 1..100 */
 	/* A worker's Retry-After on a capacity status: its server rests (no
 	 * new requests) that long, at most this; 0 ignores the header
 	 * (rest.c). */
@@ -185,7 +192,9 @@ enum breaker_policy_field {
 	BREAKER_FIELD_MAX_EJECTION_PERCENT = 1u << 13,
 	BREAKER_FIELD_DRAIN_LAST_SERVER = 1u << 14,
 	BREAKER_FIELD_GUARDED = 1u << 17,
-	BREAKER_FIELD_RETRY_AFTER_MAX = 1u << 18,
+	BREAKER_FIELD_STALLED_REQUESTS = 1u << 18,
+	BREAKER_FIELD_STALLED_SHARE = 1u << 19,
+	BREAKER_FIELD_RETRY_AFTER_MAX = 1u << 20,
 };
 
 /* One level of configuration (global, a backend, a server): the fields
@@ -209,7 +218,7 @@ enum breaker_trip_rule {
 	BREAKER_TRIP_FAILURE_RATE,   /* failure_rate_threshold over the window */
 	BREAKER_TRIP_PROBE_FAILED,   /* a half-open probe failed */
 	BREAKER_TRIP_WEDGED,         /* only capacity statuses for wedged_after, others succeeding */
-	BREAKER_TRIP_STALLED,        /* in flight, unanswered for stalled_after, others answering */
+	BREAKER_TRIP_STALLED,        /* sent requests, none answered, others answering theirs */
 };
 #define BREAKER_NB_TRIP_RULES (BREAKER_TRIP_STALLED + 1)
 
@@ -325,12 +334,44 @@ struct breaker_counters {
 
 /* ---- the stalled rule's view of one server (stall_watch.c) ---- */
 
-/* What one HAProxy's looks say of one server's requests in flight, kept
- * by whoever looks (the HAProxy link): each HAProxy has its own. */
+/* The defaults of the counted rule; stall_watch.c says why these. */
+#define BREAKER_DEFAULT_STALLED_REQUESTS 16
+#define BREAKER_DEFAULT_STALLED_SHARE 90
+/* The counted rule never opens on less than this since the moment: a
+ * pause shorter than a second (a collector, a page-in) is no hang. */
+#define STALL_MIN_WATCH_MS 1000
+
+/* What one look at HAProxy says of one server and of its neighbours (the
+ * other servers of its backend at the same HAProxy), since the previous
+ * look of the same process. */
+struct stall_look {
+	bool baseline;        /* false: no previous look to count from */
+	bool answered;        /* any sign of life from it: a response head, an
+			       * answer over SPOP, a capacity status retried */
+	uint64_t sent;        /* requests sent to it (stot) */
+	uint64_t nb_sent;     /* requests sent to its neighbours */
+	uint64_t nb_answered; /* their response heads (2xx-5xx) and capacity
+			       * statuses retried */
+	uint64_t nb_pending;  /* at this look, their requests in flight that
+			       * may still get a head: an upper bound */
+	uint64_t now_ms;
+};
+
+/* What one HAProxy's looks say of one server, kept by whoever looks (the
+ * HAProxy link): each HAProxy has its own. */
 struct stall_watch {
-	/* The look from which requests were in flight there with no
-	 * response since, at every look (0: not so). */
+	/* stalled_after: the look from which requests were in flight there
+	 * with no response since, at every look (0: not so). */
 	uint64_t since_ms;
+	/* stalled_requests: the moment (a look, 0: none yet) after which it
+	 * was sent `sent` requests and answered none, and its neighbours
+	 * were sent nb_sent and gave nb_answered answers; nb_pending_then
+	 * of those may answer requests sent before the moment. */
+	uint64_t from_ms;
+	uint64_t sent;
+	uint64_t nb_sent;
+	uint64_t nb_answered;
+	uint64_t nb_pending_then;
 };
 
 /* ---- policies of one configuration (policy.c) ---- */

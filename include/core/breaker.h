@@ -164,7 +164,19 @@ bool breaker_is_wedged(const struct breaker *b, uint64_t now_ms, uint64_t others
 struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms);
 
 /*
- * The stalled rule (stall_watch.c). stall_watch_look() takes one look at a
+ * The stalled rule, counted (stall_watch.c): stall_count_look() takes one
+ * look's counts into the watch (it moves the moment on any sign of life);
+ * breaker_is_stalled_by_counts() says whether a CLOSED or HALF_OPEN
+ * breaker's server was sent policy->stalled_requests since the moment,
+ * answered none, while its neighbours were sent as many and answered
+ * policy->stalled_share percent of theirs sent after it, at least
+ * STALL_MIN_WATCH_MS ago. False whenever stalled_requests is 0.
+ */
+void stall_count_look(struct stall_watch *w, const struct stall_look *l);
+bool breaker_is_stalled_by_counts(const struct breaker *b, const struct stall_watch *w,
+				  uint64_t now_ms);
+/*
+ * The stalled rule, timed (stall_watch.c). stall_watch_look() takes one look at a
  * server: requests in flight there (HAProxy's scur > 0), and whether it
  * answered anything since the previous look (a response in HAProxy's
  * counters or over SPOP; the caller says true when it cannot tell, e.g.
@@ -398,13 +410,15 @@ struct breaker_event breaker_table_record_response(struct breaker_table *t,
 struct breaker_event breaker_table_record_capacity_retries(struct breaker_table *t,
 							   struct breaker_table_entry *e,
 							   uint32_t count, uint64_t now_ms);
-/* One look at e's server by one HAProxy (see stall_watch_look()), then
+/* One look at e's server by one HAProxy (see stall_watch_look() and
+ * stall_count_look(); `counts` may be NULL: the timed rule alone), then
  * the stalled rule judges it against its backend: a stalled server's
  * breaker opens. The event says what changed (nothing, mostly). */
 struct breaker_event breaker_table_look_in_flight(struct breaker_table *t,
 						  struct breaker_table_entry *e,
 						  struct stall_watch *w, bool in_flight,
-						  bool answered, uint64_t now_ms);
+						  bool answered, uint64_t now_ms,
+						  const struct stall_look *counts);
 void breaker_table_note_outcome(struct breaker_table *t, const struct breaker_table_entry *e,
 				enum breaker_outcome outcome, uint64_t now_ms);
 uint64_t breaker_table_others_succeeded(const struct breaker_table *t,

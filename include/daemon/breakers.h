@@ -51,6 +51,7 @@ struct breaker_cause {
 	const struct faults_delta *faults; /* COUNTERS, CAPACITY_RETRY */
 	uint32_t node;                     /* PEER: the node whose verdict */
 	uint64_t in_flight;                /* IN_FLIGHT: HAProxy's scur at the look */
+	const struct stall_watch *stall;   /* IN_FLIGHT: the counted rule's watch */
 	const char *endpoint;              /* ENDPOINT: the worker it points at now */
 	bool recalled;                     /* ENDPOINT: that worker's breaker, remembered */
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */

@@ -59,6 +59,17 @@ struct owner_record {
 	uint32_t own_maxconn; /* ... whose own value is this (0 = unlimited) */
 };
 
+/* What one look's `show stat` row says of one server for the stalled
+ * rule, kept until its backend's rows are all read (signals.c). */
+struct enforce_stall_row {
+	bool baseline;    /* the previous look of the same process gave deltas */
+	bool answered;    /* a head, an SPOP answer or a capacity status since */
+	bool in_flight;   /* scur > 0 */
+	uint64_t sent;    /* stot since the previous look */
+	uint64_t answers; /* 2xx-5xx heads and capacity statuses retried since */
+	uint64_t pending; /* requests in flight that may still get a head */
+};
+
 /* One server as one HAProxy knows it. */
 struct enforce_entry {
 	struct enforce_seen seen;
@@ -93,6 +104,15 @@ struct enforce_entry {
 	struct stall_watch stall;
 	uint64_t responses_counted;
 	uint64_t stall_looked_ms;
+	/* And for the counted form: its requests sent (stot), 2xx-5xx heads
+	 * and requests in flight (scur) at the previous look; what this
+	 * look's row said, for the judgement at the end of its backend's
+	 * rows (signals.c), and the look that wrote it. */
+	uint64_t sent_counted;
+	uint64_t heads_counted;
+	uint64_t stall_scur;
+	struct enforce_stall_row stall_row;
+	uint32_t stall_row_look;
 	/* Peers mode (verdicts.h): this node wrote an open or half-open
 	 * verdict for the server into the shared table, and has not yet
 	 * written it closed. */

@@ -110,6 +110,11 @@ struct haproxy_link {
 	 * dropped as the list is read). */
 	uint32_t *capped;
 	uint32_t nb_capped, capped_allocated;
+	/* The stalled rule's backend under way in `show stat` (its rows come
+	 * together): the table indices of its servers' rows so far, judged
+	 * against each other once its last row is read (signals.c). */
+	uint32_t *stall_group;
+	uint32_t nb_stall_group, stall_group_allocated;
 	/* What this HAProxy's configuration lacks for the agent (wiring.h). */
 	struct wiring wiring;
 };

@@ -50,6 +50,11 @@ struct faults_delta {
 	uint64_t capacity_retries; /* wredis matched by wretr: the worker's
 				    * status (retry-on 503/429) was retried
 				    * elsewhere; backpressure, never a failure */
+	/* Of the capacity-looking retries, those the server may have held
+	 * unanswered across a look before HAProxy retried them elsewhere
+	 * (faults_split_held_retries): a response timeout looks so, a
+	 * capacity status never does. Moved out of capacity_retries. */
+	uint64_t held_retries;
 	uint64_t retries;	  /* wretr: reported, never a failure */
 	uint64_t client_aborts;	  /* cli_abrt: reported, never a failure */
 	/* breaker_record_poll()'s failures: connect_errors + response_errors

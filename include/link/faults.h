@@ -70,6 +70,19 @@ void faults_baseline_reset(struct faults_baseline *base);
 void faults_delta(struct faults_baseline *base, const struct faults_counters *cur, bool restarted,
 		  struct faults_delta *out);
 
+/*
+ * Splits d's capacity-looking retries (wredis with wretr) by what the
+ * server did with the requests: `held` is how many requests it had in
+ * flight at the previous look with no answer since (scur then, less the
+ * heads it gave meanwhile). A capacity status comes back at once, so a
+ * retry beyond those was of a request sent since, refused at once:
+ * backpressure. Up to `held` of them may be requests it sat on until
+ * HAProxy gave up on them (retry-on response-timeout): they move to
+ * held_retries, and are no sign of life. The split errs on the side of
+ * "held" only when the server had requests waiting anyway.
+ */
+void faults_split_held_retries(struct faults_delta *d, uint64_t held);
+
 /* "first_sight", "delta", "restarted", "unexplained_drop". */
 const char *faults_basis_name(enum faults_basis basis);
 

@@ -112,5 +112,8 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 				 struct enforce_entry *en, const struct runtime_api_stat_row *row);
 void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, const struct runtime_api_stat_row *row);
+/* ... and once `show stat` ended (complete: read whole), the stalled
+ * rule judges the last backend's servers. */
+void link_stall_rows_end(struct haproxy_link *link, bool complete);
 
 #endif

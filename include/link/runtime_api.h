@@ -126,6 +126,10 @@ struct runtime_api_stat_row {
 	/* The worker's own answers by class (optional columns, 0 when
 	 * absent); 429 is among the 4xx. */
 	uint64_t hrsp_1xx, hrsp_2xx, hrsp_3xx, hrsp_4xx;
+	/* Requests that left HAProxy for the server, one per attempt
+	 * (optional column, 0 when absent): what the stalled rule counts as
+	 * sent (stall_watch.c). */
+	uint64_t stot;
 	/* The server's "ADDRESS:PORT" (optional column): empty for a
 	 * server-template slot DNS has not filled. has_addr: the reply has
 	 * the column, so an empty one means "no address". */
@@ -165,7 +169,7 @@ bool runtime_api_parse_stat(const char *buf, size_t len, runtime_api_stat_fn fn,
  * (test_runtime_api_parse, fuzz_runtime_api). A refused reply is known at
  * its first two bytes and consumes everything after. Fields are private.
  */
-#define RUNTIME_API_STAT_COLS 22
+#define RUNTIME_API_STAT_COLS 23
 struct runtime_api_stat_columns {
 	size_t nb_fields;
 	struct {

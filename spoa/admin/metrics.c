@@ -343,6 +343,13 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	strbuf_printf(o, "%llu\n", (unsigned long long)a->connections_not_allowed);
 	strbuf_puts(o, METRICS_PREFIX "connections_refused_total{listener=\"admin\",reason=\"not_allowed\"} ");
 	strbuf_printf(o, "%llu\n", (unsigned long long)s->admin_not_allowed);
+	strbuf_puts(o, METRICS_PREFIX "connections_refused_total{listener=\"agent_check\",reason=\"not_allowed\"} ");
+	strbuf_printf(o, "%llu\n", (unsigned long long)s->agent_check_not_allowed);
+	family(o, "spop_tls_handshakes_total", "counter",
+	       "TLS handshakes on the SPOP listeners (tls_cert): completed, or failed (no client "
+	       "certificate, one no CA of tls_ca signed, not TLS at all).");
+	sample1(o, "spop_tls_handshakes_total", "result", "ok", a->tls_handshakes);
+	sample1(o, "spop_tls_handshakes_total", "result", "failed", a->tls_handshake_failures);
 	family(o, "spop_connections_open", "gauge", "SPOP connections open now.");
 	sample(o, "spop_connections_open", s->connections_open);
 

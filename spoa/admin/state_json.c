@@ -96,6 +96,8 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	u64_field(o, "minimum_volume", p->minimum_volume, false);
 	u64_field(o, "wedged_after_ms", p->wedged_after_ms, false);
 	u64_field(o, "stalled_after_ms", p->stalled_after_ms, false);
+	u64_field(o, "stalled_requests", p->stalled_requests, false);
+	u64_field(o, "stalled_share", p->stalled_share, false);
 	u64_field(o, "retry_after_max_ms", p->retry_after_max_ms, false);
 	/* The backend's ejection cap, as this server's backend has it. */
 	u64_field(o, "max_ejection_percent", p->max_ejection_percent, false);

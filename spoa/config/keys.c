@@ -121,6 +121,33 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"HAProxy's, or none: the agent's own",
 	},
 	{
+		/* Reloads: a SIGHUP reads the files again (a renewed
+		 * certificate under the same name too); new connections use
+		 * them. Turning TLS on or off waits for a restart, as HAProxy's
+		 * server line has to change with it (reload.c). */
+		.name = "tls_cert", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_PATH,
+		IN_CONFIG(tls_cert), .flags = CONFIG_KEY_RELOADABLE,
+		.option = "tls-cert", .arg = "PATH",
+		.help = "serve TLS on every SPOP listener with this PEM certificate chain (the "
+			"agent's first), or none",
+		.default_text = "none: plaintext",
+	},
+	{
+		.name = "tls_key", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_PATH,
+		IN_CONFIG(tls_key), .flags = CONFIG_KEY_RELOADABLE,
+		.option = "tls-key", .arg = "PATH",
+		.help = "the PEM private key of tls_cert, without a passphrase",
+		.default_text = "in tls_cert's file",
+	},
+	{
+		.name = "tls_ca", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_PATH,
+		IN_CONFIG(tls_ca), .flags = CONFIG_KEY_RELOADABLE,
+		.option = "tls-ca", .arg = "PATH",
+		.help = "require a client certificate signed by a CA of this PEM bundle (HAProxy's "
+			"crt on the agent's server line), or none",
+		.default_text = "none: no client certificate asked for",
+	},
+	{
 		.name = "max_frame_size", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_UINT,
 		IN_CONFIG(agent.max_frame_size), .min = SPOP_MIN_FRAME_SIZE, .max = 1048576,
 		.option = "max-frame-size", .arg = "N",
@@ -373,6 +400,24 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"worker, before timeout server); only for responses with a known "
 			"upper bound; 0 turns the rule off",
 		.default_text = "0 (off)",
+	},
+	{
+		.name = "stalled_requests", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_UINT,
+		IN_POLICY(stalled_requests, BREAKER_FIELD_STALLED_REQUESTS), .min = 0,
+		.max = 1000000, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "stalled-requests", .arg = "N",
+		.help = "open a breaker whose server was sent this many requests since it last "
+			"answered, answered none, while its backend's other servers answered "
+			"stalled_share of theirs sent after the same moment (a hung worker, "
+			"whatever the answer times); 0 turns the rule off",
+	},
+	{
+		.name = "stalled_share", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_UINT,
+		IN_POLICY(stalled_share, BREAKER_FIELD_STALLED_SHARE), .min = 1, .max = 100,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.option = "stalled-share", .arg = "PERCENT",
+		.help = "for stalled_requests: the share of their requests the other servers "
+			"must have answered",
 	},
 	{
 		.name = "retry_after_max", .sections = CONFIG_SECTIONS_POLICY,

@@ -525,11 +525,21 @@ struct breaker_event breaker_table_record_capacity_retries(struct breaker_table 
 struct breaker_event breaker_table_look_in_flight(struct breaker_table *t,
 						  struct breaker_table_entry *e,
 						  struct stall_watch *w, bool in_flight,
-						  bool answered, uint64_t now_ms)
+						  bool answered, uint64_t now_ms,
+						  const struct stall_look *counts)
 {
 	struct breaker *b = &e->breaker;
 
 	stall_watch_look(w, in_flight, answered, now_ms);
+	if (counts) {
+		/* A state is judged on its own requests: a watch begun
+		 * before the state starts again at this look. */
+		if (w->from_ms != 0 && w->from_ms < b->state_since_ms)
+			w->from_ms = 0;
+		stall_count_look(w, counts);
+		if (breaker_is_stalled_by_counts(b, w, now_ms))
+			return breaker_trip_stalled(b, now_ms);
+	}
 	if (breaker_is_stalled(b, w, now_ms, breaker_table_others_succeeded(t, e)))
 		return breaker_trip_stalled(b, now_ms);
 	return (struct breaker_event){.from = b->state, .to = b->state,

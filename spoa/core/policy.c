@@ -48,6 +48,10 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	/* Off: how long a response may take is the fleet's to say; an LLM
 	 * worker can rightly be silent for tens of seconds. */
 	policy->stalled_after_ms = 0;
+	/* On: counted against the neighbours, it needs no bound on answer
+	 * times (stall_watch.c says why these two). */
+	policy->stalled_requests = BREAKER_DEFAULT_STALLED_REQUESTS;
+	policy->stalled_share = BREAKER_DEFAULT_STALLED_SHARE;
 	policy->retry_after_max_ms = BREAKER_DEFAULT_RETRY_AFTER_MAX_MS;
 	policy->max_ejection_percent = BREAKER_DEFAULT_MAX_EJECTION_PERCENT;
 	policy->drain_last_server = false;
@@ -111,6 +115,11 @@ bool breaker_policy_validate(const struct breaker_policy *policy, char *err, siz
 	if (policy->failure_rate_threshold > 100) {
 		errmsg_set(err, err_size, "failure_rate_threshold is %u (expected 0-100 percent)",
 			  (unsigned)policy->failure_rate_threshold);
+		return false;
+	}
+	if (policy->stalled_share < 1 || policy->stalled_share > 100) {
+		errmsg_set(err, err_size, "stalled_share is %u (expected 1-100 percent)",
+			  (unsigned)policy->stalled_share);
 		return false;
 	}
 	if (policy->window < 1 || policy->window > BREAKER_MAX_WINDOW) {
@@ -178,6 +187,10 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->wedged_after_ms = v->wedged_after_ms;
 	if (f & BREAKER_FIELD_STALLED_AFTER)
 		p->stalled_after_ms = v->stalled_after_ms;
+	if (f & BREAKER_FIELD_STALLED_REQUESTS)
+		p->stalled_requests = v->stalled_requests;
+	if (f & BREAKER_FIELD_STALLED_SHARE)
+		p->stalled_share = v->stalled_share;
 	if (f & BREAKER_FIELD_RETRY_AFTER_MAX)
 		p->retry_after_max_ms = v->retry_after_max_ms;
 	if (f & BREAKER_FIELD_MAX_EJECTION_PERCENT)

@@ -6,20 +6,134 @@
  *
  * The failure rules learn of a hung worker only from its first timeouts,
  * `timeout server` after it hung; every request sent there meanwhile is
- * lost. What shows sooner is the shape of its traffic: requests in flight
- * and none answered, while its neighbours answer theirs.
+ * lost. What shows sooner is the shape of its traffic: requests sent and
+ * none answered, while its neighbours answer theirs.
  *
- * Off by default, and meant for fleets whose responses have a known upper
- * bound: a worker that generates text for tens of seconds is legitimately
- * "in flight, unanswered" all that time. The bound covers the whole
- * exchange: HAProxy counts a response at its head, so a stream (or a
- * WebSocket tunnel) that outlasts stalled_after, with no other answer
- * from its server meanwhile, looks the same as a hang. And always relative to the
- * neighbours: when the whole backend stops answering (a shared dependency
- * down, a global overload), no one worker is at fault, and draining them
- * one by one would only make the outage total.
+ * Two forms. The counted one (stalled_requests, on by default) compares a
+ * worker with its neighbours request for request, and so needs no bound
+ * on how long an answer may take: below. The timed one (stalled_after,
+ * off by default) says "requests in flight this long and no response",
+ * which only a fleet whose responses have a known upper bound can name: a
+ * worker generating text for tens of seconds is legitimately "in flight,
+ * unanswered" all that time. Both always relative to the neighbours: when
+ * the whole backend stops answering (a shared dependency down, a global
+ * overload), no one worker is at fault, and draining them one by one
+ * would only make the outage total.
  */
 #include "core/breaker.h"
+
+/* ---- the counted rule ---- */
+
+/*
+ * The moment. A worker's watch starts at the last look before its first
+ * request since it last answered: every request counted in `sent` left
+ * HAProxy for it after that look, and it has answered nothing since - not
+ * these, not older ones. Any sign of life moves the moment to the look
+ * that saw it, and so does every look at which it was sent nothing yet: a
+ * worker back from an idle stretch or a drain is compared from its first
+ * new request on, never with neighbours answering requests it was never
+ * sent. Without a baseline (the first look, a restarted HAProxy) nothing
+ * can be counted, and the moment is that look.
+ *
+ * The neighbours' side, from the same looks: nb_sent requests sent to them
+ * after the moment; nb_answered answers they gave since, of which at most
+ * nb_pending_then (their requests in flight at the moment still awaiting
+ * a head) may be for requests sent before it. So at least
+ * nb_answered - nb_pending_then of their requests sent after the moment
+ * were answered: a lower bound, never a guess, whatever their answer
+ * times. Streams count from their head: a neighbour streaming for a minute
+ * holds no head back, and a stalled worker's neighbours' long streams do
+ * not hide it.
+ */
+static void stall_restart(struct stall_watch *w, const struct stall_look *l)
+{
+	w->from_ms = l->now_ms != 0 ? l->now_ms : 1; /* 0 means "none yet" */
+	w->sent = 0;
+	w->nb_sent = 0;
+	w->nb_answered = 0;
+	w->nb_pending_then = l->nb_pending;
+}
+
+void stall_count_look(struct stall_watch *w, const struct stall_look *l)
+{
+	if (!l->baseline || l->answered || w->from_ms == 0 || (w->sent == 0 && l->sent == 0)) {
+		stall_restart(w, l);
+		return;
+	}
+	w->sent += l->sent;
+	w->nb_sent += l->nb_sent;
+	w->nb_answered += l->nb_answered;
+}
+
+/*
+ * Why 16 requests and 90 %, at least a second (STALL_MIN_WATCH_MS).
+ *
+ * Take a healthy worker whose answer times follow the same law as its
+ * neighbours' - any law: a long tail to a minute, a head at the first
+ * token of a stream, a fixed minimum of ten seconds. A request sent at t
+ * is answered by now with some probability F(now - t); its 16 requests
+ * sent after the moment are all unanswered with probability the product
+ * of (1 - F) over their ages, which is at most (1 - f)^16 where f is the
+ * mean of F over those ages (the arithmetic-geometric mean inequality).
+ * Its neighbours' requests were sent over the same stretch, so their
+ * answered share estimates that same f; the rule wants it at 90 %, over at
+ * least 16 of their requests. The chance that both happen to a healthy
+ * worker - its 16 all unanswered, and at least 15 of 16 of theirs answered
+ * - is largest when f is about one half, and is then 4.2e-9; with 32
+ * requests of theirs it is 5.9e-11, with 64, 3.7e-13. Per request sent,
+ * below 3e-10: a worker taking 100 requests a second would be opened by
+ * chance about once a year of traffic, one of 10 requests a second once in
+ * ten. Fewer requests or a lower share cost orders of magnitude (8 and
+ * 90 %: 2.2e-6), more of either only delays the finding.
+ *
+ * What the bound does not cover, and why the rule stays safe there:
+ * - a slower worker: its answers come later than its neighbours', so its
+ *   chance is above the bound, by how much depends on how much slower; but
+ *   it answers, and a single answer moves the moment: to be opened it must
+ *   answer none of 16 requests while its neighbours answered nine in ten
+ *   of theirs sent over the same stretch;
+ * - low traffic: 16 requests sent to one worker take as long as they take;
+ *   the rule is later, never looser;
+ * - a whole backend stalled: its neighbours answer nothing, and no share
+ *   is met;
+ * - a half-open breaker: HAProxy lets only its probes in (maxconn), never
+ *   16; a hung probe ends at `timeout server` as a failure, or as a retry
+ *   the HAProxy link reads as one (signals.c).
+ * - a pause: the second (STALL_MIN_WATCH_MS) keeps a worker that stops
+ *   for less, while its neighbours answer fast, from being opened for it.
+ * How long a hung worker takes to be found follows: 16 requests sent to
+ * it, and its neighbours' answers to nine in ten of theirs sent since - at
+ * least a second, about the 90th percentile of their head times beyond.
+ */
+static bool breaker_is_stalled_by_count(const struct breaker_policy *p,
+					const struct stall_watch *w, uint64_t now_ms)
+{
+	if (p->stalled_requests == 0 || w->from_ms == 0 || w->sent < p->stalled_requests ||
+	    w->nb_sent < p->stalled_requests || now_ms < w->from_ms ||
+	    now_ms - w->from_ms < STALL_MIN_WATCH_MS)
+		return false;
+	uint64_t answered = w->nb_answered > w->nb_pending_then
+				    ? w->nb_answered - w->nb_pending_then
+				    : 0;
+	if (answered > w->nb_sent)
+		answered = w->nb_sent;
+	/* Both sides are counts of requests: far below 2^57, no overflow. */
+	return answered * 100 >= (uint64_t)p->stalled_share * w->nb_sent;
+}
+
+bool breaker_is_stalled_by_counts(const struct breaker *b, const struct stall_watch *w,
+				  uint64_t now_ms)
+{
+	const struct breaker_policy *p = b->policy;
+
+	/* A state is judged on its own time: the requests of a worker
+	 * closed again after its probes are counted from then. */
+	if (!p || b->state == BREAKER_OPEN || w->from_ms < b->state_since_ms)
+		return false;
+	return breaker_is_stalled_by_count(p, w, now_ms);
+}
+
+/* ---- the timed rule (stalled_after) ---- */
 
 /*
  * Conservative on both ends. The watch starts at the first look that sees

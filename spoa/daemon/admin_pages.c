@@ -57,6 +57,7 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		.agent = &d->agent.stats,
 		.connections_open = d->agent.nb_conns,
 		.admin_not_allowed = admin_http_not_allowed(d->admin),
+		.agent_check_not_allowed = enforcer_agent_check_not_allowed(d->enforcer),
 		.observations_refused = d->breakers.observe.refused,
 		.unknown_messages = d->dispatch.unknown_messages,
 		.steady_messages = d->breakers.observe.steady_messages,

@@ -26,9 +26,11 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 	case BREAKER_CAUSE_COUNTERS:
 		snprintf(buf, size,
 			 "HAProxy counters: %llu connect errors (econ), %llu response errors (eresp), "
-			 "%llu redispatched (wredis), %llu bodies aborted after the head (srv_abrt)",
+			 "%llu redispatched (wredis), %llu bodies aborted after the head (srv_abrt), "
+			 "%llu held unanswered then retried elsewhere (wredis with wretr)",
 			 (unsigned long long)d->connect_errors, (unsigned long long)d->response_errors,
-			 (unsigned long long)d->redispatches, (unsigned long long)d->aborted_bodies);
+			 (unsigned long long)d->redispatches, (unsigned long long)d->aborted_bodies,
+			 (unsigned long long)d->held_retries);
 		return;
 	case BREAKER_CAUSE_CAPACITY_RETRY:
 		snprintf(buf, size,
@@ -46,8 +48,20 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 				 cause->node);
 		return;
 	case BREAKER_CAUSE_IN_FLIGHT:
-		snprintf(buf, size, "HAProxy look: %llu requests in flight (scur), no response",
-			 (unsigned long long)cause->in_flight);
+		if (cause->stall && e->breaker.policy->stalled_after_ms == 0)
+			snprintf(buf, size,
+				 "HAProxy looks: %llu requests sent (stot) since it last answered, "
+				 "none answered, %llu in flight (scur); its backend's other servers "
+				 "answered %llu (less %llu older ones in flight) of %llu sent to them "
+				 "since",
+				 (unsigned long long)cause->stall->sent,
+				 (unsigned long long)cause->in_flight,
+				 (unsigned long long)cause->stall->nb_answered,
+				 (unsigned long long)cause->stall->nb_pending_then,
+				 (unsigned long long)cause->stall->nb_sent);
+		else
+			snprintf(buf, size, "HAProxy look: %llu requests in flight (scur), no response",
+				 (unsigned long long)cause->in_flight);
 		return;
 	case BREAKER_CAUSE_ENDPOINT:
 		if (cause->recalled)
@@ -119,11 +133,18 @@ static void format_detail(char *buf, size_t size, const struct breaker_table_ent
 					 b->policy->minimum_volume);
 			break;
 		case BREAKER_TRIP_STALLED:
-			snprintf(rule, sizeof(rule),
-				 "stalled: requests in flight for %llu ms with no response%s "
-				 "while another server of the backend succeeded",
-				 (unsigned long long)b->policy->stalled_after_ms,
-				 ev->from == BREAKER_HALF_OPEN ? " (the half-open probe's)" : "");
+			if (b->policy->stalled_after_ms == 0)
+				snprintf(rule, sizeof(rule),
+					 "stalled: at least %u requests sent, none answered, while "
+					 "the backend's other servers answered %u%% of theirs",
+					 b->policy->stalled_requests, b->policy->stalled_share);
+			else
+				snprintf(rule, sizeof(rule),
+					 "stalled: requests in flight for %llu ms with no response%s "
+					 "while another server of the backend succeeded",
+					 (unsigned long long)b->policy->stalled_after_ms,
+					 ev->from == BREAKER_HALF_OPEN ? " (the half-open probe's)"
+								       : "");
 			break;
 		case BREAKER_TRIP_NONE:
 			snprintf(rule, sizeof(rule), "opened");

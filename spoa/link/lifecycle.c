@@ -200,6 +200,7 @@ void enforcer_free(struct enforcer *e)
 		free(e->links[i].groups[0].groups);
 		free(e->links[i].groups[1].groups);
 		free(e->links[i].capped);
+		free(e->links[i].stall_group);
 		wiring_free(&e->links[i].wiring);
 	}
 	free(e->agent_check_mem);
@@ -276,6 +277,16 @@ const struct enforce_stats *enforcer_stats(const struct enforcer *e)
 enum enforce_mode enforcer_mode(const struct enforcer *e)
 {
 	return e->mode;
+}
+
+void enforcer_agent_check_allow(struct enforcer *e, const struct cidr_list *allow)
+{
+	e->agent_check.allow = allow;
+}
+
+uint64_t enforcer_agent_check_not_allowed(const struct enforcer *e)
+{
+	return e->agent_check_open ? e->agent_check.not_allowed : 0;
 }
 
 unsigned enforcer_runtime_api_count(const struct enforcer *e)

@@ -174,6 +174,7 @@ static void on_stat(void *ctx, enum runtime_api_result result, const char *reply
 
 	link->stat_read = result == RUNTIME_API_OK &&
 			  runtime_api_stat_stream_usable(&link->stat_stream);
+	link_stall_rows_end(link, link->stat_read);
 	if (result == RUNTIME_API_OK && !link->stat_read)
 		log_warning("HAProxy %s: unreadable 'show stat': %s",
 			    runtime_api_client_address(link->client), link->stat_stream.report.error);

@@ -190,6 +190,8 @@ enum stat_col {
 	STAT_HRSP_2XX,
 	STAT_HRSP_3XX,
 	STAT_HRSP_4XX,
+	/* optional: requests sent to the server, 0 when absent */
+	STAT_STOT,
 	/* optional: the server's address and port, "" for a server-template
 	 * slot DNS has not filled */
 	STAT_ADDR,
@@ -219,6 +221,7 @@ static const char *const stat_col_names[STAT_NB_COLS] = {
 	[STAT_HRSP_2XX] = "hrsp_2xx",
 	[STAT_HRSP_3XX] = "hrsp_3xx",
 	[STAT_HRSP_4XX] = "hrsp_4xx",
+	[STAT_STOT] = "stot",
 	[STAT_ADDR] = "addr",
 };
 
@@ -365,6 +368,7 @@ static bool stat_row_fill(const struct runtime_api_str *v, const bool *quoted, s
 	    {STAT_HRSP_2XX, offsetof(struct runtime_api_stat_row, hrsp_2xx)},
 	    {STAT_HRSP_3XX, offsetof(struct runtime_api_stat_row, hrsp_3xx)},
 	    {STAT_HRSP_4XX, offsetof(struct runtime_api_stat_row, hrsp_4xx)},
+	    {STAT_STOT, offsetof(struct runtime_api_stat_row, stot)},
 	};
 
 	row->pxname = v[STAT_PXNAME];

@@ -1,12 +1,30 @@
 /*
  * signals.c - what HAProxy's counters tell the breakers at each look: the
  * faults SPOE never sees (faults.h), the successes steady-state mode does
- * not notify, and the stalled rule's look at requests in flight.
+ * not notify, and the stalled rule's look at requests sent and answered.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "admin/counters.h"
 #include "link/faults.h"
 #include "link/link_internal.h"
 #include "util/clock.h"
+
+static uint64_t responses_of(const struct runtime_api_stat_row *row)
+{
+	return row->hrsp_1xx + row->hrsp_2xx + row->hrsp_3xx + row->hrsp_4xx + row->hrsp_5xx;
+}
+
+/* Whether this row's counters continue the previous look's: a look before,
+ * the same process, no counter gone back. */
+static bool stall_baseline(const struct haproxy_link *link, const struct enforce_entry *en,
+			   const struct runtime_api_stat_row *row)
+{
+	return en->stall_looked_ms != 0 && !link->restarted &&
+	       responses_of(row) >= en->responses_counted && row->stot >= en->sent_counted &&
+	       responses_of(row) - row->hrsp_1xx >= en->heads_counted;
+}
 
 /* Records what the counters say happened since the previous look. */
 void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *entry,
@@ -18,16 +36,38 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 
 	faults_counters_from_stat(&counters, row);
 	faults_delta(&en->faults, &counters, link->restarted, &d);
+	/*
+	 * Which of its capacity-looking retries the server may have sat on:
+	 * the requests it had in flight at the previous look, less the heads
+	 * it gave since. A capacity status comes back at once; a request
+	 * HAProxy gave up on at `timeout server` (retry-on response-timeout)
+	 * was in flight, unanswered, at the looks before. Without a baseline
+	 * none: read as before, as capacity statuses.
+	 */
+	bool baseline = stall_baseline(link, en, row);
+	uint64_t heads = baseline ? responses_of(row) - en->responses_counted : 0;
+	faults_split_held_retries(&d, baseline && en->stall_scur > heads ? en->stall_scur - heads
+									 : 0);
 	e->stats.connect_errors += d.connect_errors;
 	e->stats.response_errors += d.response_errors;
 	e->stats.aborted_bodies += d.aborted_bodies;
 	e->stats.redispatches += d.redispatches;
 	e->stats.capacity_retries += d.capacity_retries;
 	uint64_t now = clock_now_ms();
+	/*
+	 * A held retry is no sign of life. Closed, it is left to the
+	 * stalled rule, which counts the request as sent and unanswered: one
+	 * held retry may be a long answer's neighbour, a fresh 503 retried
+	 * while older requests run on. Half-open, HAProxy lets in only the
+	 * probes: a probe it sat on until HAProxy retried it elsewhere failed
+	 * - the hung worker whose probe times out must not be closed as
+	 * "busy".
+	 */
+	uint64_t held_failures = entry->breaker.state == BREAKER_HALF_OPEN ? d.held_retries : 0;
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COUNTERS, .faults = &d, .now_ms = now};
-	if (d.total) {
-		struct breaker_event ev =
-			breaker_record_poll(&entry->breaker, d.aborted_bodies, d.failures, now);
+	if (d.total || held_failures) {
+		struct breaker_event ev = breaker_record_poll(&entry->breaker, d.aborted_bodies,
+							      d.failures + held_failures, now);
 		breakers_publish(e->breakers, entry, &ev, &cause);
 	}
 	/*
@@ -47,6 +87,10 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 		cause.kind = BREAKER_CAUSE_CAPACITY_RETRY;
 		breakers_publish(e->breakers, entry, &ev, &cause);
 	}
+	/* For the stalled rule's row (link_look_in_flight, next): a capacity
+	 * status is an answer, and its neighbours' too. */
+	en->stall_row.answered = d.capacity_retries > 0;
+	en->stall_row.answers = d.capacity_retries;
 }
 
 /*
@@ -75,33 +119,133 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 	counters_note_counted_successes(&entry->counters, delta, baseline && link->watched_map[0]);
 }
 
+/* The backend's rows are all read: each server is judged against the
+ * others (stall_watch.c). Members whose entry was reused since their row
+ * (a full table evicting) wrote no row of this look, and are skipped. */
+static void stall_judge_group(struct haproxy_link *link, bool complete)
+{
+	struct enforcer *e = link->owner;
+	uint64_t sent = 0, answers = 0, pending = 0;
+
+	for (uint32_t i = 0; i < link->nb_stall_group; i++) {
+		const struct enforce_entry *en = &link->entries[link->stall_group[i]];
+		if (en->stall_row_look != link->look_id)
+			continue;
+		pending += en->stall_row.pending;
+		if (en->stall_row.baseline) {
+			sent += en->stall_row.sent;
+			answers += en->stall_row.answers;
+		}
+	}
+	for (uint32_t i = 0; i < link->nb_stall_group; i++) {
+		uint32_t index = link->stall_group[i];
+		struct enforce_entry *en = &link->entries[index];
+		struct breaker_table_entry *entry = breaker_table_at(e->table, index);
+		if (en->stall_row_look != link->look_id || !entry || !entry->in_use)
+			continue;
+		const struct enforce_stall_row *r = &en->stall_row;
+		/* A look that failed half-way knows only some neighbours: it
+		 * counts nothing, and the next one starts again. */
+		if (!complete)
+			en->stall.from_ms = 0;
+		struct stall_look look = {.baseline = r->baseline,
+					  .answered = r->answered,
+					  .sent = r->sent,
+					  .nb_pending = pending - r->pending,
+					  .now_ms = link->look_ms};
+		if (r->baseline) {
+			look.nb_sent = sent - r->sent;
+			look.nb_answered = answers - r->answers;
+		}
+		/* The timed rule, as it always read the row: without a
+		 * baseline it cannot tell, and says "answered". */
+		struct breaker_event ev = breaker_table_look_in_flight(
+			e->table, entry, &en->stall, r->in_flight, !r->baseline || r->answered,
+			link->look_ms, complete ? &look : NULL);
+		if (breaker_event_is_transition(&ev)) {
+			struct breaker_cause cause = {.kind = BREAKER_CAUSE_IN_FLIGHT,
+						      .in_flight = en->seen.sessions,
+						      .stall = &en->stall,
+						      .now_ms = clock_now_ms()};
+			breakers_publish(e->breakers, entry, &ev, &cause);
+		}
+	}
+	link->nb_stall_group = 0;
+}
+
+void link_stall_rows_end(struct haproxy_link *link, bool complete)
+{
+	stall_judge_group(link, complete);
+}
+
 /*
- * The stalled rule's look (stall_watch.c): requests in flight there, and
- * whether the server answered anything since the previous look - a
- * response of any class in HAProxy's counters (counted at the head, so a
- * long stream answered early), or a response over SPOP. A 5xx is an
+ * The stalled rule's look at one row: what it says of requests sent to
+ * the server and answered since the previous look, kept until the last
+ * row of its backend. An answer is a response of any class in HAProxy's
+ * counters (counted at the head, so a long stream answered early), one
+ * over SPOP, or a capacity status HAProxy retried elsewhere. A 5xx is an
  * answer too: the worker is not hung, and the failure rules judge it.
  * HAProxy's own 504 at `timeout server` is not among the server's counts.
- * Without a baseline (the first look, a restarted HAProxy) it cannot tell,
- * and says "answered": the watch then starts a look later, never sooner.
+ *
+ * The requests that may still get a head: in flight (scur), and not
+ * already answered or ended without one - stot less its 2xx-5xx heads,
+ * connections that failed (econ) and requests redispatched away (wredis).
+ * Other ends without a head (a timeout, a client that left) are not
+ * subtracted: the count errs high, which only ever holds the rule back,
+ * and scur bounds it. 1xx are left out of the heads for the same reason:
+ * an interim 100 is no answer.
  */
 void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, const struct runtime_api_stat_row *row)
 {
 	struct enforcer *e = link->owner;
-	uint64_t responses =
-		row->hrsp_1xx + row->hrsp_2xx + row->hrsp_3xx + row->hrsp_4xx + row->hrsp_5xx;
-	bool baseline = en->stall_looked_ms != 0 && !link->restarted &&
-			responses >= en->responses_counted;
-	bool answered = !baseline || responses != en->responses_counted ||
-			e->last_spop_ms[breaker_table_index(e->table, entry)] >= en->stall_looked_ms;
-	en->responses_counted = responses;
-	en->stall_looked_ms = link->look_ms;
-	struct breaker_event ev = breaker_table_look_in_flight(e->table, entry, &en->stall,
-							       row->scur > 0, answered, link->look_ms);
-	if (breaker_event_is_transition(&ev)) {
-		struct breaker_cause cause = {
-			.kind = BREAKER_CAUSE_IN_FLIGHT, .in_flight = row->scur, .now_ms = clock_now_ms()};
-		breakers_publish(e->breakers, entry, &ev, &cause);
+	uint32_t index = breaker_table_index(e->table, entry);
+	uint64_t responses = responses_of(row);
+	uint64_t heads = responses - row->hrsp_1xx;
+	struct enforce_stall_row *r = &en->stall_row;
+
+	r->baseline = stall_baseline(link, en, row);
+	if (r->baseline) {
+		r->sent = row->stot - en->sent_counted;
+		r->answers += heads - en->heads_counted;
+		r->answered = r->answered || responses != en->responses_counted ||
+			      e->last_spop_ms[index] >= en->stall_looked_ms;
+	} else {
+		r->sent = 0;
+		r->answers = 0;
+		r->answered = false;
 	}
+	uint64_t ended = heads + row->econ + row->wredis;
+	uint64_t open = row->stot > ended ? row->stot - ended : 0;
+	r->pending = open < row->scur ? open : row->scur;
+	r->in_flight = row->scur > 0;
+	en->responses_counted = responses;
+	en->heads_counted = heads;
+	en->sent_counted = row->stot;
+	en->stall_scur = row->scur;
+	en->stall_looked_ms = link->look_ms;
+	en->stall_row_look = link->look_id;
+
+	/* Rows of one backend come together: a row of another ends it. */
+	if (link->nb_stall_group > 0) {
+		const struct breaker_table_entry *first =
+			breaker_table_at(e->table, link->stall_group[0]);
+		if (!first || strcmp(first->backend, entry->backend) != 0)
+			stall_judge_group(link, true);
+	}
+	if (link->nb_stall_group == link->stall_group_allocated) {
+		uint32_t grown = link->stall_group_allocated ? 2 * link->stall_group_allocated : 16;
+		uint32_t *group = realloc(link->stall_group, grown * sizeof(*group));
+		if (!group) {
+			/* No room to judge this backend whole: judge what is
+			 * there, and this server alone with none. */
+			stall_judge_group(link, true);
+			r->baseline = false;
+		} else {
+			link->stall_group = group;
+			link->stall_group_allocated = grown;
+		}
+	}
+	if (link->nb_stall_group < link->stall_group_allocated)
+		link->stall_group[link->nb_stall_group++] = index;
 }

@@ -316,22 +316,29 @@ load_for() { # SECONDS_ CLIENTS
 	done
 }
 
-# The same hung worker with the rule off (the default): nothing opens it
-# before its first timeout, however long its requests sit unanswered.
-@test "without stalled_after the same hung worker is not opened before timeout server" {
+# The same hung worker under the shipped defaults (no stalled_after): the
+# counted form finds it - 16 requests sent there since it last answered,
+# none answered, while its neighbours answered theirs - with no bound on
+# how long an answer may take.
+@test "with the shipped defaults the same hung worker is opened by counts, its neighbours never" {
 	W2_BEHAVIOUR=hang
 	TIMEOUT_SERVER=30s
 	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --poll-interval 200ms --admin 127.0.0.1:$ADMIN_PORT"
 	start_enforce_scene
 	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
-	load_for 5 4
-	# Requests did hang there (not vacuous) ...
-	[ "$(cat "$RUN_DIR"/codes.* | grep -vc '^200$')" -ge 1 ]
-	# ... and yet nothing opened, nothing was drained.
-	run grep -c -- "-> open" "$RUN_DIR/agent.log"
-	assert_output 0
-	is_not_drained w2
+	local start=$SECONDS
+	load_for 12 8 &
+	local load=$!
+	wait_until 25 is_drained w2
+	echo "# w2 drained within $((SECONDS - start + 1)) s of the first request (timeout server 30 s)" >&3
+	wait "$load"
+	is_not_drained w1
+	is_not_drained w3
+	grep -q "breaker workers/w2: closed -> open (HAProxy looks: [0-9]* requests sent (stot) since it last answered, none answered.*): stalled: at least 16 requests sent, none answered, while the backend's other servers answered 90% of theirs" "$RUN_DIR/agent.log"
+	[ "$(breaker_field workers/w2 opened_by)" = stalled ]
 	[ "$(breaker_field workers/w2 policy.stalled_after_ms)" = 0 ]
+	[ "$(breaker_field workers/w2 policy.stalled_requests)" = 16 ]
+	[ "$(grep -c -- "-> open" "$RUN_DIR/agent.log")" = 1 ]
 }
 
 # Every worker hangs at once (a shared dependency down): no one worker is

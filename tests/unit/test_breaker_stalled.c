@@ -109,7 +109,7 @@ static struct breaker_event look_at(struct breaker_table *t, const char *srv,
 	struct breaker_table_entry *e = server(t, srv);
 	if (l.answered)
 		breaker_table_note_outcome(t, e, BREAKER_OUTCOME_SUCCESS, now);
-	return breaker_table_look_in_flight(t, e, w, l.in_flight, l.answered, now);
+	return breaker_table_look_in_flight(t, e, w, l.in_flight, l.answered, now, NULL);
 }
 
 /* Milliseconds from HANGS_AT's look until w1 stops admitting, or 0 if it
