@@ -23,9 +23,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "link/haproxy_record.h"
 #include "link/runtime_api.h"
 
 #define WATCHED_MAP_NAME "breaker-watched.map"
+
+/* The record's table (haproxy_record.h): keys SERVER@BACKEND. */
+extern const struct haproxy_record_ops watched_map_ops;
+/* The map's value: "1" for a watched server, NULL for none. */
+const char *watched_map_value(bool watched);
 
 typedef void (*watched_map_fn)(void *ctx, struct runtime_api_str backend,
 			       struct runtime_api_str server);

@@ -11,7 +11,7 @@
 
 struct command_ctx {
 	struct haproxy_link *link;
-	char command[OWNER_MAP_CMD_MAX];
+	char command[HAPROXY_RECORD_CMD_MAX];
 };
 
 /* Points whose commands have all completed let their ACKs go. */
