@@ -19,7 +19,7 @@
  * command, so it never overwrites what the command made of the server.
  *
  * In agent-check mode HAProxy asks instead, and the answer is computed from
- * the breaker on the spot; in shadow mode (none) plans are logged, never
+ * the breaker on the spot; under enforce none plans are logged, never
  * sent.
  *
  * The files, one concern each: lifecycle.c, subscriber.c, commands.c,
@@ -43,8 +43,8 @@
 #define SWEEP_NONE UINT32_MAX
 
 /* commands.c: a command queued on the link's command connection, counted
- * in link->commands when queued (see there for `observing` and shadow
- * mode); link_send_command() is one that changes a server. */
+ * in link->commands when queued (see there for `observing` and enforce
+ * none); link_send_command() is one that changes a server. */
 void link_queue_command(struct haproxy_link *link, const char *command, const char *why,
 			bool observing);
 void link_queue_command_logged(struct haproxy_link *link, const char *command, const char *why,

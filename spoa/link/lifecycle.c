@@ -179,7 +179,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	if (e->nb_links > 0)
 		ev_timer_start(loop, &e->look_timer);
 	log_notice("enforcement: %s%s", enforce_mode_name(e->mode),
-		   e->mode == ENFORCE_NONE ? " (shadow: decisions are logged, HAProxy is not changed)"
+		   e->mode == ENFORCE_NONE ? " (decisions are logged, HAProxy is not changed)"
 					   : "");
 	return e;
 }

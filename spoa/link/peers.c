@@ -13,7 +13,7 @@
 
 /* Writes the breaker's verdict into the link's shared table: the state of
  * a breaker this node owns, or closed once for one it published before.
- * Runtime API mode only: a shadow agent must not make other nodes drain. */
+ * Runtime API mode only: an agent under enforce none must not make other nodes drain. */
 static void publish_verdict(struct haproxy_link *link, struct breaker_table_entry *entry,
 			    struct enforce_entry *en, uint64_t now_ms, bool again)
 {
