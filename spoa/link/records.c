@@ -261,7 +261,8 @@ void link_record_forget_owner(struct haproxy_link *link, struct breaker_table_en
 /* ---- the watched servers ---- */
 
 /* One server the watched map lists. */
-static void on_watched_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server)
+static bool on_watched_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
+			     struct runtime_api_str value)
 {
 	static const struct link_record_why why = {"no breaker to watch", true, LOG_LEVEL_NOTICE};
 	struct haproxy_link *link = ctx;
@@ -270,21 +271,22 @@ static void on_watched_entry(void *ctx, struct runtime_api_str backend, struct r
 		breaker_table_find(e->table, backend.ptr, backend.len, server.ptr, server.len);
 	if (entry) {
 		link->entries[breaker_table_index(e->table, entry)].watched_in_look = link->look_id;
-		return;
+		return true;
 	}
 	/* No breaker (dropped, evicted, or never one): nothing to watch.
 	 * Unless a command to the map went out after this look was queued:
 	 * it may be this server's own add. */
 	if (link_look_predates(link, link->records[RECORD_WATCHED].last_command))
-		return;
+		return true;
 	char be[BREAKER_NAME_MAX + 1], srv[BREAKER_NAME_MAX + 1];
 	if (backend.len > BREAKER_NAME_MAX || server.len > BREAKER_NAME_MAX)
-		return;
+		return true;
 	memcpy(be, backend.ptr, backend.len);
 	be[backend.len] = '\0';
 	memcpy(srv, server.ptr, server.len);
 	srv[server.len] = '\0';
 	link_record_send(link, RECORD_WATCHED, be, srv, watched_map_value(true), NULL, &why);
+	return true;
 }
 
 /* `show map FILE`: the servers HAProxy notifies every response of. */

@@ -14,25 +14,10 @@ const struct haproxy_record_ops watched_map_ops = {
 	.lost = "every-response mode",
 };
 
-struct walk {
-	watched_map_fn fn;
-	void *ctx;
-};
-
-static bool on_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
-		     struct runtime_api_str value)
-{
-	struct walk *w = ctx;
-	(void)value; /* the key is what the ACL finds */
-	w->fn(w->ctx, backend, server);
-	return true;
-}
-
-bool watched_map_parse(const char *reply, size_t len, watched_map_fn fn, void *ctx,
+bool watched_map_parse(const char *reply, size_t len, haproxy_record_fn fn, void *ctx,
 		       unsigned *skipped)
 {
-	struct walk w = {fn, ctx};
-	return haproxy_record_walk(&watched_map_ops, reply, len, on_entry, &w, skipped);
+	return haproxy_record_walk(&watched_map_ops, reply, len, fn, ctx, skipped);
 }
 
 const char *watched_map_value(bool watched)
