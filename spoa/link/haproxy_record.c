@@ -36,7 +36,6 @@ enum haproxy_record_search haproxy_record_search(struct haproxy_record *r,
 			return RECORD_STILL;
 		snprintf(r->where, sizeof(r->where), "%s", path);
 		r->known = false; /* read it before writing to it */
-		r->missing_said = false;
 		return RECORD_FOUND;
 	}
 	r->where[0] = '\0';
