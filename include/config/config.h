@@ -87,7 +87,7 @@ struct config {
 	int global_line; /* of the file's [breaker] header, for messages; 0: none */
 	/* How decisions reach HAProxy. enforce_set: given explicitly; when
 	 * not, runtime-api if a socket is given, agent-check if a listener
-	 * is, shadow (none) otherwise. */
+	 * is, none otherwise (decisions logged, HAProxy not changed). */
 	enum enforce_mode enforce;
 	bool enforce_set;
 	char runtime_api[CONFIG_MAX_RUNTIME_APIS][CONFIG_LISTEN_MAX_LEN];

@@ -16,7 +16,7 @@
 /* HAProxy instances (one Runtime API socket each) one agent can drive. */
 /* How decisions reach HAProxy (the configuration's `enforce`). */
 enum enforce_mode {
-	ENFORCE_NONE,        /* shadow: compute and report, change nothing */
+	ENFORCE_NONE,        /* none: compute and report, change nothing */
 	ENFORCE_RUNTIME_API, /* commands on HAProxy's stats socket */
 	ENFORCE_AGENT_CHECK, /* answers to HAProxy's agent-check */
 };

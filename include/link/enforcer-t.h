@@ -17,6 +17,7 @@
 #include "link/ejection.h"
 #include "link/endpoints.h"
 #include "link/enforcer.h"
+#include "link/haproxy_record.h"
 #include "link/owner_map.h"
 #include "link/retry_map.h"
 #include "link/runtime_api.h"
@@ -66,36 +67,19 @@ struct haproxy_link {
 	 * (looks and commands travel on different connections, so one sent
 	 * earlier may still be on its way when HAProxy answers the look). */
 	uint64_t look_queued_after;
-	/* HAProxy's record of the agent's drains and limits (owner_map.h):
-	 * its file, empty until `show map` names it; owner_known once a look
-	 * has read it (only then are its entries kept in step). */
-	char owner_map[MAP_FILE_PATH_MAX];
-	bool owner_known;
-	bool owner_read;        /* the look in flight read it */
-	bool owner_missing_said;
-	/* HAProxy's record of when each backend may take traffic again
-	 * (retry_map.h): its file, empty until `show map` names it; the
-	 * entries the look in flight read (retry_read: it read them), and
-	 * `commands` after the last command to it - a look queued before
-	 * that describes the map before it. */
-	char retry_map[MAP_FILE_PATH_MAX];
-	bool retry_read;
+	/* What HAProxy keeps for the agent (haproxy_record.h), by
+	 * enum haproxy_record_id: the ownership record, the retry moments,
+	 * the watched servers, the verdict table. */
+	struct haproxy_record records[HAPROXY_RECORDS];
+	/* The retry map's entries as the look in flight read them: the
+	 * one record whose HAProxy side is kept whole, since the look diffs
+	 * it against backends, not against breakers (link_sync_retry_map).
+	 * The other records keep HAProxy's side per entry (enforce-t.h). */
 	struct retry_map_entry *retry_have;
 	size_t nb_retry_have;
-	uint64_t retry_last_command;
-	bool retry_missing_said;
-	/* Peers mode: the table is missing in this HAProxy (said once,
-	 * until it is back). */
-	bool verdicts_missing;
-	bool verdicts_known; /* a look has read the table: writes can land */
-	/* Steady-state mode: HAProxy's map of the servers it must notify
-	 * every response of (watched_map.h); empty until `show map` names
-	 * it, which is what turns the mode on for this HAProxy. watched_read:
-	 * the look in flight read it; watched_last_command: `commands` after
-	 * the last command to it, any server. */
-	char watched_map[MAP_FILE_PATH_MAX];
-	bool watched_read;
-	uint64_t watched_last_command;
+	/* records[RECORD_WATCHED].where: "" unless steady-state mode is on
+	 * for this HAProxy (signals.c, commands.c read it so). */
+	const char *watched_map;
 	/* Search `show map` again at the next look, the known maps read all
 	 * the same: a new HAProxy process may load other maps, and a map
 	 * read that failed may have been renamed. */

@@ -25,7 +25,7 @@ struct enforce_stats {
 	uint64_t commands_ok;       /* accepted by HAProxy */
 	uint64_t commands_refused;  /* answered with an error ("No such server.") */
 	uint64_t commands_failed;   /* not delivered (HAProxy unreachable, queue full) */
-	uint64_t shadow_commands;   /* planned but not sent (enforce = none) */
+	uint64_t commands_not_sent; /* planned but not sent (enforce none) */
 	uint64_t reconciliations;   /* complete looks at an HAProxy */
 	uint64_t looks_failed;
 	uint64_t haproxy_restarts;  /* new HAProxy processes seen */

@@ -19,12 +19,13 @@
  * command, so it never overwrites what the command made of the server.
  *
  * In agent-check mode HAProxy asks instead, and the answer is computed from
- * the breaker on the spot; in shadow mode (none) plans are logged, never
+ * the breaker on the spot; under enforce none plans are logged, never
  * sent.
  *
  * The files, one concern each: lifecycle.c, subscriber.c, commands.c,
  * looks.c, signals.c, endpoint_follow.c, wiring_report.c, ejection_cap.c,
- * converge.c, records.c, peers.c. Their state is in enforcer-t.h.
+ * converge.c, records.c (the life of the records HAProxy keeps for the
+ * agent, haproxy_record.h), peers.c. Their state is in enforcer-t.h.
  */
 #ifndef SPOA_LINK_INTERNAL_H
 #define SPOA_LINK_INTERNAL_H
@@ -42,8 +43,8 @@
 #define SWEEP_NONE UINT32_MAX
 
 /* commands.c: a command queued on the link's command connection, counted
- * in link->commands when queued (see there for `observing` and shadow
- * mode); link_send_command() is one that changes a server. */
+ * in link->commands when queued (see there for `observing` and enforce
+ * none); link_send_command() is one that changes a server. */
 void link_queue_command(struct haproxy_link *link, const char *command, const char *why,
 			bool observing);
 void link_queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
@@ -69,10 +70,35 @@ void enforcer_look_finished(struct enforcer *e);
 void enforcer_sweep(struct enforcer *e);
 void enforcer_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
-/* records.c: the maps' replies to a look, and keeping them in step. */
+/* The one staleness test (haproxy_record_predates): the look in flight
+ * was queued before the command numbered `command` was done. */
+static inline bool link_look_predates(const struct haproxy_link *link, uint64_t command)
+{
+	return haproxy_record_predates(link->look_queued_after, command);
+}
+
+/* records.c: the life of the records HAProxy keeps for the agent on one
+ * link (haproxy_record.h), and the maps' entries. */
+struct link_record_why {
+	const char *text; /* why, for the log */
+	bool observing;   /* sent in every mode (see link_queue_command) */
+	enum log_level level;
+};
+void link_on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
+/* Queues the look's reads of the records of one kind that were found;
+ * false when the queue is full. */
+bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind);
+/* A record's reply to the look was read (parsed) or is an error: read
+ * and known, or said missing. Returns parsed. */
+bool link_record_read(struct haproxy_link *link, enum haproxy_record_id id, bool parsed,
+		      unsigned skipped, const char *reply, size_t len);
+/* Sends what turns have into want (values, NULL: no entry) for
+ * backend/server in the record; true when queued. */
+bool link_record_send(struct haproxy_link *link, enum haproxy_record_id id, const char *backend,
+		      const char *server, const char *have, const char *want,
+		      const struct link_record_why *why);
 void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry *entry,
 			   struct enforce_entry *en);
-void link_on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
 void link_on_owner_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
 void link_on_retry_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
 void link_on_watched_map(void *ctx, enum runtime_api_result result, const char *reply,
@@ -82,12 +108,19 @@ bool link_sync_watched(struct haproxy_link *link, struct breaker_table_entry *en
 void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_entry *entry,
 			const struct enforce_entry *en);
 void link_sync_retry_map(struct haproxy_link *link);
+/* What the records keep for a server HAProxy no longer has, deleted. */
+void link_record_forget_owner(struct haproxy_link *link, struct breaker_table_entry *entry,
+			      struct enforce_entry *en);
+void link_record_forget_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+				struct enforce_entry *en);
 
 /* peers.c */
 void enforcer_publish_verdicts(struct enforcer *e, struct breaker_table_entry *entry,
 			       uint64_t now_ms);
 void link_on_verdict_table(void *ctx, enum runtime_api_result result, const char *reply,
 			   size_t len);
+void link_record_forget_verdict(struct haproxy_link *link, struct breaker_table_entry *entry,
+				struct enforce_entry *en);
 
 /* subscriber.c: the breaker_subscriber callbacks (daemon/breakers.h). */
 enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,

@@ -28,19 +28,21 @@
 #include <stdint.h>
 
 #include "link/enforce-t.h"
-#include "link/map_file.h"
+#include "link/haproxy_record.h"
 #include "link/runtime_api.h"
 
 #define OWNER_MAP_NAME "breaker-owned.map"
-/* Longest command built here: the path, two names, a value. */
-#define OWNER_MAP_CMD_MAX (MAP_FILE_PATH_MAX + 2 * 128 + 64)
+/* Longest value: "drain,maxconn=4294967295". */
+#define OWNER_MAP_VALUE_MAX 32
+
+/* The record's table (haproxy_record.h): keys BACKEND/SERVER. */
+extern const struct haproxy_record_ops owner_map_ops;
 
 /* The record that says what mem says the agent did. */
 struct owner_record owner_record_of(const struct enforce_memory *mem);
 /* What a fresh agent adopts from a record: the drain and the limit as its
  * own, the server's own maxconn as known. */
 void owner_record_adopt(const struct owner_record *rec, struct enforce_memory *mem);
-bool owner_record_equal(const struct owner_record *a, const struct owner_record *b);
 
 /*
  * Finds the map whose file is named OWNER_MAP_NAME in a `show map` reply
@@ -65,6 +67,10 @@ typedef void (*owner_map_fn)(void *ctx, struct runtime_api_str backend,
  */
 bool owner_map_parse(const char *reply, size_t len, owner_map_fn fn, void *ctx,
 		     unsigned *skipped);
+
+/* The map's value for a record, into buf; NULL when the record says
+ * nothing (no entry). */
+const char *owner_map_value(char *buf, size_t size, const struct owner_record *r);
 
 /*
  * The one command that turns the map's entry `have` into `want` for

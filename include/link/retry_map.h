@@ -26,8 +26,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/breaker-t.h"
+#include "link/haproxy_record.h"
 
 #define RETRY_MAP_NAME "breaker-retry-at.map"
+/* Longest value: a moment of 18 digits at most, or a negative one. */
+#define RETRY_MAP_VALUE_MAX 24
+
+/* The record's table (haproxy_record.h): keys BACKEND, moments within a
+ * second of each other the same. */
+extern const struct haproxy_record_ops retry_map_ops;
 /* No entry (the backend has no open breaker). */
 #define RETRY_AT_NONE INT64_C(-1)
 
@@ -54,6 +61,9 @@ long retry_map_parse(const char *reply, size_t len, struct retry_map_entry **out
 /* The entry for backend in a parse()d list, or NULL. */
 struct retry_map_entry *retry_map_lookup(struct retry_map_entry *list, size_t n,
 					 const char *backend);
+
+/* The map's value for a moment, into buf; NULL for RETRY_AT_NONE. */
+const char *retry_map_value(char *buf, size_t size, int64_t at_s);
 
 /*
  * The one command that turns the entry `have` into `want` (each a moment

@@ -78,6 +78,28 @@ bool runtime_api_cmd_show_servers_state(char *buf, size_t size, const char *back
  * "") when the path is not map_path_is_safe() or does not fit. */
 bool runtime_api_cmd_show_map(char *buf, size_t size, const char *path);
 
+/*
+ * The records HAProxy keeps for the agent (haproxy_record.h): a KEY is one
+ * valid name, or two joined by one '/' or '@' ("workers/w1", "w1@workers",
+ * "workers"); a map VALUE is letters, digits and ",=._" ("drain,maxconn=50",
+ * "1796080000"); a table's DATA is "data.NAME NUMBER" pairs (letters,
+ * digits, '.', '_' and single spaces). Same contract as above: false, buf
+ * "", for anything else or no room.
+ */
+/* "add map PATH KEY VALUE" */
+bool runtime_api_cmd_add_map(char *buf, size_t size, const char *path, const char *key,
+			     const char *value);
+/* "set map PATH KEY VALUE" */
+bool runtime_api_cmd_set_map(char *buf, size_t size, const char *path, const char *key,
+			     const char *value);
+/* "del map PATH KEY" */
+bool runtime_api_cmd_del_map(char *buf, size_t size, const char *path, const char *key);
+/* "show table NAME" */
+bool runtime_api_cmd_show_table(char *buf, size_t size, const char *table);
+/* "set table NAME key KEY DATA" */
+bool runtime_api_cmd_set_table(char *buf, size_t size, const char *table, const char *key,
+			       const char *data);
+
 /* ------------------------------------------------------------------------
  * Replies (runtime_api_parse.c)
  * ------------------------------------------------------------------------ */

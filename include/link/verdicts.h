@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "core/breaker.h"
+#include "link/haproxy_record.h"
 #include "link/runtime_api.h"
 
 #define VERDICT_TABLE_DEFAULT "breaker_verdicts"
@@ -63,8 +64,14 @@ typedef void (*verdict_fn)(void *ctx, const struct verdict *v);
  */
 bool verdicts_parse(const char *reply, size_t len, verdict_fn fn, void *ctx, unsigned *skipped);
 
-/* "show table NAME"; false (buf "") for an invalid name or no room. */
-bool verdicts_cmd_show(char *buf, size_t size, const char *table);
+/* The record's table (haproxy_record.h): keys BACKEND/SERVER of at most
+ * VERDICT_KEY_MAX, set at every look, never deleted. */
+extern const struct haproxy_record_ops verdict_table_ops;
+/* Longest value: three columns of 10 digits at most. */
+#define VERDICT_VALUE_MAX 64
+/* The entry's data: "data.gpt0 STATE data.gpc0 DEADLINE data.gpc1 NODE". */
+const char *verdicts_value(char *buf, size_t size, enum verdict_state state, uint64_t deadline_s,
+			   uint32_t node);
 /* "set table NAME key B/S data.gpt0 .. data.gpc0 .. data.gpc1 ..". False
  * (buf "") for an invalid name, a key over VERDICT_KEY_MAX, or no room. */
 bool verdicts_cmd_set(char *buf, size_t size, const char *table, const char *backend,

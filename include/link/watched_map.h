@@ -23,20 +23,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "link/haproxy_record.h"
 #include "link/runtime_api.h"
 
 #define WATCHED_MAP_NAME "breaker-watched.map"
 
-typedef void (*watched_map_fn)(void *ctx, struct runtime_api_str backend,
-			       struct runtime_api_str server);
+/* The record's table (haproxy_record.h): keys SERVER@BACKEND. */
+extern const struct haproxy_record_ops watched_map_ops;
+/* The map's value: "1" for a watched server, NULL for none. */
+const char *watched_map_value(bool watched);
 
 /*
  * Walks a `show map FILE` reply ("0xADDR SERVER@BACKEND VALUE" lines): fn
- * gets each entry whose key splits at its last '@' into two valid names.
- * Other lines are skipped and counted in *skipped (may be NULL). False
- * when the reply is an error ("Unknown map identifier", ...).
+ * gets each entry whose key splits at its '@' into two valid names (the
+ * value is not read: the key is what the ACL finds). Other lines are
+ * skipped and counted in *skipped (may be NULL). False when the reply is
+ * an error ("Unknown map identifier", ...).
  */
-bool watched_map_parse(const char *reply, size_t len, watched_map_fn fn, void *ctx,
+bool watched_map_parse(const char *reply, size_t len, haproxy_record_fn fn, void *ctx,
 		       unsigned *skipped);
 
 /*

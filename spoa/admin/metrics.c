@@ -440,11 +440,11 @@ static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 			modes[i] == s->enforce_mode);
 
 	family(o, "runtime_api_commands_total", "counter",
-	       "Commands the breakers wanted sent to HAProxy, by result (shadow: planned, not sent).");
+	       "Commands the breakers wanted sent to HAProxy, by result (none: planned under enforce none, not sent).");
 	sample1(o, "runtime_api_commands_total", "result", "ok", e->commands_ok);
 	sample1(o, "runtime_api_commands_total", "result", "refused", e->commands_refused);
 	sample1(o, "runtime_api_commands_total", "result", "failed", e->commands_failed);
-	sample1(o, "runtime_api_commands_total", "result", "shadow", e->shadow_commands);
+	sample1(o, "runtime_api_commands_total", "result", "none", e->commands_not_sent);
 
 	family(o, "runtime_api_socket_commands_total", "counter",
 	       "Commands through each Runtime API socket, looks included, by result.");

@@ -1,6 +1,6 @@
 /*
  * commands.c - the link's commands to HAProxy: queued on each HAProxy's
- * command connection, or only logged in shadow mode; their completions let
+ * command connection, or only logged under enforce none; their completions let
  * the ACKs held for them go (ack_hold.h).
  */
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 struct command_ctx {
 	struct haproxy_link *link;
-	char command[OWNER_MAP_CMD_MAX];
+	char command[HAPROXY_RECORD_CMD_MAX];
 };
 
 /* Points whose commands have all completed let their ACKs go. */
@@ -52,7 +52,7 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 /* Queues a command on the link's command connection; link->commands
  * counts it when queued. `observing`: a command that keeps HAProxy telling
  * the agent what it needs (the watched map), sent in every enforcement
- * mode - shadow mode promises not to act on HAProxy's servers, and this
+ * mode - enforce none promises not to act on HAProxy's servers, and this
  * changes none; it keeps the breakers' view right. */
 void link_queue_command(struct haproxy_link *link, const char *command, const char *why,
 			bool observing)
@@ -68,9 +68,9 @@ void link_queue_command_logged(struct haproxy_link *link, const char *command, c
 	struct enforcer *e = link->owner;
 
 	if (e->mode != ENFORCE_RUNTIME_API && !observing) {
-		log_info("shadow: would send to HAProxy %s: %s (%s)",
+		log_info("enforce none: would send to HAProxy %s: %s (%s)",
 			 runtime_api_client_address(link->client), command, why);
-		e->stats.shadow_commands++;
+		e->stats.commands_not_sent++;
 		return;
 	}
 	struct command_ctx *cc = malloc(sizeof(*cc));

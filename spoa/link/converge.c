@@ -4,11 +4,7 @@
  * confirms successes and drops servers no HAProxy has any more, swept in
  * slices from the loop.
  */
-#include <time.h>
-
 #include "link/link_internal.h"
-#include "link/verdicts.h"
-#include "link/watched_map.h"
 #include "util/clock.h"
 #include "util/container_of.h"
 #include "util/log.h"
@@ -88,8 +84,8 @@ static void reconcile_entry(struct haproxy_link *link, struct breaker_table_entr
 
 	if (en->seen_in_look != link->look_id)
 		en->seen.known = false;
-	if (link->owner_read && en->owner_in_look != link->look_id &&
-	    en->last_command <= link->look_queued_after)
+	if (link->records[RECORD_OWNER].read && en->owner_in_look != link->look_id &&
+	    !link_look_predates(link, en->last_command))
 		en->owner.present = false; /* the map does not list it */
 	if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
 		link_converge_entry(link, entry);
@@ -139,9 +135,7 @@ static bool keep_unlisted(struct enforcer *e, struct breaker_table_entry *entry,
 static void forget_on_link(struct haproxy_link *link, struct breaker_table_entry *entry,
 			   struct enforce_entry *en)
 {
-	struct enforcer *e = link->owner;
-	char command[OWNER_MAP_CMD_MAX];
-	static const struct owner_record none = {0};
+	char command[RUNTIME_API_CMD_MAX];
 
 	/* A slot HAProxy keeps with no address: what the agent did there is
 	 * lifted, or the worker DNS puts there next would find it drained by
@@ -160,22 +154,9 @@ static void forget_on_link(struct haproxy_link *link, struct breaker_table_entry
 						entry->server, plan.maxconn))
 			link_send_command(link, command, "the server points at no worker any more");
 	}
-	if (e->mode == ENFORCE_RUNTIME_API && link->owner_known && en->owner.present &&
-	    owner_map_cmd(command, sizeof(command), link->owner_map, entry->backend, entry->server,
-			  &en->owner, &none))
-		link_send_command(link, command, "HAProxy no longer has the server");
-	uint64_t before = link->commands;
-	if (link->watched_map[0] && en->watched_have &&
-	    watched_map_cmd(command, sizeof(command), link->watched_map, entry->backend,
-			    entry->server, false))
-		link_queue_command(link, command, "HAProxy no longer has the server", true);
-	if (link->commands != before)
-		link->watched_last_command = link->commands;
-	if (e->mode == ENFORCE_RUNTIME_API && e->verdict_table[0] && en->verdict_published &&
-	    link->verdicts_known && !link->verdicts_missing &&
-	    verdicts_cmd_set(command, sizeof(command), e->verdict_table, entry->backend,
-			     entry->server, VERDICT_CLOSED, (uint64_t)time(NULL), e->node_id))
-		link_send_command(link, command, "HAProxy no longer has the server");
+	link_record_forget_owner(link, entry, en);
+	link_record_forget_watched(link, entry, en);
+	link_record_forget_verdict(link, entry, en);
 }
 
 /* A server HAProxy listed and lists no more (`del server`, a reload

@@ -73,8 +73,10 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 			en->watched_have = false;
 		}
 		/* The maps it found are still there: read from the first look. */
-		memcpy(e->links[i].watched_map, old->watched_map, sizeof(old->watched_map));
-		memcpy(e->links[i].retry_map, old->retry_map, sizeof(old->retry_map));
+		memcpy(e->links[i].records[RECORD_WATCHED].where, old->records[RECORD_WATCHED].where,
+		       sizeof(old->records[RECORD_WATCHED].where));
+		memcpy(e->links[i].records[RECORD_RETRY].where, old->records[RECORD_RETRY].where,
+		       sizeof(old->records[RECORD_RETRY].where));
 		e->links[i].info = old->info;
 		e->links[i].info_known = old->info_known;
 		/* What it lacks was said: not again for a reload of the agent. */
@@ -132,6 +134,9 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 		link->reconcile_next = SWEEP_NONE;
 		link->groups_current = -1;
 		link->index = e->nb_links;
+		link->watched_map = link->records[RECORD_WATCHED].where;
+		snprintf(link->records[RECORD_VERDICTS].where,
+			 sizeof(link->records[RECORD_VERDICTS].where), "%s", c->verdict_table);
 		link->entries = calloc(nb_entries, sizeof(*link->entries));
 		link->client = runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
 		if (link->client)
@@ -177,7 +182,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	if (e->nb_links > 0)
 		ev_timer_start(loop, &e->look_timer);
 	log_notice("enforcement: %s%s", enforce_mode_name(e->mode),
-		   e->mode == ENFORCE_NONE ? " (shadow: decisions are logged, HAProxy is not changed)"
+		   e->mode == ENFORCE_NONE ? " (decisions are logged, HAProxy is not changed)"
 					   : "");
 	return e;
 }

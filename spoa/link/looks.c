@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "link/link_internal.h"
-#include "link/verdicts.h"
 #include "util/clock.h"
 #include "util/container_of.h"
 #include "util/log.h"
@@ -77,7 +76,7 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	}
 	/* Our command went out after this look was queued: the look shows
 	 * HAProxy before it, and would undo what we know. */
-	if (en->last_command <= link->look_queued_after) {
+	if (!link_look_predates(link, en->last_command)) {
 		en->seen.drained = row->admin_state & RUNTIME_API_ADMF_FDRAIN;
 		/* Inherited drain is configuration, like maintenance: hands off. */
 		en->seen.maint = row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT |
@@ -151,7 +150,7 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 							   row->hrsp_4xx + row->hrsp_5xx;
 	wiring_note_row(&link->wiring, link->look_id, row->pxname.ptr, row->pxname.len, notified,
 			e->last_spop_ms[index] != 0);
-	if (en->last_command <= link->look_queued_after)
+	if (!link_look_predates(link, en->last_command))
 		en->seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
 	en->seen.sessions = row->scur > UINT32_MAX ? UINT32_MAX : (uint32_t)row->scur;
 	link_record_faults(link, entry, en, row);
@@ -210,8 +209,6 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 	if (states_read && link->stat_read) {
 		link->looked_once = true;
 		link->groups_current = (int)(link->look_id & 1);
-		if (link->owner_read)
-			link->owner_known = true;
 		e->stats.reconciliations++;
 		link->reconcile_next = 0;
 	} else {
@@ -230,17 +227,12 @@ static bool start_look(struct haproxy_link *link)
 	 * grow with the fleet, each streamed in an exchange of its own (parsed
 	 * as they arrive, never held whole). The servers' states come last:
 	 * their answer converges. */
-	char show_owner[MAP_FILE_PATH_MAX + 16], show_retry[MAP_FILE_PATH_MAX + 16];
-	char show_watched[MAP_FILE_PATH_MAX + 16];
-	char show_verdicts[RUNTIME_API_CMD_MAX], show_states[RUNTIME_API_CMD_MAX];
+	char show_states[RUNTIME_API_CMD_MAX];
 	struct enforcer *e = link->owner;
 	link->look_id++;
 	link->look_ms = clock_now_ms();
 	link->wiring.verdicts_wanted = e->verdict_table[0] != '\0';
 	link->stat_read = false;
-	link->owner_read = false;
-	link->retry_read = false;
-	link->watched_read = false;
 	link->look_queued_after = link->commands_done;
 	runtime_api_stat_stream_init(&link->stat_stream, on_stat_row, link);
 	runtime_api_servers_state_stream_init(&link->state_stream, on_server_state, link);
@@ -252,22 +244,16 @@ static bool start_look(struct haproxy_link *link)
 		 runtime_api_submit(link->client, "show cli level", on_cli_level, link)) &&
 		/* The records' names are looked for until found; from then on
 		 * they are read, and a reply that no longer knows one starts
-		 * the search again (link_on_owner_map, link_on_retry_map). */
-		((link->owner_map[0] && link->retry_map[0] && !link->maps_search) ||
+		 * the search again (link_record_read). */
+		((link->records[RECORD_OWNER].where[0] && link->records[RECORD_RETRY].where[0] &&
+		  !link->maps_search) ||
 		 runtime_api_submit(link->client, "show map", link_on_map_list, link)) &&
-		(!runtime_api_cmd_show_map(show_owner, sizeof(show_owner), link->owner_map) ||
-		 runtime_api_submit(link->client, show_owner, link_on_owner_map, link)) &&
-		(!runtime_api_cmd_show_map(show_retry, sizeof(show_retry), link->retry_map) ||
-		 runtime_api_submit(link->client, show_retry, link_on_retry_map, link)) &&
-		(!runtime_api_cmd_show_map(show_watched, sizeof(show_watched), link->watched_map) ||
-		 runtime_api_submit(link->client, show_watched, link_on_watched_map, link)) &&
+		link_records_look(link, HAPROXY_RECORD_MAP) &&
 		runtime_api_submit_streamed(link->client, "show stat -1 4 -1", on_stat_bytes, on_stat,
 					    link) &&
 		/* After `show stat`: the breakers of every server it lists
 		 * exist, so a verdict finds its server's. */
-		(!e->verdict_table[0] ||
-		 !verdicts_cmd_show(show_verdicts, sizeof(show_verdicts), e->verdict_table) ||
-		 runtime_api_submit(link->client, show_verdicts, link_on_verdict_table, link)) &&
+		link_records_look(link, HAPROXY_RECORD_TABLE) &&
 		runtime_api_cmd_show_servers_state(show_states, sizeof(show_states), NULL) &&
 		runtime_api_submit_streamed(link->client, show_states, on_servers_state_bytes,
 					    on_servers_state, link);

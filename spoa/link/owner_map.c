@@ -1,14 +1,15 @@
 /*
  * owner_map.c - the agent's drains and limits as recorded in HAProxy (see
- * owner_map.h). Pure: builders and parsers over caller-owned buffers.
+ * owner_map.h), one of the records HAProxy keeps (haproxy_record.h). Pure:
+ * its values, formatted and read.
  */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "link/haproxy_record.h"
 #include "link/map_file.h"
 #include "link/owner_map.h"
-#include "util/names.h"
 
 struct owner_record owner_record_of(const struct enforce_memory *mem)
 {
@@ -34,15 +35,15 @@ void owner_record_adopt(const struct owner_record *rec, struct enforce_memory *m
 	}
 }
 
-bool owner_record_equal(const struct owner_record *a, const struct owner_record *b)
-{
-	if (a->present != b->present)
-		return false;
-	if (!a->present)
-		return true;
-	return a->drained == b->drained && a->limited == b->limited &&
-	       (!a->limited || a->own_maxconn == b->own_maxconn);
-}
+const struct haproxy_record_ops owner_map_ops = {
+	.name = OWNER_MAP_NAME,
+	.kind = HAPROXY_RECORD_MAP,
+	.key = RECORD_KEY_SLASH,
+	.missing = "without a state snapshot, a restarted agent cannot tell its drains from an "
+		   "operator's; add `acl breaker_owned str(),map(" OWNER_MAP_NAME ") -m found` "
+		   "to one backend (see docs/wiring.md)",
+	.missing_level = LOG_LEVEL_NOTICE,
+};
 
 /* ---- reading ---- */
 
@@ -78,78 +79,51 @@ static void parse_value(const char *v, size_t len, struct owner_record *r)
 	r->present = r->drained || r->limited;
 }
 
-/* "0xADDR BACKEND/SERVER VALUE": false when the line is not an entry. */
-static bool parse_entry(struct runtime_api_str line, struct runtime_api_str *backend,
-			struct runtime_api_str *server, struct owner_record *rec)
+struct walk {
+	owner_map_fn fn;
+	void *ctx;
+};
+
+static bool on_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
+		     struct runtime_api_str value)
 {
-	struct runtime_api_str key, value;
-	if (!map_entry_split(line.ptr, line.len, &key, &value) || !value.ptr)
+	struct walk *w = ctx;
+	struct owner_record rec = {0};
+	if (value.len == 0)
 		return false;
-	const char *slash = memchr(key.ptr, '/', key.len);
-	if (!slash)
-		return false;
-	*backend = (struct runtime_api_str){key.ptr, (size_t)(slash - key.ptr)};
-	*server = (struct runtime_api_str){slash + 1, (size_t)(key.ptr + key.len - slash - 1)};
-	if (!name_is_valid(backend->ptr, backend->len) || !name_is_valid(server->ptr, server->len))
-		return false;
-	memset(rec, 0, sizeof(*rec));
-	parse_value(value.ptr, value.len, rec);
+	parse_value(value.ptr, value.len, &rec);
+	w->fn(w->ctx, backend, server, &rec);
 	return true;
 }
 
 bool owner_map_parse(const char *reply, size_t len, owner_map_fn fn, void *ctx,
 		     unsigned *skipped)
 {
-	const char *p = reply, *end = reply + len;
-	struct runtime_api_str line, backend, server;
-	struct owner_record rec;
-	unsigned bad = 0;
-
-	if (!map_reply_is_list(reply, len))
-		return false;
-	while (map_reply_next_line(&p, end, &line)) {
-		if (line.len == 0)
-			continue;
-		if (parse_entry(line, &backend, &server, &rec))
-			fn(ctx, backend, server, &rec);
-		else
-			bad++;
-	}
-	if (skipped)
-		*skipped = bad;
-	return true;
+	struct walk w = {fn, ctx};
+	return haproxy_record_walk(&owner_map_ops, reply, len, on_entry, &w, skipped);
 }
 
 /* ---- writing ---- */
 
-static void format_value(char *buf, size_t size, const struct owner_record *r)
+const char *owner_map_value(char *buf, size_t size, const struct owner_record *r)
 {
+	if (!r->present)
+		return NULL;
 	if (r->drained && r->limited)
 		snprintf(buf, size, "drain,maxconn=%u", (unsigned)r->own_maxconn);
 	else if (r->limited)
 		snprintf(buf, size, "maxconn=%u", (unsigned)r->own_maxconn);
 	else
 		snprintf(buf, size, "drain");
+	return buf;
 }
 
 bool owner_map_cmd(char *buf, size_t size, const char *path, const char *backend,
 		   const char *server, const struct owner_record *have,
 		   const struct owner_record *want)
 {
-	char value[48];
-	int n;
-
-	if (size > 0)
-		buf[0] = '\0';
-	if (owner_record_equal(have, want) || !map_path_is_safe(path, strlen(path)) ||
-	    !name_is_valid(backend, strlen(backend)) || !name_is_valid(server, strlen(server)))
-		return false;
-	if (!want->present) {
-		n = snprintf(buf, size, "del map %s %s/%s", path, backend, server);
-	} else {
-		format_value(value, sizeof(value), want);
-		n = snprintf(buf, size, "%s map %s %s/%s %s", have->present ? "set" : "add", path,
-			     backend, server, value);
-	}
-	return runtime_api_cmd_fits(buf, size, n);
+	char have_text[OWNER_MAP_VALUE_MAX], want_text[OWNER_MAP_VALUE_MAX];
+	return haproxy_record_cmd(buf, size, &owner_map_ops, path, backend, server,
+				  owner_map_value(have_text, sizeof(have_text), have),
+				  owner_map_value(want_text, sizeof(want_text), want));
 }

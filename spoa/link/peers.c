@@ -13,15 +13,15 @@
 
 /* Writes the breaker's verdict into the link's shared table: the state of
  * a breaker this node owns, or closed once for one it published before.
- * Runtime API mode only: a shadow agent must not make other nodes drain. */
+ * Runtime API mode only: an agent under enforce none must not make other nodes drain. */
 static void publish_verdict(struct haproxy_link *link, struct breaker_table_entry *entry,
 			    struct enforce_entry *en, uint64_t now_ms, bool again)
 {
 	struct enforcer *e = link->owner;
 	const struct breaker *b = &entry->breaker;
-	char command[RUNTIME_API_CMD_MAX];
+	char value[VERDICT_VALUE_MAX];
 
-	if (!e->verdict_table[0] || !link->verdicts_known || link->verdicts_missing)
+	if (!e->verdict_table[0] || !link->records[RECORD_VERDICTS].known)
 		return;
 	bool owns = breaker_owns_verdict(b, now_ms);
 	if (!owns && !(en->verdict_published && b->state == BREAKER_CLOSED))
@@ -29,17 +29,30 @@ static void publish_verdict(struct haproxy_link *link, struct breaker_table_entr
 	enum verdict_state state = owns ? verdicts_state_of(b) : VERDICT_CLOSED;
 	int64_t left = breaker_retry_after_s(b, now_ms);
 	uint64_t deadline = (uint64_t)time(NULL) + (uint64_t)(left > 0 ? left : 0);
-	if (!verdicts_cmd_set(command, sizeof(command), e->verdict_table, entry->backend,
-			      entry->server, state, deadline, e->node_id))
-		return;
-	uint64_t before = link->commands;
-	link_queue_command_logged(link, command,
-				  state == VERDICT_CLOSED
-				      ? "verdict for the other nodes: closed"
-				      : "verdict for the other nodes: this node owns it",
-				  false, again ? LOG_LEVEL_DEBUG : LOG_LEVEL_NOTICE);
-	if (link->commands != before)
+	const struct link_record_why why = {
+		state == VERDICT_CLOSED ? "verdict for the other nodes: closed"
+					: "verdict for the other nodes: this node owns it",
+		false, again ? LOG_LEVEL_DEBUG : LOG_LEVEL_NOTICE};
+	if (link_record_send(link, RECORD_VERDICTS, entry->backend, entry->server, NULL,
+			     verdicts_value(value, sizeof(value), state, deadline, e->node_id), &why))
 		en->verdict_published = state != VERDICT_CLOSED;
+}
+
+/* A server HAProxy no longer has: an open verdict of this node on it,
+ * written closed (peers do not replicate deletes). */
+void link_record_forget_verdict(struct haproxy_link *link, struct breaker_table_entry *entry,
+				struct enforce_entry *en)
+{
+	static const struct link_record_why why = {"HAProxy no longer has the server", false,
+						   LOG_LEVEL_NOTICE};
+	char value[VERDICT_VALUE_MAX];
+
+	if (link->owner->mode == ENFORCE_RUNTIME_API && en->verdict_published &&
+	    link->records[RECORD_VERDICTS].known)
+		link_record_send(link, RECORD_VERDICTS, entry->backend, entry->server, NULL,
+				 verdicts_value(value, sizeof(value), VERDICT_CLOSED,
+						(uint64_t)time(NULL), link->owner->node_id),
+				 &why);
 }
 
 void enforcer_publish_verdicts(struct enforcer *e, struct breaker_table_entry *entry,
@@ -97,30 +110,13 @@ static void reassert_verdicts(struct haproxy_link *link)
 void link_on_verdict_table(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
 	struct haproxy_link *link = ctx;
-	struct enforcer *e = link->owner;
 	unsigned skipped = 0;
 
 	if (result != RUNTIME_API_OK)
 		return; /* the look fails as a whole in on_servers_state */
-	if (!verdicts_parse(reply, len, on_verdict, link, &skipped)) {
-		if (!link->verdicts_missing)
-			log_warning("HAProxy %s has no stick table %s (%.*s): its verdicts are "
-				    "neither shared nor read until it has; load "
-				    "breaker-peers.cfg with a second -f (docs/haproxy.md)",
-				    runtime_api_client_address(link->client), e->verdict_table,
-				    (int)strcspn(reply, "\n"), reply);
-		link->verdicts_missing = true;
-		link->wiring.verdict_table = false;
-		return;
-	}
-	if (link->verdicts_missing)
-		log_notice("HAProxy %s has stick table %s: verdicts shared again",
-			   runtime_api_client_address(link->client), e->verdict_table);
-	link->verdicts_missing = false;
-	link->verdicts_known = true;
-	link->wiring.verdict_table = true;
-	if (skipped > 0)
-		log_debug("HAProxy %s: %u entries of %s are not verdicts, left alone",
-			  runtime_api_client_address(link->client), skipped, e->verdict_table);
-	reassert_verdicts(link);
+	/* Entries that are not verdicts are left alone (skipped). */
+	bool parsed = verdicts_parse(reply, len, on_verdict, link, &skipped);
+	link->wiring.verdict_table = parsed;
+	if (link_record_read(link, RECORD_VERDICTS, parsed, skipped, reply, len))
+		reassert_verdicts(link);
 }

@@ -1,102 +1,211 @@
 /*
- * records.c - the maps HAProxy keeps for the agent: found in `show map`,
- * read at every look, and kept in step - the ownership record
- * (owner_map.h), the watched servers (watched_map.h) and the moment each
- * backend may take traffic again (retry_map.h).
+ * records.c - what HAProxy keeps for the agent (haproxy_record.h), on one
+ * link: found in `show map`, read at every look, said missing once, and
+ * written - the life the four records share - and what the three maps
+ * make of their entries: the ownership record (owner_map.h), the watched
+ * servers (watched_map.h) and the moment each backend may take traffic
+ * again (retry_map.h). The verdict table's entries are peers.c's.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "link/link_internal.h"
+#include "link/verdicts.h"
 #include "link/watched_map.h"
 #include "util/clock.h"
 #include "util/log.h"
 
-/* Keeps HAProxy's ownership map saying what the agent did to the server:
- * what a restarted agent without its snapshot reads back. Runtime API mode
- * only (it records Runtime API drains), once the map was read. */
-void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry *entry,
-			   struct enforce_entry *en)
-{
-	char command[OWNER_MAP_CMD_MAX];
-	struct owner_record want = owner_record_of(&en->mem);
+static const struct haproxy_record_ops *const record_ops[HAPROXY_RECORDS] = {
+	[RECORD_OWNER] = &owner_map_ops,
+	[RECORD_RETRY] = &retry_map_ops,
+	[RECORD_WATCHED] = &watched_map_ops,
+	[RECORD_VERDICTS] = &verdict_table_ops,
+};
 
-	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->owner_known ||
-	    !owner_map_cmd(command, sizeof(command), link->owner_map, entry->backend,
-			   entry->server, &en->owner, &want))
+static const char *address(const struct haproxy_link *link)
+{
+	return runtime_api_client_address(link->client);
+}
+
+/* The name a record goes by in this HAProxy: the file's for a map, the
+ * configuration's for the table. */
+static const char *record_name(const struct haproxy_link *link, enum haproxy_record_id id)
+{
+	return record_ops[id]->kind == HAPROXY_RECORD_TABLE ? link->records[id].where
+							    : record_ops[id]->name;
+}
+
+/* Said once, until the record is back: what its absence costs. `reply`:
+ * HAProxy's own words for a table it does not have. */
+static void say_missing(struct haproxy_link *link, enum haproxy_record_id id, const char *reply,
+			size_t len)
+{
+	const struct haproxy_record_ops *ops = record_ops[id];
+	struct haproxy_record *r = &link->records[id];
+
+	if (!ops->missing || r->missing_said)
 		return;
-	uint64_t before = link->commands;
-	link_send_command(link, command, "what the agent did, for its next start");
-	if (link->commands != before) {
-		en->owner = want;
-		en->last_command = link->commands;
-	}
+	r->missing_said = true;
+	if (ops->kind == HAPROXY_RECORD_TABLE)
+		log_msg(ops->missing_level, "HAProxy %s has no stick table %s (%.*s): %s",
+			address(link), record_name(link, id), (int)strcspn(reply, "\n"),
+			reply, ops->missing);
+	else
+		log_msg(ops->missing_level, "HAProxy %s loads no %s: %s", address(link),
+			record_name(link, id), ops->missing);
+	(void)len;
+}
+
+/* Found (again): said when that is news - for a record HAProxy may lack,
+ * only once its absence was said. */
+static void say_found(struct haproxy_link *link, enum haproxy_record_id id)
+{
+	const struct haproxy_record_ops *ops = record_ops[id];
+	struct haproxy_record *r = &link->records[id];
+	bool news = ops->found && (!ops->missing || r->missing_said);
+
+	r->missing_said = false;
+	if (!news)
+		return;
+	if (ops->kind == HAPROXY_RECORD_TABLE)
+		log_notice("HAProxy %s has stick table %s: %s", address(link), record_name(link, id),
+			   ops->found);
+	else
+		log_notice("HAProxy %s loads %s: %s", address(link), record_name(link, id), ops->found);
 }
 
 /* `show map`: which of the agent's maps HAProxy loads, and under which
- * path - the watched servers, the retry moments, the ownership record. */
+ * path. */
 void link_on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
 {
 	struct haproxy_link *link = ctx;
-	char path[MAP_FILE_PATH_MAX];
 
 	if (result != RUNTIME_API_OK)
 		return;
 	link->maps_search = false;
-	if (map_file_find(reply, len, WATCHED_MAP_NAME, path, sizeof(path))) {
-		if (!link->watched_map[0])
-			log_notice("HAProxy %s loads %s: steady-state mode, it notifies the successes "
-				   "of watched servers only, and the agent keeps the map",
-				   runtime_api_client_address(link->client), WATCHED_MAP_NAME);
-		snprintf(link->watched_map, sizeof(link->watched_map), "%s", path);
-	} else {
-		if (link->watched_map[0])
-			log_notice("HAProxy %s no longer loads %s: every-response mode",
-				   runtime_api_client_address(link->client), WATCHED_MAP_NAME);
-		link->watched_map[0] = '\0';
-		/* Listed, but under a path no command may carry: steady-state
-		 * mode with a map nobody keeps, whose watched servers' successes
-		 * would never be notified. Said at every search. */
-		static const char listed[] = WATCHED_MAP_NAME ")";
-		if (memmem(reply, len, listed, sizeof(listed) - 1))
+	for (int id = 0; id < HAPROXY_RECORDS; id++) {
+		if (record_ops[id]->kind != HAPROXY_RECORD_MAP)
+			continue;
+		switch (haproxy_record_search(&link->records[id], record_ops[id], reply, len)) {
+		case RECORD_FOUND:
+			say_found(link, id);
+			break;
+		case RECORD_LOST:
+			if (record_ops[id]->lost)
+				log_notice("HAProxy %s no longer loads %s: %s", address(link),
+					   record_ops[id]->name, record_ops[id]->lost);
+			say_missing(link, id, "", 0);
+			break;
+		case RECORD_UNSAFE:
+			/* Said at every search: a map nobody keeps (a
+			 * steady-state mode whose watched servers' successes
+			 * are never notified, ...). */
 			log_error("HAProxy %s loads %s under a path with characters other than "
-				  "letters, digits and /._- : the agent cannot keep it, and failures "
-				  "of its servers would add up to trips; rename it",
-				  runtime_api_client_address(link->client), WATCHED_MAP_NAME);
-	}
-	if (map_file_find(reply, len, RETRY_MAP_NAME, path, sizeof(path))) {
-		snprintf(link->retry_map, sizeof(link->retry_map), "%s", path);
-	} else {
-		link->retry_map[0] = '\0';
-	}
-	if (!link->retry_map[0] && !link->retry_missing_said) {
-		link->retry_missing_said = true;
-		log_info("HAProxy %s loads no %s: its own 503 gets the configuration's fixed "
-			 "Retry-After, not the time until a breaker probes (optional: the "
-			 "frontend's `http-after-response set-var(txn.breaker_retry_in) "
-			 "be_name,map_str_int(%s,0),...` line loads it, see docs/wiring.md)",
-			 runtime_api_client_address(link->client), RETRY_MAP_NAME, RETRY_MAP_NAME);
+				  "letters, digits and /._- : the agent cannot keep it; rename it",
+				  address(link), record_ops[id]->name);
+			break;
+		case RECORD_STILL:
+			if (!link->records[id].where[0])
+				say_missing(link, id, "", 0);
+			break;
+		}
 	}
 	link->wiring.maps_known = true;
-	link->wiring.watched_map = link->watched_map[0] != '\0';
-	link->wiring.retry_map = link->retry_map[0] != '\0';
-	link->wiring.owner_map = owner_map_find(reply, len, path, sizeof(path));
-	if (link->wiring.owner_map) {
-		if (strcmp(path, link->owner_map) != 0) {
-			snprintf(link->owner_map, sizeof(link->owner_map), "%s", path);
-			link->owner_known = false; /* read it before writing to it */
-		}
-		return;
+	link->wiring.owner_map = link->records[RECORD_OWNER].where[0] != '\0';
+	link->wiring.retry_map = link->records[RECORD_RETRY].where[0] != '\0';
+	link->wiring.watched_map = link->records[RECORD_WATCHED].where[0] != '\0';
+}
+
+bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind)
+{
+	static const runtime_api_reply_fn read_cb[HAPROXY_RECORDS] = {
+		[RECORD_OWNER] = link_on_owner_map,
+		[RECORD_RETRY] = link_on_retry_map,
+		[RECORD_WATCHED] = link_on_watched_map,
+		[RECORD_VERDICTS] = link_on_verdict_table,
+	};
+	char show[HAPROXY_RECORD_CMD_MAX];
+
+	for (int id = 0; id < HAPROXY_RECORDS; id++) {
+		if (record_ops[id]->kind != kind)
+			continue;
+		link->records[id].read = false;
+		if (haproxy_record_show_cmd(show, sizeof(show), record_ops[id], &link->records[id]) &&
+		    !runtime_api_submit(link->client, show, read_cb[id], link))
+			return false;
 	}
-	link->owner_map[0] = '\0';
-	link->owner_known = false;
-	if (!link->owner_missing_said) {
-		link->owner_missing_said = true;
-		log_notice("HAProxy %s loads no %s: without a state snapshot, a restarted agent "
-			   "cannot tell its drains from an operator's; add `acl breaker_owned "
-			   "str(),map(%s) -m found` to one backend (see docs/wiring.md)",
-			   runtime_api_client_address(link->client), OWNER_MAP_NAME, OWNER_MAP_NAME);
+	return true;
+}
+
+bool link_record_read(struct haproxy_link *link, enum haproxy_record_id id, bool parsed,
+		      unsigned skipped, const char *reply, size_t len)
+{
+	struct haproxy_record *r = &link->records[id];
+
+	if (!parsed) {
+		r->known = false;
+		if (record_ops[id]->kind == HAPROXY_RECORD_MAP)
+			link->maps_search = true; /* gone, or renamed: search again */
+		else
+			say_missing(link, id, reply, len);
+		return false;
+	}
+	if (record_ops[id]->kind == HAPROXY_RECORD_TABLE && r->missing_said)
+		say_found(link, id);
+	r->read = true;
+	r->known = true;
+	if (skipped)
+		log_debug("HAProxy %s: %u line(s) of %s skipped", address(link), skipped,
+			  record_name(link, id));
+	return true;
+}
+
+bool link_record_send(struct haproxy_link *link, enum haproxy_record_id id, const char *backend,
+		      const char *server, const char *have, const char *want,
+		      const struct link_record_why *why)
+{
+	char command[HAPROXY_RECORD_CMD_MAX];
+	struct haproxy_record *r = &link->records[id];
+
+	if (!haproxy_record_cmd(command, sizeof(command), record_ops[id], r->where, backend, server,
+				have, want))
+		return false;
+	uint64_t before = link->commands;
+	link_queue_command_logged(link, command, why->text, why->observing, why->level);
+	if (link->commands == before)
+		return false; /* not queued: the next look finds it missing and tries again */
+	r->last_command = link->commands;
+	return true;
+}
+
+/* ---- the ownership record ---- */
+
+/* Keeps HAProxy's ownership map saying what the agent did to the server:
+ * what a restarted agent without its snapshot reads back. Runtime API mode
+ * only (it records Runtime API drains), once the map was read.
+ *
+ * The facts are en->mem's, which the state snapshot saves too: kept
+ * twice on purpose, each copy for a different loss - the snapshot for a
+ * restart of the agent, the map for a start without the snapshot (a new
+ * host, a lost file). en->owner is no third copy: it is what HAProxy's
+ * map holds, the `have` of the diff, equal to owner_record_of(&en->mem)
+ * once the commands landed. */
+void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry *entry,
+			   struct enforce_entry *en)
+{
+	static const struct link_record_why why = {"what the agent did, for its next start",
+						   false, LOG_LEVEL_NOTICE};
+	char have[OWNER_MAP_VALUE_MAX], want[OWNER_MAP_VALUE_MAX];
+	struct owner_record rec = owner_record_of(&en->mem);
+
+	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->records[RECORD_OWNER].known)
+		return;
+	if (link_record_send(link, RECORD_OWNER, entry->backend, entry->server,
+			     owner_map_value(have, sizeof(have), &en->owner),
+			     owner_map_value(want, sizeof(want), &rec), &why)) {
+		en->owner = rec;
+		en->last_command = link->commands;
 	}
 }
 
@@ -111,16 +220,16 @@ static void on_owner_entry(void *ctx, struct runtime_api_str backend, struct run
 		return;
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	en->owner_in_look = link->look_id;
-	if (en->last_command > link->look_queued_after)
-		return; /* our own command went out after this look was queued */
+	if (link_look_predates(link, en->last_command))
+		return;
 	en->owner = *rec;
 	/* An agent that remembers nothing of this server (started without
 	 * its snapshot) takes the record's word: the drain is its own. */
 	if (rec->present && !en->mem.drained_by_us && !en->mem.maxconn_by_us) {
 		owner_record_adopt(rec, &en->mem);
 		log_notice("HAProxy %s records that the agent %s %s/%s: taken back as its own",
-			   runtime_api_client_address(link->client),
-			   rec->drained ? "drained" : "limited", entry->backend, entry->server);
+			   address(link), rec->drained ? "drained" : "limited", entry->backend,
+			   entry->server);
 	}
 }
 
@@ -132,18 +241,105 @@ void link_on_owner_map(void *ctx, enum runtime_api_result result, const char *re
 
 	if (result != RUNTIME_API_OK)
 		return;
-	if (!owner_map_parse(reply, len, on_owner_entry, link, &skipped)) {
-		/* Gone (HAProxy restarted with another configuration): find
-		 * it again at the next look. */
-		link->owner_map[0] = '\0';
-		link->owner_known = false;
-		return;
-	}
-	link->owner_read = true;
-	if (skipped)
-		log_debug("HAProxy %s: %u line(s) of %s skipped", runtime_api_client_address(link->client),
-			  skipped, link->owner_map);
+	bool parsed = owner_map_parse(reply, len, on_owner_entry, link, &skipped);
+	link_record_read(link, RECORD_OWNER, parsed, skipped, reply, len);
 }
+
+/* A server HAProxy no longer has: its entry, gone. */
+void link_record_forget_owner(struct haproxy_link *link, struct breaker_table_entry *entry,
+			      struct enforce_entry *en)
+{
+	static const struct link_record_why why = {"HAProxy no longer has the server", false,
+						   LOG_LEVEL_NOTICE};
+	char have[OWNER_MAP_VALUE_MAX];
+
+	if (link->owner->mode == ENFORCE_RUNTIME_API && link->records[RECORD_OWNER].known)
+		link_record_send(link, RECORD_OWNER, entry->backend, entry->server,
+				 owner_map_value(have, sizeof(have), &en->owner), NULL, &why);
+}
+
+/* ---- the watched servers ---- */
+
+/* One server the watched map lists. */
+static bool on_watched_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
+			     struct runtime_api_str value)
+{
+	static const struct link_record_why why = {"no breaker to watch", true, LOG_LEVEL_NOTICE};
+	struct haproxy_link *link = ctx;
+	struct enforcer *e = link->owner;
+	struct breaker_table_entry *entry =
+		breaker_table_find(e->table, backend.ptr, backend.len, server.ptr, server.len);
+	if (entry) {
+		link->entries[breaker_table_index(e->table, entry)].watched_in_look = link->look_id;
+		return true;
+	}
+	/* No breaker (dropped, evicted, or never one): nothing to watch.
+	 * Unless a command to the map went out after this look was queued:
+	 * it may be this server's own add. */
+	if (link_look_predates(link, link->records[RECORD_WATCHED].last_command))
+		return true;
+	char be[BREAKER_NAME_MAX + 1], srv[BREAKER_NAME_MAX + 1];
+	if (backend.len > BREAKER_NAME_MAX || server.len > BREAKER_NAME_MAX)
+		return true;
+	memcpy(be, backend.ptr, backend.len);
+	be[backend.len] = '\0';
+	memcpy(srv, server.ptr, server.len);
+	srv[server.len] = '\0';
+	link_record_send(link, RECORD_WATCHED, be, srv, watched_map_value(true), NULL, &why);
+	return true;
+}
+
+/* `show map FILE`: the servers HAProxy notifies every response of. */
+void link_on_watched_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
+{
+	struct haproxy_link *link = ctx;
+	unsigned skipped = 0;
+
+	if (result != RUNTIME_API_OK)
+		return;
+	bool parsed = watched_map_parse(reply, len, on_watched_entry, link, &skipped);
+	link_record_read(link, RECORD_WATCHED, parsed, skipped, reply, len);
+}
+
+/* Makes HAProxy's watched map list the server exactly when its breaker is
+ * dirty (want), or never (a server HAProxy no longer has). From a
+ * transition (look false) or a look that read the map. True when it
+ * queued an `add map`. */
+static bool sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+			 struct enforce_entry *en, bool look, bool want, const char *text)
+{
+	const struct link_record_why why = {text, true, LOG_LEVEL_NOTICE};
+	if (!link->records[RECORD_WATCHED].where[0])
+		return false;
+	if (look) {
+		if (!link->records[RECORD_WATCHED].read || link_look_predates(link, en->watched_command))
+			return false; /* the look predates our own command */
+		en->watched_have = en->watched_in_look == link->look_id;
+	}
+	if (!link_record_send(link, RECORD_WATCHED, entry->backend, entry->server,
+			      watched_map_value(en->watched_have), watched_map_value(want), &why))
+		return false;
+	en->watched_have = want;
+	en->watched_command = link->commands;
+	return want;
+}
+
+bool link_sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+		       struct enforce_entry *en, bool look)
+{
+	bool want = breaker_is_dirty(&entry->breaker);
+	return sync_watched(link, entry, en, look, want,
+			    want ? "breaker dirty: every response matters"
+				 : "breaker clean: only failures matter");
+}
+
+void link_record_forget_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
+				struct enforce_entry *en)
+{
+	sync_watched(link, entry, en, false, false, "HAProxy no longer has the server");
+}
+
+/* ---- the retry moments ---- */
 
 /* `show map FILE`: when each backend may take traffic again, as HAProxy
  * has it. */
@@ -156,98 +352,11 @@ void link_on_retry_map(void *ctx, enum runtime_api_result result, const char *re
 	if (result != RUNTIME_API_OK)
 		return;
 	long n = retry_map_parse(reply, len, &have, &skipped);
-	if (n < 0) {
-		/* Gone (another configuration), or no memory: search again. */
-		link->maps_search = true;
-		return;
-	}
+	if (!link_record_read(link, RECORD_RETRY, n >= 0, skipped, reply, len))
+		return; /* gone (another configuration), or no memory */
 	free(link->retry_have);
 	link->retry_have = have;
 	link->nb_retry_have = (size_t)n;
-	link->retry_read = true;
-	if (skipped)
-		log_debug("HAProxy %s: %u line(s) of %s skipped", runtime_api_client_address(link->client),
-			  skipped, link->retry_map);
-}
-
-/* One server the watched map lists. */
-static void on_watched_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server)
-{
-	struct haproxy_link *link = ctx;
-	struct enforcer *e = link->owner;
-	struct breaker_table_entry *entry =
-		breaker_table_find(e->table, backend.ptr, backend.len, server.ptr, server.len);
-	if (entry) {
-		link->entries[breaker_table_index(e->table, entry)].watched_in_look = link->look_id;
-		return;
-	}
-	/* No breaker (dropped, evicted, or never one): nothing to watch.
-	 * Unless a command to the map went out after this look was queued:
-	 * it may be this server's own add. */
-	if (link->watched_last_command > link->look_queued_after)
-		return;
-	char command[OWNER_MAP_CMD_MAX], be[BREAKER_NAME_MAX + 1], srv[BREAKER_NAME_MAX + 1];
-	if (backend.len > BREAKER_NAME_MAX || server.len > BREAKER_NAME_MAX)
-		return;
-	memcpy(be, backend.ptr, backend.len);
-	be[backend.len] = '\0';
-	memcpy(srv, server.ptr, server.len);
-	srv[server.len] = '\0';
-	uint64_t before = link->commands;
-	if (watched_map_cmd(command, sizeof(command), link->watched_map, be, srv, false))
-		link_queue_command(link, command, "no breaker to watch", true);
-	if (link->commands != before)
-		link->watched_last_command = link->commands;
-}
-
-/* `show map FILE`: the servers HAProxy notifies every response of. */
-void link_on_watched_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
-{
-	struct haproxy_link *link = ctx;
-	unsigned skipped = 0;
-
-	if (result != RUNTIME_API_OK)
-		return;
-	if (!watched_map_parse(reply, len, on_watched_entry, link, &skipped)) {
-		link->maps_search = true; /* gone, or renamed: search again */
-		return;
-	}
-	link->watched_read = true;
-	if (skipped)
-		log_debug("HAProxy %s: %u line(s) of %s skipped", runtime_api_client_address(link->client),
-			  skipped, link->watched_map);
-}
-
-/* Makes HAProxy's watched map list the server exactly when its breaker is
- * dirty. From a transition (look false) or a look that read the map. True
- * when it queued an `add map`. */
-bool link_sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
-		       struct enforce_entry *en, bool look)
-{
-	if (!link->watched_map[0])
-		return false;
-	if (look) {
-		if (!link->watched_read || en->watched_command > link->look_queued_after)
-			return false; /* the look predates our own command */
-		en->watched_have = en->watched_in_look == link->look_id;
-	}
-	bool want = breaker_is_dirty(&entry->breaker);
-	char command[OWNER_MAP_CMD_MAX];
-	if (want == en->watched_have ||
-	    !watched_map_cmd(command, sizeof(command), link->watched_map, entry->backend,
-			     entry->server, want))
-		return false;
-	uint64_t before = link->commands;
-	link_queue_command(link, command,
-			   want ? "breaker dirty: every response matters"
-				: "breaker clean: only failures matter",
-			   true);
-	if (link->commands == before)
-		return false; /* not queued: the next look finds it missing and tries again */
-	en->watched_have = want;
-	en->watched_command = link->commands;
-	link->watched_last_command = link->commands;
-	return want;
 }
 
 /* An open breaker's moment to probe, into its backend's earliest. */
@@ -269,12 +378,13 @@ void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_en
 static void retry_map_write(struct haproxy_link *link, const char *backend, int64_t have,
 			    int64_t want)
 {
-	char command[OWNER_MAP_CMD_MAX];
-	if (!retry_map_cmd(command, sizeof(command), link->retry_map, backend, have, want))
-		return;
-	link_send_command(link, command,
-			  "when the backend may take traffic again, for HAProxy's own 503");
-	link->retry_last_command = link->commands;
+	static const struct link_record_why why = {
+		"when the backend may take traffic again, for HAProxy's own 503", false,
+		LOG_LEVEL_NOTICE};
+	char have_text[RETRY_MAP_VALUE_MAX], want_text[RETRY_MAP_VALUE_MAX];
+	link_record_send(link, RECORD_RETRY, backend, NULL,
+			 retry_map_value(have_text, sizeof(have_text), have),
+			 retry_map_value(want_text, sizeof(want_text), want), &why);
 }
 
 /*
@@ -284,8 +394,9 @@ static void retry_map_write(struct haproxy_link *link, const char *backend, int6
  */
 void link_sync_retry_map(struct haproxy_link *link)
 {
-	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->retry_map[0] || !link->retry_read ||
-	    link->retry_last_command > link->look_queued_after || link->groups_current < 0)
+	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->records[RECORD_RETRY].where[0] ||
+	    !haproxy_record_readable(&link->records[RECORD_RETRY], link->look_queued_after) ||
+	    link->groups_current < 0)
 		return;
 	struct ejection_groups *g = &link->groups[link->groups_current];
 	if (g->look_id != link->look_id)

@@ -1,28 +1,52 @@
 /*
  * retry_map.c - when each backend may take traffic again, as recorded in
- * HAProxy (see retry_map.h). Pure: parsing and building over caller-owned
- * buffers.
+ * HAProxy (see retry_map.h), one of the records HAProxy keeps
+ * (haproxy_record.h). Pure: its values, formatted and read.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 
-#include "link/map_file.h"
 #include "link/retry_map.h"
-#include "util/names.h"
 
-/* "0xADDR BACKEND VALUE" into e; false when the line is not such an entry. */
-static bool parse_entry(const char *p, size_t len, struct retry_map_entry *e)
+/* Two moments within a second of each other: the clocks the agent
+ * computes them from are read at different instants, and a rounding must
+ * not rewrite the map at every look. */
+static bool same_moment(const char *have, const char *want)
 {
-	struct runtime_api_str k, value;
-	if (!map_entry_split(p, len, &k, &value) || !value.ptr)
-		return false;
-	const char *key = k.ptr, *v = value.ptr, *end = value.ptr + value.len;
-	size_t key_len = k.len;
-	if (key_len > BREAKER_NAME_MAX || !name_is_valid(key, key_len))
-		return false;
+	long long h = strtoll(have, NULL, 10), w = strtoll(want, NULL, 10);
+	return h - w <= 1 && w - h <= 1;
+}
+
+const struct haproxy_record_ops retry_map_ops = {
+	.name = RETRY_MAP_NAME,
+	.kind = HAPROXY_RECORD_MAP,
+	.key = RECORD_KEY_BACKEND,
+	.key_max = BREAKER_NAME_MAX,
+	.same = same_moment,
+	.missing = "its own 503 gets the configuration's fixed Retry-After, not the time until "
+		   "a breaker probes (optional: the frontend's `http-after-response "
+		   "set-var(txn.breaker_retry_in) be_name,map_str_int(" RETRY_MAP_NAME
+		   ",0),...` line loads it, see docs/wiring.md)",
+	.missing_level = LOG_LEVEL_INFO,
+};
+
+/* The entries read so far, grown as lines come. */
+struct reading {
+	struct retry_map_entry *list;
+	size_t n, allocated;
+	bool failed; /* no memory */
+};
+
+/* "BACKEND VALUE" into the list; false when VALUE is not a moment. */
+static bool on_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
+		     struct runtime_api_str value)
+{
+	struct reading *r = ctx;
+	const char *v = value.ptr, *end = value.ptr + value.len;
+	(void)server;
 	/* At most 18 digits: no overflow, and far beyond any real moment. */
-	if (v == end || end - v > 18)
+	if (backend.len > BREAKER_NAME_MAX || v == end || end - v > 18)
 		return false;
 	int64_t at = 0;
 	for (; v < end; v++) {
@@ -30,10 +54,22 @@ static bool parse_entry(const char *p, size_t len, struct retry_map_entry *e)
 			return false;
 		at = at * 10 + (*v - '0');
 	}
-	memcpy(e->backend, key, key_len);
-	e->backend[key_len] = '\0';
+	if (r->n == r->allocated) {
+		size_t more = r->allocated ? 2 * r->allocated : 16;
+		struct retry_map_entry *list = realloc(r->list, more * sizeof(*list));
+		if (!list) {
+			r->failed = true;
+			return true;
+		}
+		r->list = list;
+		r->allocated = more;
+	}
+	struct retry_map_entry *e = &r->list[r->n++];
+	memcpy(e->backend, backend.ptr, backend.len);
+	e->backend[backend.len] = '\0';
 	e->at_s = at;
 	e->duplicate = false;
+	e->seen = false;
 	return true;
 }
 
@@ -46,39 +82,15 @@ static int by_backend(const void *a, const void *b)
 long retry_map_parse(const char *reply, size_t len, struct retry_map_entry **out,
 		     unsigned *skipped)
 {
-	const char *p = reply, *end = reply + len;
-	unsigned bad = 0;
-	size_t n = 0, lines = 0;
+	struct reading r = {0};
 
 	*out = NULL;
-	if (skipped)
-		*skipped = 0;
-	if (!map_reply_is_list(reply, len))
+	if (!haproxy_record_walk(&retry_map_ops, reply, len, on_entry, &r, skipped) || r.failed) {
+		free(r.list);
 		return -1;
-	for (size_t i = 0; i < len; i++)
-		lines += reply[i] == '\n';
-	lines += len > 0 && reply[len - 1] != '\n';
-	if (lines == 0)
-		return 0;
-	struct retry_map_entry *list = malloc(lines * sizeof(*list));
-	if (!list)
-		return -1;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *stop = nl ? nl : end;
-		size_t line_len = (size_t)(stop - p);
-		if (line_len > 0) {
-			if (parse_entry(p, line_len, &list[n]))
-				n++;
-			else
-				bad++;
-		}
-		p = nl ? nl + 1 : end;
 	}
-	if (n == 0) {
-		free(list);
-		list = NULL;
-	}
+	size_t n = r.n;
+	struct retry_map_entry *list = r.list;
 	if (n > 1)
 		qsort(list, n, sizeof(*list), by_backend);
 	/* A name listed twice: kept once, marked, so that it is rewritten
@@ -91,8 +103,10 @@ long retry_map_parse(const char *reply, size_t len, struct retry_map_entry **out
 		}
 		list[kept++] = list[i];
 	}
-	if (skipped)
-		*skipped = bad;
+	if (kept == 0) {
+		free(list);
+		list = NULL;
+	}
 	*out = list;
 	return (long)kept;
 }
@@ -108,24 +122,21 @@ struct retry_map_entry *retry_map_lookup(struct retry_map_entry *list, size_t n,
 	return bsearch(&key, list, n, sizeof(*list), by_backend);
 }
 
+const char *retry_map_value(char *buf, size_t size, int64_t at_s)
+{
+	if (at_s == RETRY_AT_NONE)
+		return NULL;
+	snprintf(buf, size, "%lld", (long long)at_s);
+	return buf;
+}
+
 bool retry_map_cmd(char *buf, size_t size, const char *path, const char *backend, int64_t have,
 		   int64_t want)
 {
-	int n;
-
-	if (size > 0)
-		buf[0] = '\0';
-	if (have == want || (have != RETRY_AT_NONE && want != RETRY_AT_NONE &&
-			     (have - want <= 1 && want - have <= 1)))
-		return false;
-	if (!map_path_is_safe(path, strlen(path)) || !name_is_valid(backend, strlen(backend)))
-		return false;
-	if (want == RETRY_AT_NONE)
-		n = snprintf(buf, size, "del map %s %s", path, backend);
-	else
-		n = snprintf(buf, size, "%s map %s %s %lld", have == RETRY_AT_NONE ? "add" : "set",
-			     path, backend, (long long)want);
-	return runtime_api_cmd_fits(buf, size, n);
+	char have_text[RETRY_MAP_VALUE_MAX], want_text[RETRY_MAP_VALUE_MAX];
+	return haproxy_record_cmd(buf, size, &retry_map_ops, path, backend, NULL,
+				  retry_map_value(have_text, sizeof(have_text), have),
+				  retry_map_value(want_text, sizeof(want_text), want));
 }
 
 int64_t retry_map_moment(int64_t now_unix_s, int64_t retry_after_s)

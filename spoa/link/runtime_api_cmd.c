@@ -1,13 +1,16 @@
 /*
- * runtime_api_cmd.c - the commands about servers and the look's reads,
- * from validated names (pure): `set server ... state`, `set maxconn
- * server`, `show servers state`, `show map FILE`.
+ * runtime_api_cmd.c - every command the agent sends HAProxy, from validated
+ * names (pure): `set server ... state`, `set maxconn server`, `show servers
+ * state`, and those of the records HAProxy keeps for the agent (`show map`,
+ * `add/set/del map`, `show table`, `set table`; haproxy_record.h).
  *
  * A name with ';', a space or a newline would append a command of its own,
- * so no name reaches HAProxy's admin socket unchecked: these builders and
- * those of the records HAProxy keeps for the agent (owner_map.c,
- * retry_map.c, watched_map.c, verdicts.c) each check theirs with
- * name_is_valid() (names.h), and a map's path with map_path_is_safe().
+ * so no name reaches HAProxy's admin socket unchecked, and the check lives
+ * here once: names with name_is_valid() (names.h), a record's key as
+ * names joined by one separator, a map's path with map_path_is_safe(), a
+ * value or a table's data by the characters they may hold. The records'
+ * own files (owner_map.c, retry_map.c, watched_map.c, verdicts.c) format
+ * values only.
  */
 #include <stdio.h>
 #include <string.h>
@@ -73,4 +76,85 @@ bool runtime_api_cmd_show_map(char *buf, size_t size, const char *path)
 	if (!path || !map_path_is_safe(path, strlen(path)))
 		return runtime_api_cmd_refuse(buf, size);
 	return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "show map %s", path));
+}
+
+/* One name, or two joined by one '/' or '@'. */
+static bool key_is_safe(const char *key)
+{
+	if (!key)
+		return false;
+	size_t len = strlen(key);
+	const char *sep = NULL;
+	for (size_t i = 0; i < len; i++) {
+		if (key[i] != '/' && key[i] != '@')
+			continue;
+		if (sep)
+			return false;
+		sep = key + i;
+	}
+	if (!sep)
+		return name_is_valid(key, len);
+	return name_is_valid(key, (size_t)(sep - key)) &&
+	       name_is_valid(sep + 1, (size_t)(key + len - sep - 1));
+}
+
+/* Letters, digits, ",=._"; with spaces, single ones between words (a
+ * table's data). Nothing that ends a command or starts another. */
+static bool text_is_safe(const char *v, bool spaces)
+{
+	if (!v || !v[0] || v[0] == ' ')
+		return false;
+	for (const char *c = v; *c; c++) {
+		bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			  (*c >= '0' && *c <= '9') || *c == ',' || *c == '=' || *c == '.' ||
+			  *c == '_' || (spaces && *c == ' ' && c[1] && c[1] != ' ');
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static bool map_write(char *buf, size_t size, const char *verb, const char *path,
+		      const char *key, const char *value)
+{
+	if (!path || !map_path_is_safe(path, strlen(path)) || !key_is_safe(key) ||
+	    !text_is_safe(value, false))
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size,
+				    snprintf(buf, size, "%s map %s %s %s", verb, path, key, value));
+}
+
+bool runtime_api_cmd_add_map(char *buf, size_t size, const char *path, const char *key,
+			     const char *value)
+{
+	return map_write(buf, size, "add", path, key, value);
+}
+
+bool runtime_api_cmd_set_map(char *buf, size_t size, const char *path, const char *key,
+			     const char *value)
+{
+	return map_write(buf, size, "set", path, key, value);
+}
+
+bool runtime_api_cmd_del_map(char *buf, size_t size, const char *path, const char *key)
+{
+	if (!path || !map_path_is_safe(path, strlen(path)) || !key_is_safe(key))
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "del map %s %s", path, key));
+}
+
+bool runtime_api_cmd_show_table(char *buf, size_t size, const char *table)
+{
+	if (!valid_name(table))
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "show table %s", table));
+}
+
+bool runtime_api_cmd_set_table(char *buf, size_t size, const char *table, const char *key,
+			       const char *data)
+{
+	if (!valid_name(table) || !key_is_safe(key) || !text_is_safe(data, true))
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size,
+				    snprintf(buf, size, "set table %s key %s %s", table, key, data));
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "link/map_file.h"
 #include "link/verdicts.h"
 #include "util/names.h"
 
@@ -113,45 +114,51 @@ bool verdicts_parse(const char *reply, size_t len, verdict_fn fn, void *ctx, uns
 	if (len < header || memcmp(reply, TABLE_HEADER, header) != 0)
 		return false;
 	const char *p = reply, *end = reply + len;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+	struct runtime_api_str line;
+	while (map_reply_next_line(&p, end, &line)) {
 		struct verdict v;
-		if (n > 0 && p[0] != '#') {
-			if (parse_entry(p, n, &v))
-				fn(ctx, &v);
-			else
-				bad++;
-		}
-		p += n + (nl ? 1 : 0);
+		if (line.len == 0 || line.ptr[0] == '#')
+			continue;
+		if (parse_entry(line.ptr, line.len, &v))
+			fn(ctx, &v);
+		else
+			bad++;
 	}
 	if (skipped)
 		*skipped = bad;
 	return true;
 }
 
-bool verdicts_cmd_show(char *buf, size_t size, const char *table)
+const struct haproxy_record_ops verdict_table_ops = {
+	.name = VERDICT_TABLE_DEFAULT,
+	.kind = HAPROXY_RECORD_TABLE,
+	.key = RECORD_KEY_SLASH,
+	.key_max = VERDICT_KEY_MAX,
+	.missing = "its verdicts are neither shared nor read until it has; load "
+		   "breaker-peers.cfg with a second -f (docs/haproxy.md)",
+	.missing_level = LOG_LEVEL_WARNING,
+	.found = "verdicts shared again",
+};
+
+const char *verdicts_value(char *buf, size_t size, enum verdict_state state, uint64_t deadline_s,
+			   uint32_t node)
 {
-	if (!table || !name_is_valid(table, strlen(table)))
-		return runtime_api_cmd_refuse(buf, size);
-	return runtime_api_cmd_fits(buf, size, snprintf(buf, size, "show table %s", table));
+	/* gpc0 is 32 bits: a deadline past 2106 would wrap. */
+	if (deadline_s > UINT32_MAX)
+		deadline_s = UINT32_MAX;
+	snprintf(buf, size, "data.gpt0 %u data.gpc0 %llu data.gpc1 %u", (unsigned)state,
+		 (unsigned long long)deadline_s, node);
+	return buf;
 }
 
 bool verdicts_cmd_set(char *buf, size_t size, const char *table, const char *backend,
 		      const char *server, enum verdict_state state, uint64_t deadline_s,
 		      uint32_t node)
 {
-	if (!table || !backend || !server || !name_is_valid(table, strlen(table)) ||
-	    !name_is_valid(backend, strlen(backend)) || !name_is_valid(server, strlen(server)) ||
-	    strlen(backend) + 1 + strlen(server) > VERDICT_KEY_MAX)
-		return runtime_api_cmd_refuse(buf, size);
-	/* gpc0 is 32 bits: a deadline past 2106 would wrap. */
-	if (deadline_s > UINT32_MAX)
-		deadline_s = UINT32_MAX;
-	int n = snprintf(buf, size, "set table %s key %s/%s data.gpt0 %u data.gpc0 %llu data.gpc1 %u",
-			 table, backend, server, (unsigned)state, (unsigned long long)deadline_s,
-			 node);
-	return runtime_api_cmd_fits(buf, size, n);
+	char value[VERDICT_VALUE_MAX];
+	return server &&
+	       haproxy_record_cmd(buf, size, &verdict_table_ops, table, backend, server, NULL,
+				  verdicts_value(value, sizeof(value), state, deadline_s, node));
 }
 
 enum verdict_state verdicts_state_of(const struct breaker *b)

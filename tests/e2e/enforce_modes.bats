@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The same breaker, carried by agent-check instead of the Runtime API; and
-# shadow mode, where HAProxy is never changed.
+# enforce none, where HAProxy is never changed.
 
 load helpers
 
@@ -73,13 +73,13 @@ print(answer.decode().strip() if answer else "closed")
 	is_not_drained w1
 }
 
-@test "shadow mode: the breaker opens, HAProxy is never changed" {
+@test "enforce none: the breaker opens, HAProxy is never changed" {
 	W2_BEHAVIOUR=500
 	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --enforce none --cooldown 1500ms"
 	start_enforce_scene
 	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
 	trip_w2
-	wait_until 5 grep -q "shadow: would send to HAProxy .*set server workers/w2 state drain" "$RUN_DIR/agent.log"
+	wait_until 5 grep -q "enforce none: would send to HAProxy .*set server workers/w2 state drain" "$RUN_DIR/agent.log"
 	sleep 1
 	is_not_drained w2
 	[ "$(maxconn_of w2)" = 50 ]

@@ -25,8 +25,8 @@ teardown() {
 	stop_all
 }
 
-# The agent's file in shadow mode: no way to HAProxy at all.
-write_shadow_ini() {
+# The agent's file under enforce none: no way to HAProxy at all.
+write_none_ini() {
 	cat >"$INI" <<-INI
 	[breaker]
 	threshold = ${THRESHOLD:-3}
@@ -49,10 +49,10 @@ write_runtime_api_ini() {
 
 # The enforcement scene in runtime-api mode. The socket's path is known
 # once the scene exists, and the agent's start-up look must find HAProxy
-# there: so the scene starts in shadow mode and the agent is restarted on
+# there: so the scene starts under enforce none and the agent is restarted on
 # the runtime-api file.
 start_runtime_api_scene() {
-	write_shadow_ini
+	write_none_ini
 	start_enforce_scene
 	write_runtime_api_ini
 	restart_agent
@@ -129,8 +129,8 @@ next_w2_verdict() {
 	assert_output "$looks"
 }
 
-@test "SIGHUP from shadow mode to runtime-api: the next trip drains in HAProxy" {
-	write_shadow_ini
+@test "SIGHUP from enforce none to runtime-api: the next trip drains in HAProxy" {
+	write_none_ini
 	start_enforce_scene
 	wait_until 5 metric_is "$MODE_NONE" 1
 	cat >"$INI" <<-INI
@@ -154,7 +154,7 @@ next_w2_verdict() {
 }
 
 @test "a reload that fails in a later step keeps the whole running configuration" {
-	THRESHOLD=3 write_shadow_ini
+	THRESHOLD=3 write_none_ini
 	start_enforce_scene
 	# A breaker for each worker, with nothing against it: /status/200 goes
 	# to w1, w2 and w3 in turn.

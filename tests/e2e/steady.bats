@@ -223,7 +223,7 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 	wait_until 5 is_not_watched nobody@workers
 }
 
-@test "steady-state: in shadow mode the agent changes no server, and keeps the watched map" {
+@test "steady-state: under enforce none the agent changes no server, and keeps the watched map" {
 	AGENT_EXTRA="--enforce none" scene 500 200 200
 	local i
 	for i in $(seq 60); do
@@ -232,7 +232,7 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 	done
 	run breaker_field workers/w1 state
 	assert_output open
-	# Watched, so that its probes' answers come; not drained: shadow.
+	# Watched, so that its probes' answers come; not drained: enforce none.
 	wait_until 5 is_watched w1@workers
 	is_not_drained w1
 }

@@ -1,15 +1,19 @@
 /*
- * test_runtime_api_cmd.c - Runtime API commands: what each builder writes for
+ * test_runtime_api_cmd.c - Runtime API commands (the servers' and the
+ * records' HAProxy keeps for the agent): what each builder writes for
  * valid names, and that a name which could inject a command (';', a space,
  * a newline, anything HAProxy does not allow in a name) never produces one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "expect_command.h"
 
 #include "link/runtime_api.h"
 #include "util/names.h"
@@ -221,6 +225,112 @@ static void test_show_map(void **state)
 	assert_string_equal(small, "");
 }
 
+/* The records' writes: (builder, path or table, key, value) -> command. */
+enum record_builder { ADD_MAP, SET_MAP, DEL_MAP, SET_TABLE };
+
+static bool build(enum record_builder b, char *buf, size_t size, const char *where,
+		  const char *key, const char *value)
+{
+	switch (b) {
+	case ADD_MAP: return runtime_api_cmd_add_map(buf, size, where, key, value);
+	case SET_MAP: return runtime_api_cmd_set_map(buf, size, where, key, value);
+	case DEL_MAP: return runtime_api_cmd_del_map(buf, size, where, key);
+	case SET_TABLE: return runtime_api_cmd_set_table(buf, size, where, key, value);
+	}
+	return false;
+}
+
+static const struct {
+	enum record_builder builder;
+	const char *where, *key, *value, *command; /* command NULL: refused */
+} record_writes[] = {
+	{ADD_MAP, "breaker-owned.map", "workers/w1", "drain", "add map breaker-owned.map workers/w1 drain"},
+	{SET_MAP, "/etc/haproxy/breaker-owned.map", "workers/w1", "drain,maxconn=50",
+	 "set map /etc/haproxy/breaker-owned.map workers/w1 drain,maxconn=50"},
+	{DEL_MAP, "breaker-watched.map", "w3@workers", NULL, "del map breaker-watched.map w3@workers"},
+	{ADD_MAP, "breaker-watched.map", "w3@workers", "1", "add map breaker-watched.map w3@workers 1"},
+	{SET_MAP, "breaker-retry-at.map", "workers", "1796062829",
+	 "set map breaker-retry-at.map workers 1796062829"},
+	{SET_TABLE, "breaker_verdicts", "workers/w1", "data.gpt0 1 data.gpc0 17 data.gpc1 2",
+	 "set table breaker_verdicts key workers/w1 data.gpt0 1 data.gpc0 17 data.gpc1 2"},
+	/* Keys: one or two names, one separator. */
+	{ADD_MAP, "m.map", "a/b/c", "1", NULL},
+	{ADD_MAP, "m.map", "a@b/c", "1", NULL},
+	{ADD_MAP, "m.map", "/w1", "1", NULL},
+	{ADD_MAP, "m.map", "workers/", "1", NULL},
+	{DEL_MAP, "m.map", "w1; shutdown", NULL, NULL},
+	{DEL_MAP, "m.map", "w1\nshow info", NULL, NULL},
+	{DEL_MAP, "m.map", "", NULL, NULL},
+	{DEL_MAP, "m.map", NULL, NULL, NULL},
+	/* Paths: a plain path only. */
+	{ADD_MAP, "a map", "w", "1", NULL},
+	{DEL_MAP, "x;show info", "w", NULL, NULL},
+	{DEL_MAP, "", "w", NULL, NULL},
+	{SET_MAP, NULL, "w", "1", NULL},
+	/* Values: nothing that ends a command or starts another. */
+	{ADD_MAP, "m.map", "w", "1 2", NULL},
+	{ADD_MAP, "m.map", "w", "1;show info", NULL},
+	{SET_MAP, "m.map", "w", "", NULL},
+	{SET_MAP, "m.map", "w", NULL, NULL},
+	/* A table's name is a name; its data single-spaced words. */
+	{SET_TABLE, "a;b", "w", "data.gpt0 1", NULL},
+	{SET_TABLE, "t", "w", "data.gpt0  1", NULL},
+	{SET_TABLE, "t", "w", " data.gpt0 1", NULL},
+	{SET_TABLE, "t", "w", "data.gpt0 1 ", NULL},
+	{SET_TABLE, "t", "w", "data.gpt0 1\nshutdown", NULL},
+	{SET_TABLE, "t", "w", NULL, NULL},
+};
+
+static void test_record_writes(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(record_writes); i++) {
+		char buf[RUNTIME_API_CMD_MAX] = "left over";
+		bool built = build(record_writes[i].builder, buf, sizeof(buf), record_writes[i].where,
+				   record_writes[i].key, record_writes[i].value);
+		expect_command(built, buf, record_writes[i].command);
+	}
+	/* No room: nothing half-written. */
+	char small[20];
+	assert_false(runtime_api_cmd_add_map(small, sizeof(small), "breaker-owned.map",
+					     "workers/w1", "drain"));
+	assert_string_equal(small, "");
+}
+
+/* Every byte outside the names' alphabet, in either name of a key, is
+ * refused by every record builder. */
+static void test_record_keys_forbidden_bytes(void **state)
+{
+	(void)state;
+	for (int b = 1; b < 256; b++) {
+		char bad[4] = {'w', (char)b, '1', '\0'};
+		bool allowed = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ||
+			       (b >= '0' && b <= '9') || b == '-' || b == '_' || b == '.' || b == ':' ||
+			       b == '/' || b == '@';
+		char key[16], buf[RUNTIME_API_CMD_MAX];
+		snprintf(key, sizeof(key), "be/%s", bad);
+		/* A second separator is refused too. */
+		bool ok = allowed && b != '/' && b != '@';
+		assert_int_equal(runtime_api_cmd_add_map(buf, sizeof(buf), "m.map", key, "1"), ok);
+		assert_int_equal(runtime_api_cmd_del_map(buf, sizeof(buf), "m.map", key), ok);
+		assert_int_equal(runtime_api_cmd_set_table(buf, sizeof(buf), "t", key, "data.gpt0 1"), ok);
+		assert_int_equal(runtime_api_cmd_del_map(buf, sizeof(buf), "m.map", bad), allowed);
+		assert_int_equal(runtime_api_cmd_show_table(buf, sizeof(buf), bad),
+				 allowed && b != '/' && b != '@');
+	}
+}
+
+static void test_show_table(void **state)
+{
+	(void)state;
+	char buf[64];
+	assert_true(runtime_api_cmd_show_table(buf, sizeof(buf), "breaker_verdicts"));
+	assert_string_equal(buf, "show table breaker_verdicts");
+	assert_false(runtime_api_cmd_show_table(buf, sizeof(buf), NULL));
+	assert_false(runtime_api_cmd_show_table(buf, sizeof(buf), "a b"));
+	assert_string_equal(buf, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +343,9 @@ int main(void)
 		cmocka_unit_test(test_set_maxconn),
 		cmocka_unit_test(test_show_servers_state),
 		cmocka_unit_test(test_buffer_too_small),
+		cmocka_unit_test(test_record_writes),
+		cmocka_unit_test(test_record_keys_forbidden_bytes),
+		cmocka_unit_test(test_show_table),
 	};
 	return cmocka_run_group_tests(tests, setup_names, NULL);
 }

@@ -104,7 +104,7 @@ static void test_commands(void **state)
 {
 	(void)state;
 	char buf[RUNTIME_API_CMD_MAX];
-	assert_true(verdicts_cmd_show(buf, sizeof(buf), "breaker_verdicts"));
+	assert_true(runtime_api_cmd_show_table(buf, sizeof(buf), "breaker_verdicts"));
 	assert_string_equal(buf, "show table breaker_verdicts");
 	assert_true(verdicts_cmd_set(buf, sizeof(buf), "breaker_verdicts", "workers", "w1",
 				     VERDICT_OPEN, 1796080000, 3));
@@ -122,7 +122,7 @@ static void test_hostile_names_make_no_command(void **state)
 	char buf[RUNTIME_API_CMD_MAX];
 	static const char *const bad[] = {"a;b", "a b", "a\nb", "a\\b", "", "a/b", "x;show info"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_false(verdicts_cmd_show(buf, sizeof(buf), bad[i]));
+		assert_false(runtime_api_cmd_show_table(buf, sizeof(buf), bad[i]));
 		assert_string_equal(buf, "");
 		assert_false(verdicts_cmd_set(buf, sizeof(buf), "t", bad[i], "s", VERDICT_OPEN, 1, 1));
 		assert_string_equal(buf, "");

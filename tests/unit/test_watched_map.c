@@ -21,12 +21,15 @@ struct seen {
 	int n;
 };
 
-static void collect(void *ctx, struct runtime_api_str backend, struct runtime_api_str server)
+static bool collect(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
+		    struct runtime_api_str value)
 {
 	struct seen *s = ctx;
+	(void)value;
 	assert_true(s->n < 8);
 	snprintf(s->keys[s->n++], sizeof(s->keys[0]), "%.*s/%.*s", (int)backend.len, backend.ptr,
 		 (int)server.len, server.ptr);
+	return true;
 }
 
 static void test_find(void **state)
