@@ -46,7 +46,7 @@ static const struct config_word enforce_modes[] = {
 	{"runtime-api", ENFORCE_RUNTIME_API, false},
 	{"agent-check", ENFORCE_AGENT_CHECK, false},
 	{"none", ENFORCE_NONE, false},
-	{"shadow", ENFORCE_NONE, true}, /* what "none" is called in the logs */
+	{"shadow", ENFORCE_NONE, true}, /* an older name of "none", still accepted */
 	{NULL, 0, false},
 };
 
@@ -228,7 +228,7 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		IN_CONFIG(enforce), .words = enforce_modes,
 		.flags = CONFIG_KEY_RELOADABLE | CONFIG_KEY_MARKS_GIVEN, GIVEN(enforce_set),
 		.option = "enforce", .arg = "MODE",
-		.help = "none is shadow mode: decisions are logged, HAProxy is not changed",
+		.help = "none (also spelt shadow): decisions are logged, HAProxy is not changed",
 		.default_text = "runtime-api with a runtime_api socket, agent-check with an "
 				"agent_check listener, none otherwise",
 	},

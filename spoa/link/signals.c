@@ -38,16 +38,21 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	faults_delta(&en->faults, &counters, link->restarted, &d);
 	/*
 	 * Which of its capacity-looking retries the server may have sat on:
-	 * the requests it had in flight at the previous look, less the heads
-	 * it gave since. A capacity status comes back at once; a request
+	 * the requests it had in flight at the previous look, if it gave no
+	 * head at all since. A capacity status comes back at once; a request
 	 * HAProxy gave up on at `timeout server` (retry-on response-timeout)
-	 * was in flight, unanswered, at the looks before. Without a baseline
-	 * none: read as before, as capacity statuses.
+	 * was in flight, unanswered, at the looks before, and a server that
+	 * holds requests that long answers nothing. One that gave a head since
+	 * is alive and answering: its retries are refusals, even with long
+	 * completions in flight (an inference engine at its concurrency
+	 * refuses at once while its batch runs on; counting those as held
+	 * made its neighbours look silent and slowed the stall rule for the
+	 * one really hung). Without a baseline none: read as capacity
+	 * statuses.
 	 */
 	bool baseline = stall_baseline(link, en, row);
 	uint64_t heads = baseline ? responses_of(row) - en->responses_counted : 0;
-	faults_split_held_retries(&d, baseline && en->stall_scur > heads ? en->stall_scur - heads
-									 : 0);
+	faults_split_held_retries(&d, baseline && heads == 0 ? en->stall_scur : 0);
 	e->stats.connect_errors += d.connect_errors;
 	e->stats.response_errors += d.response_errors;
 	e->stats.aborted_bodies += d.aborted_bodies;
