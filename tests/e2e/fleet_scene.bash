@@ -121,6 +121,26 @@ watch_drains_while_loaded() {
 	drained_servers >>"$RUN_DIR/drained"
 }
 
+# watch_drains_until TIMEOUT COMMAND...: the same watch, appending to
+# $RUN_DIR/drained, until COMMAND holds; fails when it has not within
+# TIMEOUT seconds.
+watch_drains_until() {
+	local deadline=$((SECONDS + $1))
+	shift
+	touch "$RUN_DIR/drained"
+	until drained_servers >>"$RUN_DIR/drained" && "$@"; do
+		if ((SECONDS >= deadline)); then
+			echo "condition never held: $*" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# Requests the load has had answered whole so far.
+answers_so_far() { awk '$1 == 200 && $3 == 1' "$RUN_DIR/load.out" 2>/dev/null | wc -l; }
+answers_at_least() { [ "$(answers_so_far)" -ge "$1" ]; }
+
 # Was SERVER drained at any look of the watch?
 was_drained() { grep -qx "$1" "$RUN_DIR/drained"; }
 never_drained() { ! was_drained "$1"; }
