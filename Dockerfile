@@ -12,11 +12,12 @@
 
 FROM debian:bookworm-slim AS build
 
-# libmsgpack-dev: the state snapshot (state.msgpack) is msgpack-c's.
+# libmsgpack-dev: the state snapshot (state.msgpack) is msgpack-c's;
+# libssl-dev: TLS on the SPOP listeners (OpenSSL).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         gcc libc6-dev make pkg-config \
-        libev-dev libinih-dev libmicrohttpd-dev libmsgpack-dev \
+        libev-dev libinih-dev libmicrohttpd-dev libmsgpack-dev libssl-dev \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -39,7 +40,7 @@ LABEL org.opencontainers.image.title="spoa-breaker" \
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-        libev4 libinih1 libmicrohttpd12 libmsgpackc2 \
+        libev4 libinih1 libmicrohttpd12 libmsgpackc2 libssl3 \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed UID/GID, so that a host directory or socket can be given to it:

@@ -69,7 +69,7 @@ ALL_LDFLAGS := $(HARDEN_LDFLAGS) $(LDFLAGS)
 # runs the command the first time VAR is expanded and keeps its answer.
 # (The targets that install packages also build in a second make, which
 # reads this file after the deps step: see demo.)
-PKGS       := inih libmicrohttpd msgpack
+PKGS       := inih libmicrohttpd msgpack openssl
 DEP_CFLAGS  = $(eval DEP_CFLAGS := $(call pkg_config,--cflags,$(PKGS)))$(DEP_CFLAGS)
 DEP_LIBS    = $(eval DEP_LIBS := $(call pkg_config,--libs,$(PKGS)) -lev -lm -pthread)$(DEP_LIBS)
 TEST_LIBS   = $(eval TEST_LIBS := $(call pkg_config,--libs,cmocka))$(TEST_LIBS)

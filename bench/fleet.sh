@@ -28,7 +28,7 @@
 # requests ask for a stream (head at the first token, then events until
 # the end), the others get their head only when the completion ends;
 # `timeout server` is minutes (FLEET_LLM_TIMEOUT_SERVER, 2m). Six workers
-# serve 4 completions at a time and refuse beyond, three with 503 and
+# serve 16 completions at a time and refuse beyond, three with 503 and
 # `Retry-After: 2`, three with 429; one is broken (500), one hung (accepts,
 # never answers, yet its /health answers: no health check sees it), one
 # crashes 30 s in. The agent runs on its shipped
@@ -48,7 +48,7 @@
 # default 500 ms the second look comes as late as the 1 s timeout.
 #
 # Knobs: FLEET_SCENARIO (classic, llm, or both: the default),
-# FLEET_RATE (300 requests/s; LLM: FLEET_LLM_RATE, 4), FLEET_SECONDS (60;
+# FLEET_RATE (300 requests/s; LLM: FLEET_LLM_RATE, 20), FLEET_SECONDS (60;
 # LLM: FLEET_LLM_SECONDS, 90), FLEET_SEED (1),
 # FLEET_AGENT_ARGS (the agent's options beyond the defaults: those above),
 # FLEET_FLAKY (0.3), FLEET_TIMEOUT_SERVER (1s), FLEET_SETUPS (all five, in
@@ -73,7 +73,7 @@ HAPROXY=${FLEET_HAPROXY:-haproxy}
 # looks every 100 ms).
 AGENT_PROTECTIONS=${FLEET_AGENT_ARGS:-"--failure-rate-threshold 20 --wedged-after 5s --stalled-after 300ms --poll-interval 100ms"}
 WORKERS="busy1:busy:4 busy2:busy:4 busy3:busy:4 busy4:busy:4 busy5:busy:4 busy6:busy:4 crashed:crashed broken:broken hung:hung flaky:flaky:$FLAKY wedged:wedged"
-LLM_WORKERS="llm1:llm503:4 llm2:llm429:4 llm3:llm503:4 llm4:llm429:4 llm5:llm503:4 llm6:llm429:4 broken:broken hung:stuck crashing:crashing:30"
+LLM_WORKERS="llm1:llm503:16 llm2:llm429:16 llm3:llm503:16 llm4:llm429:16 llm5:llm503:16 llm6:llm429:16 broken:broken hung:stuck crashing:crashing:30"
 # What one run of the load asks: set per scenario by scenario().
 LOAD_ARGS=() FLEET_ARGS=()
 
@@ -235,7 +235,7 @@ run_setup() { # SETUP: one run; its JSON in $RUN/SETUP.json
 scenario() { # classic | llm
 	if [ "$1" = llm ]; then
 		WORKERS=$LLM_WORKERS
-		RATE=${FLEET_LLM_RATE:-4} SECS=${FLEET_LLM_SECONDS:-90}
+		RATE=${FLEET_LLM_RATE:-20} SECS=${FLEET_LLM_SECONDS:-90}
 		TIMEOUT_SERVER=${FLEET_LLM_TIMEOUT_SERVER:-2m}
 		local ts_s
 		ts_s=$(awk -v t="$TIMEOUT_SERVER" 'BEGIN {v = t + 0; if (t ~ /m$/) v *= 60; if (t ~ /ms$/) v /= 60000; print int(v) + 10}')

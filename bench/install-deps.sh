@@ -7,7 +7,7 @@
 # and 3.2, and the benchmark runs without them when it cannot.
 set -eu
 
-PACKAGES="gcc make pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev
+PACKAGES="gcc make pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev libssl-dev
 haproxy wrk util-linux socat curl python3 procps mmdebstrap"
 
 missing=""

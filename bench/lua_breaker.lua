@@ -39,7 +39,8 @@ end
 
 local function observe(txn)
 	local key = txn.sf:be_name() .. "/" .. (txn.sf:srv_name() or "")
-	local status = txn.sf:status() or 0
+	-- The sample fetch returns the status as a string.
+	local status = tonumber(txn.sf:status()) or 0
 	local b = breakers[key]
 	if b == nil then
 		b = { state = "closed", streak = 0, opened_at = 0 }

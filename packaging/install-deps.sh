@@ -11,10 +11,10 @@
 set -eu
 
 # Build: the C compiler and the C library's headers (gcc only recommends
-# them), make, pkg-config, the four libraries. The demo: HAProxy, python3
+# them), make, pkg-config, the five libraries (libssl-dev: TLS on SPOP). The demo: HAProxy, python3
 # for the workers, curl for the requests, socat for HAProxy's stats socket.
 DEMO="gcc libc6-dev make pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev
-haproxy python3 curl socat"
+libssl-dev haproxy python3 curl socat"
 
 # The tests: cmocka (unit), clang and its runtime (fuzz, sanitizers), bats,
 # iproute2 (ss), mmdebstrap (the other HAProxy versions, the fresh-machine

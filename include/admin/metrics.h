@@ -42,9 +42,13 @@ struct metrics_source {
 	const struct agent_stats *agent;
 	unsigned connections_open;
 	uint64_t admin_not_allowed; /* admin clients closed at accept: not in the allowlist */
+	uint64_t agent_check_not_allowed; /* agent-check clients, the same */
 	uint64_t observations_refused;
 	uint64_t unknown_messages; /* SPOE messages no handler claimed */
 	uint64_t steady_messages;  /* sent by an HAProxy in steady-state mode */
+	/* Retry-After values of capacity statuses not honoured (observe.h) */
+	uint64_t retry_after_dates;
+	uint64_t retry_after_invalid;
 	enum steady_support steady_support; /* whether its watched map is kept */
 	uint64_t log_lines_dropped;    /* the log output did not keep up */
 	uint64_t log_lines_suppressed; /* held back by the per-line rate limit */

@@ -4,7 +4,8 @@
  * what a reload may change.
  *
  *   [agent]                  listen (repeatable), allow, admin_allow,
- *                            socket_mode, socket_group, max_frame_size,
+ *                            socket_mode, socket_group, tls_cert, tls_key,
+ *                            tls_ca, max_frame_size,
  *                            max_connections, idle_timeout, max_breakers,
  *                            log_level, syslog, ack_variables,
  *                            admin (HOST:PORT of /metrics, /state, /healthz;
@@ -70,6 +71,12 @@ struct config {
 	 * (empty: the agent's own). */
 	unsigned socket_mode;
 	char socket_group[CONFIG_GROUP_MAX_LEN];
+	/* TLS on the SPOP listeners (spop/tls.h); empty tls_cert: plaintext.
+	 * Empty tls_key: in tls_cert's file; empty tls_ca: no client
+	 * certificate asked for. */
+	char tls_cert[CONFIG_PATH_MAX_LEN];
+	char tls_key[CONFIG_PATH_MAX_LEN];
+	char tls_ca[CONFIG_PATH_MAX_LEN];
 	struct agent_settings agent;
 	bool max_connections_set; /* given: kept even above what the descriptor limit allows */
 	enum log_level log_level;

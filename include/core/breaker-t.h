@@ -101,6 +101,17 @@ enum breaker_open_late_success {
  * breaker of a backend below 10 servers drain anything. */
 #define BREAKER_DEFAULT_MAX_EJECTION_PERCENT 50
 
+/* The longest rest a worker's Retry-After may ask for (rest.c). Long
+ * enough for the sheds load shedders and rate limiters announce (one to a
+ * few seconds), short enough that a worker which overstates its load, or
+ * sends one fixed value whatever its queue, costs the backend at most this
+ * much of one server at a time. The default cooldown's third: a busy
+ * worker is never kept out as long as a failing one. */
+#define BREAKER_DEFAULT_RETRY_AFTER_MAX_MS 10000
+/* The largest retry_after_max the configuration takes: a rest longer than
+ * an hour is an outage, which the failure rules are for. */
+#define BREAKER_RETRY_AFTER_MAX_LIMIT_MS 3600000
+
 /* The effective rules of one breaker. Statuses are classified by
  * breaker_outcome(); the three sets never overlap once validated. */
 struct breaker_policy {
@@ -145,6 +156,10 @@ struct breaker_policy {
 	 * off. */
 	uint32_t stalled_requests;
 	uint32_t stalled_share; /* percent, 1..100 */
+	/* A worker's Retry-After on a capacity status: its server rests (no
+	 * new requests) that long, at most this; 0 ignores the header
+	 * (rest.c). */
+	uint64_t retry_after_max_ms;
 	/* The backend's ejection cap (link/ejection.h), read by the HAProxy
 	 * link, never by the breaker: per backend (a server level cannot set
 	 * them), as a share of servers is a property of the backend. */
@@ -179,6 +194,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_GUARDED = 1u << 17,
 	BREAKER_FIELD_STALLED_REQUESTS = 1u << 18,
 	BREAKER_FIELD_STALLED_SHARE = 1u << 19,
+	BREAKER_FIELD_RETRY_AFTER_MAX = 1u << 20,
 };
 
 /* One level of configuration (global, a backend, a server): the fields
@@ -249,6 +265,14 @@ struct breaker {
 	 * OPEN and HALF_OPEN to show what tripped. The policy's window reads
 	 * the newest `window` of them, so a reload may change it. */
 	uint64_t window_failures;
+	/* The worker's own Retry-After (rest.c): no new requests until
+	 * rest_until_ms (0: not resting), a rest of rest_ms so far; rests
+	 * started, for the record (saturates). Beside the state, never part
+	 * of it: a resting breaker keeps its state, its streak and its
+	 * window. Not in the snapshot: a rest lasts seconds. */
+	uint64_t rest_until_ms;
+	uint32_t rest_ms;
+	uint32_t rests;
 };
 
 /* Whether an operation turned the breaker dirty or clean. A breaker is
@@ -266,6 +290,14 @@ enum breaker_dirty_change {
 	BREAKER_BECAME_CLEAN,
 };
 
+/* What a response or a tick did to a worker's rest (rest.c). */
+enum breaker_rest_change {
+	BREAKER_REST_UNCHANGED,
+	BREAKER_REST_STARTED,  /* it was not resting: no new requests from now */
+	BREAKER_REST_EXTENDED, /* resting, and told to wait longer than that */
+	BREAKER_REST_ENDED,    /* the time it asked for elapsed */
+};
+
 /* What one record or tick did, for the caller to act on (log, Runtime API,
  * metrics, dirty map). from == to when the state did not change. */
 struct breaker_event {
@@ -274,6 +306,9 @@ struct breaker_event {
 	enum breaker_dirty_change dirty;
 	/* When to == BREAKER_OPEN: the rule that opened it; NONE otherwise. */
 	enum breaker_trip_rule trip_rule;
+	/* What it did to the worker's rest (rest.c); the state
+	 * transitions never touch it. */
+	enum breaker_rest_change rest;
 };
 
 /* What one server's breaker has seen, for the metrics endpoint (metrics.c).

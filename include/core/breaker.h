@@ -236,11 +236,66 @@ uint64_t breaker_next_deadline(const struct breaker *b);
  * breakers let traffic in now, so there is nothing to wait for. */
 int64_t breaker_retry_after_s(const struct breaker *b, uint64_t now_ms);
 
+/*
+ * A worker's own Retry-After (rest.c). A worker that answers a capacity
+ * status with "come back in N s" rests: its server gets no new requests
+ * for that long, and comes back on its own when it elapses. A rest is
+ * not a state: the breaker's state, streak and window are untouched
+ * (busy is not dead), and a breaker of any state may rest.
+ *
+ * retry_after_parse() reads the header's value (blanks around it
+ * allowed): delta-seconds set *seconds (saturating); an HTTP-date, which
+ * only a clock could turn into a delay, is told apart from garbage so
+ * that each can be counted.
+ *
+ * breaker_rest_on_response() applies one response: only a capacity
+ * status (outcome BACKPRESSURE) with Retry-After seconds > 0, under a
+ * policy whose retry_after_max_ms is not 0, asks for a rest, of
+ * min(seconds, retry_after_max) from now. Not resting: it STARTS (rests
+ * counted). Resting: a later end EXTENDS it; an earlier one changes
+ * nothing - the answers that come during a rest are of requests sent
+ * before it, and the one that said "less" does not undo the one that
+ * said "more". So each rest ends at most retry_after_max after the
+ * latest response that asked for it.
+ *
+ * breaker_rest_tick() ENDS a rest once now_ms reaches its end.
+ * breaker_wake_deadline() is the earlier of breaker_next_deadline() and
+ * that end: what the breakers' timer is armed for.
+ */
+enum retry_after_kind {
+	RETRY_AFTER_ABSENT,  /* empty: no rest asked for */
+	RETRY_AFTER_SECONDS, /* delta-seconds, in *seconds */
+	RETRY_AFTER_DATE,    /* an HTTP-date: not honoured */
+	RETRY_AFTER_INVALID, /* neither: not honoured */
+};
+enum retry_after_kind retry_after_parse(const char *text, size_t len, uint64_t *seconds);
+/* How long a response asks its server to rest, bounded: 0 for none. */
+uint64_t breaker_rest_wanted_ms(const struct breaker_policy *policy, enum breaker_outcome outcome,
+				uint64_t retry_after_s);
+enum breaker_rest_change breaker_rest_on_response(struct breaker *b, enum breaker_outcome outcome,
+						  uint64_t retry_after_s, uint64_t now_ms);
+enum breaker_rest_change breaker_rest_tick(struct breaker *b, uint64_t now_ms);
+uint64_t breaker_wake_deadline(const struct breaker *b);
+/* The rest's time left (0: not resting). */
+uint64_t breaker_rest_left_ms(const struct breaker *b, uint64_t now_ms);
+static inline bool breaker_is_resting(const struct breaker *b)
+{
+	return b->rest_until_ms != 0;
+}
+/* When the rest began (meaningful while resting). */
+static inline uint64_t breaker_rest_since_ms(const struct breaker *b)
+{
+	return b->rest_until_ms - b->rest_ms;
+}
+/* "started", "extended", "ended"; NULL for UNCHANGED. */
+const char *breaker_rest_change_name(enum breaker_rest_change change);
+
 /* Dirty: not CLOSED, a failure streak, or a failure in the window under
  * a failure-rate policy (docs/design.md, "Dirty and clean breakers"). */
 bool breaker_is_dirty(const struct breaker *b);
-/* Holds nothing a fresh breaker would not: clean, and no trips in a row
- * left to forget. Only such a breaker is evicted, or left out of a
+/* Holds nothing a fresh breaker would not: clean, no trips in a row left
+ * to forget, not resting (its server is drained: forgetting the rest
+ * would leave it so). Only such a breaker is evicted, or left out of a
  * snapshot. */
 bool breaker_is_forgettable(const struct breaker *b);
 
@@ -404,8 +459,9 @@ typedef void (*breaker_table_event_fn)(struct breaker_table_entry *entry,
 				       const struct breaker_event *ev, void *ctx);
 
 /*
- * Ticks every breaker whose deadline has come, calling on_event (may be
- * NULL) for each tick that made a transition; on_event may act on its
+ * Ticks every breaker whose deadline (breaker_wake_deadline()) has come,
+ * calling on_event (may be NULL) for each tick that made a transition or
+ * ended a rest; on_event may act on its
  * entry's breaker but must not call breaker_table_get() (an insertion may
  * evict under the iteration). Returns the earliest deadline left,
  * BREAKER_NO_DEADLINE if none: the event loop arms its one timer for it.
@@ -413,7 +469,7 @@ typedef void (*breaker_table_event_fn)(struct breaker_table_entry *entry,
  */
 uint64_t breaker_table_tick(struct breaker_table *t, uint64_t now_ms,
 			    breaker_table_event_fn on_event, void *ctx);
-/* The earliest deadline of all breakers, BREAKER_NO_DEADLINE if none. */
+/* The earliest wake deadline of all breakers, BREAKER_NO_DEADLINE if none. */
 uint64_t breaker_table_next_deadline(const struct breaker_table *t);
 
 /* Forgets one entry (a server HAProxy no longer has). Safe while iterating

@@ -3,9 +3,10 @@
  * events fan out.
  *
  * Owns the per-server breakers and the one timer that drives their
- * time-based transition (OPEN => HALF_OPEN when a cool-down elapses): the
- * timer is armed for the earliest deadline of all breakers, so HAProxy is
- * told to probe on time, not on the next request.
+ * time-based changes (OPEN => HALF_OPEN when a cool-down elapses, the end
+ * of a worker's rest): the timer is armed for the earliest deadline of
+ * all breakers, so HAProxy is told to probe, or to send to a rested
+ * worker again, on time, not on the next request.
  *
  * Every record (a response over SPOP, HAProxy's counters, a cool-down) is
  * published once, with its cause, to a list of subscribers - the
@@ -38,6 +39,9 @@ enum breaker_cause_kind {
 	 * server addr`, an ingress controller): the breaker is that worker's
 	 * (link/endpoints.h) */
 	BREAKER_CAUSE_ENDPOINT,
+	/* The rest a worker's Retry-After asked for elapsed (core/rest.c),
+	 * with no transition at the same tick */
+	BREAKER_CAUSE_REST_OVER,
 };
 
 struct breaker_cause {

@@ -51,6 +51,12 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
  * whole, or keep the running one whole. */
 void daemon_reload(struct daemon *d);
 
+/* Serves c's TLS files (tls_cert, tls_key, tls_ca) on the SPOP listeners
+ * from the next connection on, or plaintext when c names none. False,
+ * logged, with what was served before still served, when they cannot be
+ * loaded. */
+bool daemon_load_tls(struct daemon *d, const struct config *c);
+
 /* Points the agent's ACK gate at the current HAProxy link (daemon.c);
  * again after a reload replaced it. */
 void daemon_gate_link(struct daemon *d);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/cidr.h"
 #include "util/names.h"
 
 #define AGENT_CHECK_MAX_CONNECTIONS 256
@@ -62,6 +63,12 @@ struct agent_check {
 	unsigned nb_conns;
 	uint64_t answered;
 	uint64_t refused; /* unreadable or invalid names, too many connections */
+	/* Who may ask over TCP (borrowed, as the SPOP listener's: allow);
+	 * NULL or empty: anyone. The answers tell the fleet's state, and a
+	 * forged "ready" cannot come from here, but the state is nobody
+	 * else's to read. */
+	const struct cidr_list *allow;
+	uint64_t not_allowed; /* closed at accept: not in allow */
 };
 
 /* Listens on spec (HOST:PORT, [IPV6]:PORT, unix:PATH). False with err set. */

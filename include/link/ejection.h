@@ -11,7 +11,8 @@
  *                         server still serving.
  * An open breaker whose drain the cap holds back stays open (its verdict
  * says so: ejection_capped) and waits; when room frees, the one that has
- * waited longest is drained first.
+ * waited longest is drained first. A resting worker (its Retry-After)
+ * counts as out of rotation, and waits for room the same way.
  */
 #ifndef SPOA_EJECTION_H
 #define SPOA_EJECTION_H
@@ -61,5 +62,14 @@ uint32_t ejection_room(const struct breaker_policy *policy, const struct ejectio
  */
 bool ejection_may_drain(const struct breaker_policy *policy, const struct ejection_count *count,
 			uint32_t waited_longer);
+
+/*
+ * The same for a worker's rest (its Retry-After, core/rest.c): the same
+ * share, but never the last serving server, whatever drain_last_server
+ * allows - the worker is busy, not broken, and a busy answer now and then
+ * beats HAProxy's own 503 for every request.
+ */
+bool ejection_may_rest(const struct breaker_policy *policy, const struct ejection_count *count,
+		       uint32_t waited_longer);
 
 #endif /* SPOA_EJECTION_H */

@@ -9,7 +9,7 @@
  *
  *   closed     state ready (if we drained it) and the server's own maxconn
  *              back (if we changed it)
- *   open       state drain
+ *   open       state drain (also a resting worker's: enforce_wanted_state())
  *   half_open  state ready (if we drained it) and maxconn = half_open_probes
  *
  * An operator's hand is never undone: a server in maintenance is left
@@ -28,6 +28,15 @@ struct enforce_plan {
 	uint32_t maxconn;
 	const char *hands_off; /* non-NULL: why nothing is done (operator's state) */
 };
+
+/*
+ * What HAProxy should hold for a breaker: its state, except that a
+ * resting worker's server (core/rest.c) is held as an open one's -
+ * drained, its maxconn left as it is - whatever the breaker's state, which
+ * the rest never changes. When the rest ends, the state's own plan
+ * undoes the drain.
+ */
+enum breaker_state enforce_wanted_state(const struct breaker *b);
 
 /*
  * The commands that bring HAProxy from `seen` to what a breaker in `want`

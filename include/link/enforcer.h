@@ -111,6 +111,10 @@ const bool *enforcer_ejection_capped(const struct enforcer *e);
 
 const struct enforce_stats *enforcer_stats(const struct enforcer *e);
 enum enforce_mode enforcer_mode(const struct enforcer *e);
+/* The agent-check listener (agent-check mode) lets in only `allow`
+ * (borrowed; NULL: anyone), and counts whom it did not. */
+void enforcer_agent_check_allow(struct enforcer *e, const struct cidr_list *allow);
+uint64_t enforcer_agent_check_not_allowed(const struct enforcer *e);
 /* The Runtime API clients, one per HAProxy (i < enforcer_runtime_api_count()),
  * for the metrics endpoint to read. */
 unsigned enforcer_runtime_api_count(const struct enforcer *e);

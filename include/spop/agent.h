@@ -42,12 +42,15 @@ struct agent_stats {
 	uint64_t notifies;
 	uint64_t acks_held; /* ACKs that waited at the gate */
 	uint64_t haproxy_disconnects;
+	uint64_t tls_handshakes;         /* completed, over TLS listeners */
+	uint64_t tls_handshake_failures; /* no certificate, a refused one, not TLS at all */
 	uint64_t disconnects_sent[AGENT_STATUS_SLOTS]; /* by SPOP status code */
 	struct histogram notify_time; /* one NOTIFY frame: the mean over a read's frames (conn.c) */
 };
 
 struct conn;
 struct listener;
+struct tls_context;
 
 /*
  * Who may hold an ACK back (steady-state mode: the HAProxy link, until the
@@ -85,6 +88,9 @@ struct agent {
 	 * reload rewrites in place). NULL or empty: anyone, which the
 	 * configuration only allows on loopback. */
 	const struct cidr_list *allow;
+	/* TLS on every SPOP listener (spop/tls.h), owned; NULL: plaintext.
+	 * Replaced on reload: new connections use the new one. */
+	struct tls_context *tls;
 	unsigned nb_held;      /* connections whose output waits at the gate */
 	ev_timer release_timer; /* releases them from the loop, never from the gate's call */
 };
@@ -115,6 +121,10 @@ void agent_set_gate(struct agent *a, const struct ack_gate *gate);
 /* The gate's tickets have moved: held ACKs whose wait is over go out, from
  * the loop's next turn. Safe from inside any callback. */
 void agent_release_held(struct agent *a);
+
+/* Serves TLS with t (taken over; NULL: plaintext) to the connections
+ * accepted from now on; those open keep the session they have. */
+void agent_set_tls(struct agent *a, struct tls_context *t);
 
 /* Frees what is left (listeners, connections) without any goodbye. */
 void agent_destroy(struct agent *a);

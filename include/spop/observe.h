@@ -6,6 +6,12 @@
  *   be      STRING  the backend (be_name)
  *   srv     STRING  the server (srv_name)
  *   status  INT     the worker's HTTP status (status)
+ *   retry_after  STRING  optional: the worker's Retry-After header
+ *                        (res.fhdr(retry-after)); delta-seconds on a
+ *                        capacity status rest its server (core/rest.c);
+ *                        absent, empty or NULL asks for nothing, an
+ *                        HTTP-date or anything else is counted and
+ *                        ignored - never a reason to refuse the message
  * Variables returned (txn scope; HAProxy adds the var-prefix):
  *   upstream_status  INT     the worker's status
  *   outcome          STRING  success | client_error | backpressure | failure | ignored
@@ -64,6 +70,10 @@ struct observe_ctx {
 	 * it notifies only what can change a breaker, so a success reaches a
 	 * dirty breaker only while someone keeps its watched map. */
 	uint64_t steady_messages;
+	/* Retry-After values of capacity statuses not honoured: HTTP-dates,
+	 * and values that are neither seconds nor a date. */
+	uint64_t retry_after_dates;
+	uint64_t retry_after_invalid;
 };
 
 /* The dispatch handler; ctx is a struct observe_ctx. */

@@ -185,6 +185,21 @@ static void ejection_capped_of(struct strbuf *o, const struct breaker_table_entr
 	server_sample_end(o, e->breaker.state == BREAKER_OPEN && capped);
 }
 
+/* The worker's own Retry-After (core/rest.c): rests it started, and
+ * whether it rests now - its server drained unless the ejection cap holds
+ * it back (backend_ejection_capped_servers), its breaker untouched. */
+static void rests_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
+{
+	server_sample_begin(o, "worker_rests_total", e);
+	server_sample_end(o, e->breaker.rests);
+}
+
+static void resting_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
+{
+	server_sample_begin(o, "worker_resting", e);
+	server_sample_end(o, breaker_is_resting(&e->breaker));
+}
+
 /* The families with one sample (or a few) per server: what grows with
  * the fleet, and so what is rendered a slice at a time. */
 static const struct {
@@ -215,6 +230,12 @@ static const struct {
 	{"breaker_ejection_capped", "gauge",
 	 "1 while the breaker is open but the backend's ejection cap keeps its server in rotation.",
 	 ejection_capped_of},
+	{"worker_rests_total", "counter",
+	 "Rests the worker asked for with Retry-After on a capacity status (bounded by "
+	 "retry_after_max): no new requests meanwhile, its breaker untouched.",
+	 rests_of},
+	{"worker_resting", "gauge",
+	 "1 while the worker rests (its Retry-After); sum() is the servers resting.", resting_of},
 };
 
 bool metrics_render_servers(const struct breaker_table *t, const bool *capped,
@@ -322,6 +343,13 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	strbuf_printf(o, "%llu\n", (unsigned long long)a->connections_not_allowed);
 	strbuf_puts(o, METRICS_PREFIX "connections_refused_total{listener=\"admin\",reason=\"not_allowed\"} ");
 	strbuf_printf(o, "%llu\n", (unsigned long long)s->admin_not_allowed);
+	strbuf_puts(o, METRICS_PREFIX "connections_refused_total{listener=\"agent_check\",reason=\"not_allowed\"} ");
+	strbuf_printf(o, "%llu\n", (unsigned long long)s->agent_check_not_allowed);
+	family(o, "spop_tls_handshakes_total", "counter",
+	       "TLS handshakes on the SPOP listeners (tls_cert): completed, or failed (no client "
+	       "certificate, one no CA of tls_ca signed, not TLS at all).");
+	sample1(o, "spop_tls_handshakes_total", "result", "ok", a->tls_handshakes);
+	sample1(o, "spop_tls_handshakes_total", "result", "failed", a->tls_handshake_failures);
 	family(o, "spop_connections_open", "gauge", "SPOP connections open now.");
 	sample(o, "spop_connections_open", s->connections_open);
 
@@ -353,6 +381,12 @@ static void render_spop(const struct metrics_source *s, struct strbuf *o)
 	family(o, "spop_unknown_messages_total", "counter",
 	       "SPOE messages no handler knows (answered with no variables).");
 	sample(o, "spop_unknown_messages_total", s->unknown_messages);
+
+	family(o, "retry_after_ignored_total", "counter",
+	       "Retry-After values of capacity statuses not honoured, by reason: date (an "
+	       "HTTP-date), invalid (neither delta-seconds nor a date).");
+	sample1(o, "retry_after_ignored_total", "reason", "date", s->retry_after_dates);
+	sample1(o, "retry_after_ignored_total", "reason", "invalid", s->retry_after_invalid);
 
 	family(o, "spop_steady_messages_total", "counter",
 	       "breaker-observe messages from an HAProxy in steady-state mode (mode=steady).");
@@ -472,11 +506,13 @@ static void render_enforcement(const struct metrics_source *s, struct strbuf *o)
 	for (unsigned i = 0; i < s->nb_runtime_api; i++)
 		backend_samples(o, "backend_ejected_servers", &s->runtime_api[i], false);
 	family(o, "backend_ejection_capped_servers", "gauge",
-	       "Open breakers of the backend the ejection cap keeps in rotation, per HAProxy.");
+	       "Open breakers (and resting workers) of the backend the ejection cap keeps in "
+	       "rotation, per HAProxy.");
 	for (unsigned i = 0; i < s->nb_runtime_api; i++)
 		backend_samples(o, "backend_ejection_capped_servers", &s->runtime_api[i], true);
 	family(o, "ejections_held_back_total", "counter",
-	       "Open breakers whose drain the backend's ejection cap held back.");
+	       "Open breakers (and resting workers) whose drain the backend's ejection cap held "
+	       "back.");
 	sample(o, "ejections_held_back_total", e->ejections_held_back);
 	family(o, "ejections_released_total", "counter",
 	       "Held-back drains made once room freed under the ejection cap.");

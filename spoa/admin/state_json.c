@@ -4,7 +4,8 @@
  *
  *   {"enforce":"runtime-api","entries":2,"capacity":10000,"breakers":[
  *     {"backend":"workers","server":"w2","state":"open","failure_streak":3,
- *      "since_ms":1200,"cooldown_left_ms":58800,"trips":4,"trips_in_a_row":2,
+ *      "since_ms":1200,"cooldown_left_ms":58800,"trips":4,"rest_left_ms":0,"rests":0,
+ *      "rest_ejection_capped":false,"trips_in_a_row":2,
  *      "opened_by":"probe_failed","window_volume":9,"window_failures":3,
  *      "failure_rate_percent":33,"open_duration_ms":60000,
  *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}
@@ -97,6 +98,7 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	u64_field(o, "stalled_after_ms", p->stalled_after_ms, false);
 	u64_field(o, "stalled_requests", p->stalled_requests, false);
 	u64_field(o, "stalled_share", p->stalled_share, false);
+	u64_field(o, "retry_after_max_ms", p->retry_after_max_ms, false);
 	/* The backend's ejection cap, as this server's backend has it. */
 	u64_field(o, "max_ejection_percent", p->max_ejection_percent, false);
 	key(o, "drain_last_server");
@@ -127,6 +129,14 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	u64_field(o, "since_ms", since, false);
 	u64_field(o, "cooldown_left_ms", left, false);
 	u64_field(o, "trips", b->trips, false);
+	/* The worker's own Retry-After: time left of its rest (0: none),
+	 * rests so far. */
+	u64_field(o, "rest_left_ms", breaker_rest_left_ms(b, now), false);
+	u64_field(o, "rests", b->rests, false);
+	/* Resting, but the ejection cap keeps the server in rotation. */
+	key(o, "rest_ejection_capped");
+	strbuf_puts(o, b->state != BREAKER_OPEN && breaker_is_resting(b) && capped ? "true,"
+										     : "false,");
 	u64_field(o, "trips_in_a_row", b->trips_in_a_row, false);
 	string_field(o, "opened_by",
 		     breaker_trip_rule_name((enum breaker_trip_rule)b->last_trip_rule), false);

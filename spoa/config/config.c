@@ -9,6 +9,7 @@
 #include "spop/observe.h"
 #include "admin/admin_http.h"
 #include "config/sources.h"
+#include "spop/tls.h"
 #include "util/cidr.h"
 #include "util/sockaddr.h"
 
@@ -221,6 +222,15 @@ static int check_exposure(const struct config *c, const struct config_origins *o
 			       "HAProxies", errors);
 		problems++;
 	}
+	/* The agent-check answers tell every server's state: HAProxy's alone
+	 * to read, by the same list as SPOP. */
+	const struct config_key *agent_check = config_key_find("agent_check");
+	if (c->agent_check[0] && !allowlist_set(&c->allow) &&
+	    reachable_from_elsewhere(c->agent_check)) {
+		refuse_exposed(c, origins, agent_check, c->agent_check, "connect", "allow", "allow",
+			       "HAProxies", errors);
+		problems++;
+	}
 	if (c->admin[0] && !allowlist_set(config_admin_allow(c)) &&
 	    reachable_from_elsewhere(c->admin)) {
 		refuse_exposed(c, origins, admin, c->admin, "read it", "admin_allow (or allow)",
@@ -240,6 +250,51 @@ static int check_exposure(const struct config *c, const struct config_origins *o
 			what);
 	}
 	return problems;
+}
+
+/* ---- TLS: the files are read now, so --check and a reload see them ---- */
+
+/*
+ * tls_key and tls_ca mean nothing without tls_cert. With it, the files
+ * are loaded as the listener will load them (tls_context_new(), then
+ * dropped): a missing or unreadable file, one with no certificate or key
+ * in it, a key that is not the certificate's, is said at the line of the
+ * key that names it. Returns the number of problems.
+ */
+static int check_tls(const struct config *c, const struct config_origins *origins,
+		     FILE *errors)
+{
+	const char *names[] = {"tls_cert", "tls_key", "tls_ca"};
+	const char *values[] = {c->tls_cert, c->tls_key, c->tls_ca};
+	char what[256], err[512];
+
+	if (!c->tls_cert[0]) {
+		for (unsigned i = 1; i < 3; i++) {
+			if (!values[i][0])
+				continue;
+			const struct config_key *k = config_key_find(names[i]);
+			int at = origins->line[config_key_index(k)];
+			spell(what, sizeof(what), k, values[i], at, 0, c);
+			report_at(errors, c, at);
+			fprintf(errors, "%s needs tls_cert: the agent's own certificate\n", what);
+			return 1;
+		}
+		return 0;
+	}
+	struct tls_context *t = tls_context_new(c->tls_cert, c->tls_key, c->tls_ca, err,
+						sizeof(err));
+	if (t) {
+		tls_context_free(t);
+		return 0;
+	}
+	/* The message starts with the key whose file is wrong. */
+	int at = origins->line[config_key_index(config_key_find("tls_cert"))];
+	for (unsigned i = 1; i < 3; i++)
+		if (strncmp(err, names[i], strlen(names[i])) == 0 && err[strlen(names[i])] == ' ')
+			at = origins->line[config_key_index(config_key_find(names[i]))];
+	report_at(errors, c, at);
+	fprintf(errors, "%s\n", err);
+	return 1;
 }
 
 /* ---- the order of the sources ---- */
@@ -286,6 +341,7 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 	problems += check_enforcement(c, &origins, errors);
 	problems += check_verdicts(c, &origins, errors);
 	problems += check_exposure(c, &origins, errors);
+	problems += check_tls(c, &origins, errors);
 	problems += config_resolve_policies(c, errors);
 	if (problems > 0) {
 		if (c->path)

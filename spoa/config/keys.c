@@ -121,6 +121,33 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"HAProxy's, or none: the agent's own",
 	},
 	{
+		/* Reloads: a SIGHUP reads the files again (a renewed
+		 * certificate under the same name too); new connections use
+		 * them. Turning TLS on or off waits for a restart, as HAProxy's
+		 * server line has to change with it (reload.c). */
+		.name = "tls_cert", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_PATH,
+		IN_CONFIG(tls_cert), .flags = CONFIG_KEY_RELOADABLE,
+		.option = "tls-cert", .arg = "PATH",
+		.help = "serve TLS on every SPOP listener with this PEM certificate chain (the "
+			"agent's first), or none",
+		.default_text = "none: plaintext",
+	},
+	{
+		.name = "tls_key", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_PATH,
+		IN_CONFIG(tls_key), .flags = CONFIG_KEY_RELOADABLE,
+		.option = "tls-key", .arg = "PATH",
+		.help = "the PEM private key of tls_cert, without a passphrase",
+		.default_text = "in tls_cert's file",
+	},
+	{
+		.name = "tls_ca", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_PATH,
+		IN_CONFIG(tls_ca), .flags = CONFIG_KEY_RELOADABLE,
+		.option = "tls-ca", .arg = "PATH",
+		.help = "require a client certificate signed by a CA of this PEM bundle (HAProxy's "
+			"crt on the agent's server line), or none",
+		.default_text = "none: no client certificate asked for",
+	},
+	{
 		.name = "max_frame_size", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_UINT,
 		IN_CONFIG(agent.max_frame_size), .min = SPOP_MIN_FRAME_SIZE, .max = 1048576,
 		.option = "max-frame-size", .arg = "N",
@@ -391,6 +418,16 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.option = "stalled-share", .arg = "PERCENT",
 		.help = "for stalled_requests: the share of their requests the other servers "
 			"must have answered",
+	},
+	{
+		.name = "retry_after_max", .sections = CONFIG_SECTIONS_POLICY,
+		.type = CONFIG_DURATION,
+		IN_POLICY(retry_after_max_ms, BREAKER_FIELD_RETRY_AFTER_MAX), .min = 0,
+		.max = BREAKER_RETRY_AFTER_MAX_LIMIT_MS, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "retry-after-max", .arg = "DURATION",
+		.help = "a worker that answers a capacity status with Retry-After: N gets no new "
+			"requests for N s, at most this long (within the ejection cap, never the "
+			"last serving server); 0 ignores the header",
 	},
 	/* Per backend: a share of a backend's servers means nothing for one
 	 * server, so a [server] section refuses them (--check names where they

@@ -95,7 +95,7 @@ bool breaker_is_dirty(const struct breaker *b)
 
 bool breaker_is_forgettable(const struct breaker *b)
 {
-	return !breaker_is_dirty(b) && b->trips_in_a_row == 0;
+	return !breaker_is_dirty(b) && b->trips_in_a_row == 0 && !breaker_is_resting(b);
 }
 
 void breaker_init(struct breaker *b, const struct breaker_policy *policy, uint64_t now_ms)

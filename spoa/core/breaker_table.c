@@ -461,13 +461,15 @@ uint64_t breaker_table_tick(struct breaker_table *t, uint64_t now_ms,
 
 	for (uint32_t idx = t->lru_head; idx != BREAKER_TABLE_NIL; idx = entry_at(t, idx)->lru_next) {
 		struct breaker_table_entry *e = entry_at(t, idx);
-		uint64_t deadline = breaker_next_deadline(&e->breaker);
+		uint64_t deadline = breaker_wake_deadline(&e->breaker);
 
 		if (deadline <= now_ms) {
 			struct breaker_event ev = breaker_tick(&e->breaker, now_ms);
-			if (on_event && breaker_event_is_transition(&ev))
+			ev.rest = breaker_rest_tick(&e->breaker, now_ms);
+			if (on_event && (breaker_event_is_transition(&ev) ||
+					 ev.rest != BREAKER_REST_UNCHANGED))
 				on_event(e, &ev, ctx);
-			deadline = breaker_next_deadline(&e->breaker);
+			deadline = breaker_wake_deadline(&e->breaker);
 		}
 		if (deadline < next)
 			next = deadline;
@@ -480,7 +482,7 @@ uint64_t breaker_table_next_deadline(const struct breaker_table *t)
 	uint64_t next = BREAKER_NO_DEADLINE;
 
 	for (uint32_t idx = t->lru_head; idx != BREAKER_TABLE_NIL; idx = entry_at(t, idx)->lru_next) {
-		uint64_t deadline = breaker_next_deadline(&entry_at(t, idx)->breaker);
+		uint64_t deadline = breaker_wake_deadline(&entry_at(t, idx)->breaker);
 		if (deadline < next)
 			next = deadline;
 	}

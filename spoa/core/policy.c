@@ -52,6 +52,7 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	 * times (stall_watch.c says why these two). */
 	policy->stalled_requests = BREAKER_DEFAULT_STALLED_REQUESTS;
 	policy->stalled_share = BREAKER_DEFAULT_STALLED_SHARE;
+	policy->retry_after_max_ms = BREAKER_DEFAULT_RETRY_AFTER_MAX_MS;
 	policy->max_ejection_percent = BREAKER_DEFAULT_MAX_EJECTION_PERCENT;
 	policy->drain_last_server = false;
 	policy->guarded = true;
@@ -134,6 +135,12 @@ bool breaker_policy_validate(const struct breaker_policy *policy, char *err, siz
 			  (unsigned)policy->window);
 		return false;
 	}
+	if (policy->retry_after_max_ms > BREAKER_RETRY_AFTER_MAX_LIMIT_MS) {
+		errmsg_set(err, err_size, "retry_after_max is %llu ms (expected at most %d ms)",
+			  (unsigned long long)policy->retry_after_max_ms,
+			  BREAKER_RETRY_AFTER_MAX_LIMIT_MS);
+		return false;
+	}
 	return check_disjoint(&policy->capacity, "capacity", &policy->failure, "failure", err,
 			      err_size) &&
 	       check_disjoint(&policy->ignore, "ignore", &policy->capacity, "capacity", err,
@@ -184,6 +191,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->stalled_requests = v->stalled_requests;
 	if (f & BREAKER_FIELD_STALLED_SHARE)
 		p->stalled_share = v->stalled_share;
+	if (f & BREAKER_FIELD_RETRY_AFTER_MAX)
+		p->retry_after_max_ms = v->retry_after_max_ms;
 	if (f & BREAKER_FIELD_MAX_EJECTION_PERCENT)
 		p->max_ejection_percent = v->max_ejection_percent;
 	if (f & BREAKER_FIELD_DRAIN_LAST_SERVER)

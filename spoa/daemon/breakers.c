@@ -109,7 +109,7 @@ static void rearm_after_record(void *ctx, struct breaker_table_entry *e,
 {
 	(void)ev;
 	(void)cause;
-	arm_for(ctx, breaker_next_deadline(&e->breaker), false);
+	arm_for(ctx, breaker_wake_deadline(&e->breaker), false);
 }
 
 struct breaker_subscriber breakers_timer_subscriber(struct breakers *b)
@@ -120,9 +120,13 @@ struct breaker_subscriber breakers_timer_subscriber(struct breakers *b)
 
 static void on_tick_event(struct breaker_table_entry *e, const struct breaker_event *ev, void *ctx)
 {
-	/* The tick entered the new state at its time. */
+	/* The tick entered the new state at its time; a rest that ended
+	 * alone is its own cause. */
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COOLDOWN,
 				      .now_ms = e->breaker.state_since_ms};
+	if (!breaker_event_is_transition(ev))
+		cause = (struct breaker_cause){.kind = BREAKER_CAUSE_REST_OVER,
+					       .now_ms = clock_now_ms()};
 	breakers_publish(ctx, e, ev, &cause);
 }
 

@@ -11,6 +11,7 @@
 #include "daemon/transition_log.h"
 #include "link/agent_check.h"
 #include "spop/observe.h"
+#include "spop/tls.h"
 #include "util/fd_limit.h"
 #include "util/listen_socket.h"
 #include "util/log.h"
@@ -138,6 +139,30 @@ void daemon_gate_link(struct daemon *d)
 	agent_release_held(&d->agent);
 }
 
+bool daemon_load_tls(struct daemon *d, const struct config *c)
+{
+	char err[512];
+
+	if (!c->tls_cert[0]) {
+		agent_set_tls(&d->agent, NULL);
+		return true;
+	}
+	struct tls_context *t = tls_context_new(c->tls_cert, c->tls_key, c->tls_ca, err,
+						sizeof(err));
+	if (!t) {
+		log_error("%s", err);
+		return false;
+	}
+	agent_set_tls(&d->agent, t);
+	if (c->tls_ca[0])
+		log_notice("SPOP over TLS with %s; client certificates required, from a CA of %s",
+			   c->tls_cert, c->tls_ca);
+	else
+		log_notice("SPOP over TLS with %s; no client certificate asked for (tls_ca: none)",
+			   c->tls_cert);
+	return true;
+}
+
 /* Starts every part; false (and logged) if one cannot start. Whatever
  * started is torn down by teardown(). */
 static bool start(struct daemon *d)
@@ -181,6 +206,9 @@ static bool start(struct daemon *d)
 	daemon_gate_link(d);
 	/* Borrowed: a reload rewrites d->config, and with it the list, in place. */
 	d->agent.allow = &c->allow;
+	enforcer_agent_check_allow(d->enforcer, &c->allow);
+	if (!daemon_load_tls(d, c))
+		return false;
 	struct listen_socket_owner owner = {.mode = c->socket_mode, .gid = -1};
 	if (c->socket_group[0] &&
 	    !listen_socket_group_id(c->socket_group, &owner.gid, err, sizeof(err))) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/daemon.h"
+#include "spop/tls.h"
 #include "util/log.h"
 
 /* The key table (config/keys.c) decides what needs a restart. */
@@ -58,7 +59,27 @@ void daemon_reload(struct daemon *d)
 		return;
 	}
 
-	/* 2. The HAProxy link, when [haproxy] changed. An agent-check
+	/* 2. TLS: the files again, even under the same names (a renewed
+	 * certificate). Turning it on or off would refuse every HAProxy whose
+	 * server line still says otherwise: that waits for a restart. */
+	bool tls_running = d->config.tls_cert[0] != '\0', tls_next = fresh.tls_cert[0] != '\0';
+	if (tls_running != tls_next) {
+		log_warning("reload: tls_cert %s; it takes effect at the next restart",
+			    tls_next ? "set" : "removed");
+		memcpy(fresh.tls_cert, d->config.tls_cert, sizeof(fresh.tls_cert));
+		memcpy(fresh.tls_key, d->config.tls_key, sizeof(fresh.tls_key));
+		memcpy(fresh.tls_ca, d->config.tls_ca, sizeof(fresh.tls_ca));
+	}
+	struct tls_context *tls = NULL;
+	if (fresh.tls_cert[0]) {
+		tls = tls_context_new(fresh.tls_cert, fresh.tls_key, fresh.tls_ca, err, sizeof(err));
+		if (!tls) {
+			refuse(&fresh, err);
+			return;
+		}
+	}
+
+	/* 3. The HAProxy link, when [haproxy] changed. An agent-check
 	 * listener cannot be opened twice on one address, so in that mode a
 	 * change waits for a restart. */
 	struct enforcer *enforcer = NULL;
@@ -75,6 +96,7 @@ void daemon_reload(struct daemon *d)
 			enforcer = enforcer_new(d->loop, &fresh, &d->breakers, d->enforcer, err,
 						sizeof(err));
 			if (!enforcer) {
+				tls_context_free(tls);
 				refuse(&fresh, err);
 				return;
 			}
@@ -82,6 +104,11 @@ void daemon_reload(struct daemon *d)
 	}
 
 	/* Every step succeeded: swap it all in. */
+	if (tls) {
+		agent_set_tls(&d->agent, tls); /* open connections keep their sessions */
+		log_notice("reload: new SPOP connections use the TLS files read now (%s)",
+			   fresh.tls_cert);
+	}
 	breaker_table_use_policies(&d->breakers.table, &fresh.policies);
 	/* Deadlines follow the policy (cooldown, max_cooldown, healthy_for):
 	 * one that came earlier must not wait for the timer set before. */
@@ -92,6 +119,7 @@ void daemon_reload(struct daemon *d)
 	if (enforcer) {
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;
+		enforcer_agent_check_allow(enforcer, &d->config.allow); /* d->config: fresh, below */
 		daemon_gate_link(d);
 	}
 	config_restart_only_changes(&d->config, &fresh, warn_restart_only, NULL);

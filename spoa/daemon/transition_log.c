@@ -4,6 +4,8 @@
  *   breaker be/w1: closed -> open (failure, status 500, failure streak 3):
  *     the failure streak reached the threshold of 3; trip 1 in a row, open for 30000 ms
  *   breaker be/w1: open -> half_open (cool-down of 30000 ms elapsed): trip 1 in a row
+ *   breaker be/w1: worker resting for 2000 ms (Retry-After on a 503): drained until
+ *     then, within the ejection cap; the breaker stays closed
  */
 #include <stdio.h>
 
@@ -70,6 +72,9 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 		else
 			snprintf(buf, size, "HAProxy points it at %s now: a new worker, a clean breaker",
 				 cause->endpoint);
+		return;
+	case BREAKER_CAUSE_REST_OVER:
+		snprintf(buf, size, "the worker's rest ended");
 		return;
 	case BREAKER_CAUSE_COOLDOWN:
 		/* Opened on another node's verdict alone (no trip of its own):
@@ -152,12 +157,33 @@ static void format_detail(char *buf, size_t size, const struct breaker_table_ent
 	}
 }
 
+/* One line per rest started: a worker's word, so rate-limited like any
+ * line a peer can cause (log_msg); its end only at info. */
+static void log_rest(const struct breaker_table_entry *e, const struct breaker_event *ev,
+		     const struct breaker_cause *cause)
+{
+	const struct breaker *b = &e->breaker;
+
+	if (ev->rest == BREAKER_REST_STARTED)
+		log_notice("breaker %s/%s: worker resting for %u ms%s (Retry-After on a %d): "
+			   "drained until then, within the ejection cap; the breaker stays %s",
+			   e->backend, e->server, b->rest_ms,
+			   b->rest_ms == b->policy->retry_after_max_ms ? ", bounded by retry_after_max"
+								       : "",
+			   cause->status, breaker_state_name(b->state));
+	else if (ev->rest == BREAKER_REST_ENDED)
+		log_info("breaker %s/%s: worker's rest over, back in rotation unless its breaker "
+			 "says otherwise (%s)",
+			 e->backend, e->server, breaker_state_name(b->state));
+}
+
 static void log_transition(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 			   const struct breaker_cause *cause)
 {
 	char reason[256], detail[256];
 	(void)ctx;
 
+	log_rest(e, ev, cause);
 	if (!breaker_event_is_transition(ev))
 		return;
 	format_reason(reason, sizeof(reason), e, cause);

@@ -7,11 +7,16 @@
  * valid HAProxy name is refused (the connection closed without an answer,
  * which HAProxy reports as an agent check error), never looked up.
  *
+ * A TCP peer `allow` does not name is closed at accept, as on the SPOP
+ * listener (spop/listener.c), before a byte of it is read.
+ *
  * Out of descriptors, accept() fails while the connection waits, and the
  * listener would be woken for it at once, forever: it refuses that one
  * through the reserve descriptor and pauses (fd_limit.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +111,33 @@ static void pause_done_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_io_start(loop, &ac->io);
 }
 
+/* The peer's address, for the log. */
+static void peer_address(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	const void *a = ss->ss_family == AF_INET6
+				? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+				: (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+	if (!inet_ntop(ss->ss_family, a, out, (socklen_t)len))
+		snprintf(out, len, "?");
+}
+
+static bool peer_allowed(const struct agent_check *ac, const struct sockaddr_storage *ss)
+{
+	const struct cidr_list *l = ac->allow;
+	if (!l || (!l->any && l->n == 0))
+		return true;
+	return cidr_list_allows(l, (const struct sockaddr *)ss);
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct agent_check *ac = (struct agent_check *)w;
 	(void)revents;
 
 	for (int i = 0; i < 64; i++) {
-		int fd = accept4(ac->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage ss;
+		socklen_t ss_len = sizeof(ss);
+		int fd = accept4(ac->fd, (struct sockaddr *)&ss, &ss_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (fd_limit_hit(errno)) {
 				int err = errno;
@@ -124,6 +149,16 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				ev_timer_start(loop, &ac->pause);
 			}
 			return;
+		}
+		if (!ac->is_unix && !peer_allowed(ac, &ss)) {
+			char who[64];
+			peer_address(&ss, who, sizeof(who));
+			close(fd);
+			ac->not_allowed++;
+			/* Rate-limited per call site (util/log.h). */
+			log_warning("agent-check %s: connection from %s refused: not in allow",
+				    ac->name, who);
+			continue;
 		}
 		struct check_conn *cc = ac->nb_conns < AGENT_CHECK_MAX_CONNECTIONS
 						? calloc(1, sizeof(*cc))

@@ -28,19 +28,26 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	}
 	bool was_out = link_entry_out(en);
 	bool was_drained = en->mem.drained_by_us;
-	struct enforce_plan plan = enforce_plan(b->state, b->policy->half_open_probes, &en->seen,
+	enum breaker_state want = enforce_wanted_state(b);
+	struct enforce_plan plan = enforce_plan(want, b->policy->half_open_probes, &en->seen,
 						&en->mem);
 	char command[RUNTIME_API_CMD_MAX];
 	char why[64];
 
 	if (plan.hands_off) {
-		if (b->state != BREAKER_CLOSED)
-			log_debug("breaker %s/%s is %s, left alone: %s", entry->backend, entry->server,
-				  breaker_state_name(b->state), plan.hands_off);
+		if (want != BREAKER_CLOSED)
+			log_debug("breaker %s/%s is %s%s, left alone: %s", entry->backend,
+				  entry->server, breaker_state_name(b->state),
+				  breaker_is_resting(b) ? " and its worker resting" : "",
+				  plan.hands_off);
 		link_record_ownership(link, entry, en);
 		return;
 	}
-	snprintf(why, sizeof(why), "breaker %s", breaker_state_name(b->state));
+	if (want != b->state)
+		snprintf(why, sizeof(why), "worker resting (Retry-After), breaker %s",
+			 breaker_state_name(b->state));
+	else
+		snprintf(why, sizeof(why), "breaker %s", breaker_state_name(b->state));
 	uint64_t before = link->commands;
 	/* Ready before maxconn: a half-open server takes its probes at once. */
 	if ((plan.set_drain || plan.set_ready) &&

@@ -12,7 +12,9 @@ uint32_t ejection_max_out(const struct breaker_policy *policy, uint32_t listed)
 	return (uint32_t)((uint64_t)listed * policy->max_ejection_percent / 100);
 }
 
-uint32_t ejection_room(const struct breaker_policy *policy, const struct ejection_count *count)
+/* Room under the cap, with or without the last serving server. */
+static uint32_t room_for(const struct breaker_policy *policy, const struct ejection_count *count,
+			 bool last_server_too)
 {
 	/* Every server out of rotation counts, not only the agent's drains:
 	 * the cap protects the capacity left, and a server down by health
@@ -23,7 +25,7 @@ uint32_t ejection_room(const struct breaker_policy *policy, const struct ejectio
 	uint32_t room = max_out > count->out ? max_out - count->out : 0;
 	uint32_t serving = count->listed > count->out ? count->listed - count->out : 0;
 
-	if (!policy->drain_last_server) {
+	if (!last_server_too) {
 		uint32_t spare = serving > 0 ? serving - 1 : 0;
 		if (room > spare)
 			room = spare;
@@ -31,6 +33,17 @@ uint32_t ejection_room(const struct breaker_policy *policy, const struct ejectio
 		room = serving;
 	}
 	return room;
+}
+
+uint32_t ejection_room(const struct breaker_policy *policy, const struct ejection_count *count)
+{
+	return room_for(policy, count, policy->drain_last_server);
+}
+
+bool ejection_may_rest(const struct breaker_policy *policy, const struct ejection_count *count,
+		       uint32_t waited_longer)
+{
+	return waited_longer < room_for(policy, count, false);
 }
 
 bool ejection_may_drain(const struct breaker_policy *policy, const struct ejection_count *count,

@@ -76,6 +76,25 @@ void link_count_change(struct haproxy_link *link, const struct enforce_entry *en
 			   en->mem.drained_by_us);
 }
 
+/* The breaker wants its server out of rotation: open, or its worker
+ * resting (enforce_wanted_state()). */
+static bool wants_out(const struct breaker *b)
+{
+	return enforce_wanted_state(b) == BREAKER_OPEN;
+}
+
+/* Only a worker's rest, the breaker itself not open. */
+static bool only_resting(const struct breaker *b)
+{
+	return b->state != BREAKER_OPEN && breaker_is_resting(b);
+}
+
+/* Since when it wants out: the trip, or the rest's start. */
+static uint64_t wants_out_since(const struct breaker *b)
+{
+	return b->state == BREAKER_OPEN ? b->state_since_ms : breaker_rest_since_ms(b);
+}
+
 /* Entry `index` still waits for room on this link. */
 static bool still_capped(struct haproxy_link *link, uint32_t index)
 {
@@ -83,15 +102,15 @@ static bool still_capped(struct haproxy_link *link, uint32_t index)
 	if (index >= t->allocated)
 		return false;
 	const struct breaker_table_entry *entry = breaker_table_at(t, index);
-	return entry->in_use && entry->breaker.state == BREAKER_OPEN &&
-	       link->entries[index].ejection_capped;
+	return entry->in_use && wants_out(&entry->breaker) && link->entries[index].ejection_capped;
 }
 
-/* Waited longer: opened earlier, the lower index on a tie (a strict order). */
+/* Waited longer: wanted out earlier (opened, or began to rest), the
+ * lower index on a tie (a strict order). */
 static bool waited_longer(struct breaker_table *t, uint32_t a, uint32_t b)
 {
-	uint64_t since_a = breaker_table_at(t, a)->breaker.state_since_ms;
-	uint64_t since_b = breaker_table_at(t, b)->breaker.state_since_ms;
+	uint64_t since_a = wants_out_since(&breaker_table_at(t, a)->breaker);
+	uint64_t since_b = wants_out_since(&breaker_table_at(t, b)->breaker);
 	return since_a < since_b || (since_a == since_b && a < b);
 }
 
@@ -147,6 +166,21 @@ static void hold_back(struct haproxy_link *link, struct breaker_table_entry *ent
 	e->stats.ejections_held_back++;
 	refresh_entry_capped(e, entry);
 	const struct breaker_policy *p = entry->breaker.policy;
+	if (only_resting(&entry->breaker)) {
+		if (g)
+			log_notice("worker %s/%s asked to rest (Retry-After), not drained on HAProxy "
+				   "%s: ejection cap of backend %s (%u of %u servers out of rotation, "
+				   "at most %u%%, never the last serving one)",
+				   entry->backend, entry->server,
+				   runtime_api_client_address(link->client), entry->backend,
+				   g->count.out, g->count.listed, p->max_ejection_percent);
+		else
+			log_notice("worker %s/%s asked to rest (Retry-After), not drained on HAProxy "
+				   "%s until a look counts backend %s for its ejection cap",
+				   entry->backend, entry->server,
+				   runtime_api_client_address(link->client), entry->backend);
+		return;
+	}
 	if (g)
 		log_notice("breaker %s/%s is open, not drained on HAProxy %s: ejection cap of "
 			   "backend %s (%u of %u servers out of rotation, at most %u%%%s)",
@@ -175,25 +209,27 @@ static void stop_holding_back(struct haproxy_link *link, struct breaker_table_en
 	en->ejection_capped = false;
 	count_move(link, en, offsetof(struct ejection_backend, capped), false);
 	refresh_entry_capped(e, entry);
-	if (entry->breaker.state == BREAKER_OPEN) {
+	if (wants_out(&entry->breaker)) {
 		e->stats.ejections_released++;
-		log_notice("breaker %s/%s: room under the ejection cap of backend %s, drained on "
+		log_notice("%s %s/%s: room under the ejection cap of backend %s, drained on "
 			   "HAProxy %s after waiting %llu ms",
+			   only_resting(&entry->breaker) ? "resting worker" : "breaker",
 			   entry->backend, entry->server, entry->backend,
 			   runtime_api_client_address(link->client),
-			   (unsigned long long)(clock_now_ms() - entry->breaker.state_since_ms));
+			   (unsigned long long)(clock_now_ms() - wants_out_since(&entry->breaker)));
 	}
 }
 
-/* Whether the cap holds back the drain an open breaker wants here. */
+/* Whether the cap holds back the drain an open breaker, or a resting
+ * worker, wants here. */
 bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en)
 {
-	if (entry->breaker.state != BREAKER_OPEN || en->mem.drained_by_us) {
+	if (!wants_out(&entry->breaker) || en->mem.drained_by_us) {
 		/* Not wanting a drain, or one in place: a drain is never lifted
 		 * for the cap (traffic would go back to a server known to fail,
-		 * and two open breakers could take turns); the cool-down ends
-		 * it. */
+		 * and two open breakers could take turns); the cool-down, or
+		 * the rest's end, ends it. */
 		stop_holding_back(link, entry, en);
 		return false;
 	}
@@ -204,10 +240,11 @@ bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *
 		return false;
 	}
 	struct ejection_backend *g = group_of(link, en);
-	if (g && ejection_may_drain(entry->breaker.policy, &g->count,
-				    count_waiting_before(link, breaker_table_index(link->owner->table,
-										    entry),
-							 en->be_id))) {
+	bool (*may)(const struct breaker_policy *, const struct ejection_count *, uint32_t) =
+		only_resting(&entry->breaker) ? ejection_may_rest : ejection_may_drain;
+	if (g && may(entry->breaker.policy, &g->count,
+		     count_waiting_before(link, breaker_table_index(link->owner->table, entry),
+					  en->be_id))) {
 		stop_holding_back(link, entry, en);
 		return false;
 	}

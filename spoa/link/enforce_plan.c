@@ -16,6 +16,11 @@ static void learn_own_maxconn(const struct enforce_seen *seen, struct enforce_me
 	}
 }
 
+enum breaker_state enforce_wanted_state(const struct breaker *b)
+{
+	return breaker_is_resting(b) ? BREAKER_OPEN : b->state;
+}
+
 struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_probes,
 				 const struct enforce_seen *seen, struct enforce_memory *mem)
 {

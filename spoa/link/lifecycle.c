@@ -21,7 +21,10 @@ static void agent_check_answer(void *ctx, const char *backend, const char *serve
 		return;
 	}
 	const struct breaker *b = &entry->breaker;
-	enforce_agent_check_answer(b->state, b->policy->half_open_probes,
+	/* A resting worker is answered "drain" as an open breaker's: no cap
+	 * here (agent-check has no view of the backend), but the rest is
+	 * bounded by retry_after_max. */
+	enforce_agent_check_answer(enforce_wanted_state(b), b->policy->half_open_probes,
 				   &e->agent_check_mem[breaker_table_index(e->table, entry)], buf,
 				   size);
 }
@@ -274,6 +277,16 @@ const struct enforce_stats *enforcer_stats(const struct enforcer *e)
 enum enforce_mode enforcer_mode(const struct enforcer *e)
 {
 	return e->mode;
+}
+
+void enforcer_agent_check_allow(struct enforcer *e, const struct cidr_list *allow)
+{
+	e->agent_check.allow = allow;
+}
+
+uint64_t enforcer_agent_check_not_allowed(const struct enforcer *e)
+{
+	return e->agent_check_open ? e->agent_check.not_allowed : 0;
 }
 
 unsigned enforcer_runtime_api_count(const struct enforcer *e)

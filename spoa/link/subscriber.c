@@ -37,10 +37,16 @@ enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *e
 		if (added && cause->kind == BREAKER_CAUSE_RESPONSE)
 			e->ack_hold_wanted = true;
 	}
-	if (!breaker_event_is_transition(ev) || e->mode == ENFORCE_AGENT_CHECK)
+	/* A rest that starts or ends moves the server as a transition does;
+	 * one extended leaves it where it is. */
+	bool moves = breaker_event_is_transition(ev) || ev->rest == BREAKER_REST_STARTED ||
+		     ev->rest == BREAKER_REST_ENDED;
+	if (!moves || e->mode == ENFORCE_AGENT_CHECK)
 		return drain_decision(e, entry, index);
-	/* Before the drain: the other nodes learn of it at their next look. */
-	if (e->verdict_table[0] && cause->kind != BREAKER_CAUSE_PEER)
+	/* Before the drain: the other nodes learn of it at their next look
+	 * (a rest is this node's own: each HAProxy sees the worker's header). */
+	if (e->verdict_table[0] && cause->kind != BREAKER_CAUSE_PEER &&
+	    breaker_event_is_transition(ev))
 		enforcer_publish_verdicts(e, entry, cause->now_ms);
 	for (unsigned i = 0; i < e->nb_links; i++)
 		link_converge_entry(&e->links[i], entry);

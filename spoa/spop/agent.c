@@ -6,6 +6,7 @@
 #include "spop/agent.h"
 #include "spop/conn.h"
 #include "spop/listener.h"
+#include "spop/tls.h"
 #include "util/log.h"
 #include "util/container_of.h"
 
@@ -127,4 +128,11 @@ void agent_destroy(struct agent *a)
 		conn_free(a->fresh.head);
 	while (a->used.head)
 		conn_free(a->used.head);
+	agent_set_tls(a, NULL);
+}
+
+void agent_set_tls(struct agent *a, struct tls_context *t)
+{
+	tls_context_free(a->tls); /* open sessions hold their own reference */
+	a->tls = t;
 }

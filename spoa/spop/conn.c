@@ -22,6 +22,14 @@
  * cannot hold one more maximal frame, reading pauses until it drains, so a
  * peer that does not read cannot make us queue without bound.
  *
+ * Over TLS (agent.h, a->tls) the bytes go through the connection's TLS
+ * session (spop/tls.h) instead of read() and send(): conn_recv() and
+ * conn_send() are the one place that chooses, by one branch on c->tls, so
+ * the plaintext path stays what it was. The session may need the other
+ * readiness than the call it serves (a handshake write inside a read), and
+ * may hold decrypted bytes the socket no longer signals: update_events()
+ * asks for both.
+ *
  * A held ACK (agent.h, struct ack_gate) stops sending at its first byte:
  * it and everything answered after it wait in the output buffer until the
  * gate lets its ticket pass. The buffer's bound holds as before: a long
@@ -40,6 +48,7 @@
 #include "spop/listener.h"
 #include "util/log.h"
 #include "spop/spop.h"
+#include "spop/tls.h"
 #include "util/container_of.h"
 
 enum conn_state {
@@ -67,6 +76,8 @@ struct conn {
 	bool held;           /* output from out + held_from waits at the gate */
 	size_t held_from;
 	uint64_t held_ticket;
+	struct tls_session *tls; /* NULL: plaintext */
+	bool tls_established;    /* its handshake was counted */
 	char peer[64];
 	char engine_id[48];
 };
@@ -140,6 +151,12 @@ void conn_accept(struct agent *a, int fd, const char *peer)
 	c->out = c->in + in_cap;
 	c->out_cap = out_cap;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	if (a->tls && !(c->tls = tls_session_new(a->tls, fd))) {
+		log_error("%s: out of memory for a TLS session, closing it", peer);
+		close(fd);
+		free(c);
+		return;
+	}
 	c->last_active = ev_now(a->loop);
 
 	list_push_front(c, &a->fresh);
@@ -168,6 +185,7 @@ void conn_free(struct conn *c)
 	hold_end(c);
 	ev_io_stop(a->loop, &c->io);
 	ev_timer_stop(a->loop, &c->timer);
+	tls_session_free(c->tls);
 	close(c->fd);
 	list_unlink(c);
 	free(c);
@@ -432,13 +450,24 @@ static size_t sendable_end(const struct conn *c)
 	return c->held ? c->held_from : c->out_len;
 }
 
+/* read() and send(), or their TLS equivalents: the same contract. */
+static inline ssize_t conn_recv(struct conn *c, void *buf, size_t len)
+{
+	return c->tls ? tls_session_read(c->tls, buf, len) : read(c->fd, buf, len);
+}
+
+static inline ssize_t conn_send(struct conn *c, const void *buf, size_t len)
+{
+	return c->tls ? tls_session_write(c->tls, buf, len) : send(c->fd, buf, len, MSG_NOSIGNAL);
+}
+
 /* Sends what is queued. Returns false if the connection was freed. */
 static bool flush_output(struct conn *c)
 {
 	size_t end = sendable_end(c);
 
 	while (c->out_sent < end) {
-		ssize_t n = send(c->fd, c->out + c->out_sent, end - c->out_sent, MSG_NOSIGNAL);
+		ssize_t n = conn_send(c, c->out + c->out_sent, end - c->out_sent);
 		if (n > 0) {
 			c->out_sent += (size_t)n;
 		} else if (n < 0 && errno == EINTR) {
@@ -446,7 +475,8 @@ static bool flush_output(struct conn *c)
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			return true;
 		} else {
-			log_info("%s: write failed: %s", c->peer, strerror(errno));
+			log_info("%s: write failed: %s", c->peer,
+				 errno == EPROTO && c->tls ? tls_session_error(c->tls) : strerror(errno));
 			conn_free(c);
 			return false;
 		}
@@ -457,10 +487,25 @@ static bool flush_output(struct conn *c)
 	if (c->state == CONN_CLOSING && !c->write_shut) {
 		/* Our last frame is out: FIN after it, so HAProxy reads it before
 		 * seeing the close (a close with unread input would send RST). */
+		if (c->tls)
+			tls_session_close_notify(c->tls);
 		shutdown(c->fd, SHUT_WR);
 		c->write_shut = true;
 	}
 	return true;
+}
+
+/* The session's own needs on top of the connection's: a read that waits
+ * for the socket to be writable (a handshake flight that did not fit),
+ * a write that waits for it to be readable. */
+static int tls_events(const struct conn *c, int events)
+{
+	if ((events & EV_READ) && tls_session_read_wants_write(c->tls))
+		events |= EV_WRITE;
+	if ((events & EV_WRITE) && c->out_sent < sendable_end(c) &&
+	    tls_session_write_wants_read(c->tls))
+		events |= EV_READ;
+	return events;
 }
 
 static void update_events(struct conn *c)
@@ -472,11 +517,36 @@ static void update_events(struct conn *c)
 		events = pending ? EV_WRITE : EV_READ; /* then read only to see EOF */
 	else
 		events = (can_answer_a_frame(c) ? EV_READ : 0) | (pending ? EV_WRITE : 0);
+	if (c->tls)
+		events = tls_events(c, events);
 	if (events != (c->io.events & (EV_READ | EV_WRITE))) {
 		ev_io_stop(c->agent->loop, &c->io);
 		ev_io_set(&c->io, c->fd, events);
 		ev_io_start(c->agent->loop, &c->io);
 	}
+	/* Decrypted bytes the socket will not signal again: read them on the
+	 * loop's next turn (stopping the watcher, conn_free() drops this). */
+	if (c->tls && (events & EV_READ) && tls_session_pending(c->tls))
+		ev_feed_event(c->agent->loop, &c->io, EV_READ);
+}
+
+static void tls_handshake_done(struct conn *c)
+{
+	c->tls_established = true;
+	c->agent->stats.tls_handshakes++;
+	log_debug("%s: TLS handshake done", c->peer);
+}
+
+/* Rate-limited per call site (util/log.h): a client without a valid
+ * certificate retrying in a loop is one line per window. */
+static void tls_failed(struct conn *c)
+{
+	if (c->tls_established) {
+		log_info("%s: TLS read failed: %s", c->peer, tls_session_error(c->tls));
+		return;
+	}
+	c->agent->stats.tls_handshake_failures++;
+	log_warning("%s: TLS handshake failed: %s", c->peer, tls_session_error(c->tls));
 }
 
 /* Returns false if the connection was freed (EOF or error). */
@@ -488,8 +558,10 @@ static bool read_input(struct conn *c)
 
 	if (room == 0)
 		return true; /* a full frame is waiting for output room */
-	ssize_t n = read(c->fd, dst, room);
+	ssize_t n = conn_recv(c, dst, room);
 	if (n > 0) {
+		if (c->tls && !c->tls_established)
+			tls_handshake_done(c);
 		if (c->state != CONN_CLOSING) {
 			c->in_len += (size_t)n;
 			c->last_active = ev_now(c->agent->loop);
@@ -502,6 +574,8 @@ static bool read_input(struct conn *c)
 	 * reloaded connections: a normal close, not an error. */
 	if (n == 0 || errno == ECONNRESET)
 		log_debug("%s: closed by peer", c->peer);
+	else if (errno == EPROTO && c->tls)
+		tls_failed(c);
 	else
 		log_info("%s: read failed: %s", c->peer, strerror(errno));
 	conn_free(c);
@@ -529,7 +603,10 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct conn *c = (struct conn *)w;
 	(void)loop;
 
-	if ((revents & EV_READ) && !read_input(c))
+	/* A TLS read that waited for writability is retried when it comes. */
+	bool readable = (revents & EV_READ) ||
+			(c->tls && (revents & EV_WRITE) && tls_session_read_wants_write(c->tls));
+	if (readable && !read_input(c))
 		return;
 	answer_and_send(c);
 }

@@ -15,6 +15,7 @@
 struct observe_args {
 	const struct spop_data *be, *srv, *status;
 	const struct spop_data *mode; /* "steady" from spoe-breaker-steady.conf */
+	const struct spop_data *retry_after; /* res.fhdr(retry-after) */
 };
 
 static bool arg_is(struct spop_slice name, const char *literal, size_t len)
@@ -39,6 +40,8 @@ static void collect_args(const struct spop_message *msg, struct observe_args *ar
 			args->status = &kv->value;
 		else if (!args->mode && ARG_IS(kv->name, "mode"))
 			args->mode = &kv->value;
+		else if (!args->retry_after && ARG_IS(kv->name, "retry_after"))
+			args->retry_after = &kv->value;
 	}
 }
 
@@ -58,6 +61,54 @@ static const struct spop_slice *name_arg(const struct spop_data *d, const char *
 		return NULL;
 	}
 	return &d->u.bytes;
+}
+
+/* The retry_after argument as the rest rule reads it. A missing argument
+ * and HAProxy's NULL (no such header) ask for nothing; so does an empty
+ * one. A string is the header's text; an integer is taken as seconds (a
+ * configuration may convert it, `res.fhdr(retry-after),toint`), a negative
+ * one is invalid. Anything else is invalid. Never a reason to refuse the
+ * message: the status is judged whatever the header says. */
+static enum retry_after_kind retry_after_arg(const struct spop_data *d, uint64_t *seconds)
+{
+	int64_t v;
+
+	*seconds = 0;
+	if (!d || d->type == SPOP_DATA_NULL)
+		return RETRY_AFTER_ABSENT;
+	if (d->type == SPOP_DATA_STRING || d->type == SPOP_DATA_BINARY)
+		return retry_after_parse((const char *)d->u.bytes.ptr, d->u.bytes.len, seconds);
+	if (spop_data_to_int64(d, &v) && v >= 0) {
+		*seconds = (uint64_t)v;
+		return RETRY_AFTER_SECONDS;
+	}
+	return RETRY_AFTER_INVALID;
+}
+
+/* What a capacity status's Retry-After makes of its server's rest; the
+ * values that cannot be honoured are counted by kind. */
+static enum breaker_rest_change note_retry_after(struct observe_ctx *o, struct breaker *b,
+						 const struct spop_data *arg,
+						 enum breaker_outcome outcome, uint64_t now)
+{
+	if (outcome != BREAKER_OUTCOME_BACKPRESSURE)
+		return BREAKER_REST_UNCHANGED; /* any other status's header means nothing here */
+	uint64_t seconds;
+	switch (retry_after_arg(arg, &seconds)) {
+	case RETRY_AFTER_SECONDS:
+		return breaker_rest_on_response(b, outcome, seconds, now);
+	case RETRY_AFTER_DATE:
+		/* A date needs the worker's clock and ours to agree; the
+		 * workers that shed load send seconds. */
+		o->retry_after_dates++;
+		return BREAKER_REST_UNCHANGED;
+	case RETRY_AFTER_INVALID:
+		o->retry_after_invalid++;
+		return BREAKER_REST_UNCHANGED;
+	case RETRY_AFTER_ABSENT:
+		break;
+	}
+	return BREAKER_REST_UNCHANGED;
 }
 
 static void refuse(struct observe_ctx *o, struct dispatch_reply *reply, const char *why)
@@ -120,6 +171,10 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	struct breaker *b = &entry->breaker;
 	enum breaker_outcome outcome = breaker_outcome(b->policy, (int)status);
 	struct breaker_event ev = breaker_table_record_response(o->table, entry, outcome, now);
+	/* The worker's word on when to come back, beside the breaker's
+	 * judgement: published with it, so the link drains a resting
+	 * server in the same step as an opening one. */
+	ev.rest = note_retry_after(o, b, args.retry_after, outcome, now);
 
 	/* Published before answering: the HAProxy link decides at once
 	 * whether an opening drains its server or the backend's ejection cap

@@ -256,6 +256,12 @@ reload: max_breakers changed; it takes effect at the next restart"
 	run "$SPOA_BIN" --check --listen "127.0.0.1:$port" --admin "0.0.0.0:$port"
 	assert_failure 1
 	assert_output --partial "set admin_allow (or allow)"
+	# The agent-check listener tells every server's state: the same rule.
+	run "$SPOA_BIN" --check --state-file none --agent-check "0.0.0.0:$port"
+	assert_failure 1
+	assert_output --partial "--agent-check 0.0.0.0:$port is not a loopback address and nothing says who may connect: set allow"
+	run "$SPOA_BIN" --check --state-file none --agent-check "0.0.0.0:$port" --allow 10.1.0.0/16
+	assert_success
 	# Said on purpose: accepted.
 	run "$SPOA_BIN" --check -f "$RUN_DIR/exposed.ini" --allow any
 	assert_success
@@ -273,4 +279,28 @@ reload: max_breakers changed; it takes effect at the next restart"
 	# The unix socket is not filtered by address: its file decides.
 	run python3 "$REPO/tests/lib/spop_client.py" "unix:$RUN_DIR/spop.sock" hello
 	assert_success
+}
+
+@test "socket_mode and socket_group: the unix SPOP socket gets that mode and group, and the group decides who connects" {
+	# A directory others may enter (the test's own is root's alone), so
+	# that the socket's file is what decides.
+	local dir
+	dir=$(mktemp -d /tmp/spop-group.XXXXXX)
+	chmod 0755 "$dir"
+	printf '[agent]\nlisten = unix:%s/spop.sock\nsocket_mode = 0660\nsocket_group = nogroup\nadmin = none\n' \
+		"$dir" >"$RUN_DIR/group.ini"
+	start_agent agent -f "$RUN_DIR/group.ini"
+	wait_until 5 test -S "$dir/spop.sock"
+	run stat -c '%a %G' "$dir/spop.sock"
+	assert_output "660 nogroup"
+	# In the group: served. Outside it (nobody with group daemon): the
+	# kernel refuses the connect. (The system python: these users may
+	# not read one installed under root's home.)
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "$SPOP_CLIENT" "unix:$dir/spop.sock" hello
+	assert_success
+	run setpriv --reuid=nobody --regid=daemon --clear-groups /usr/bin/python3 "$SPOP_CLIENT" "unix:$dir/spop.sock" hello
+	assert_failure
+	assert_output --partial "Permission denied"
+	stop agent
+	rm -rf "$dir"
 }

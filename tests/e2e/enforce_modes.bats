@@ -32,6 +32,47 @@ teardown() {
 	is_drained w1
 }
 
+# One agent-check request "workers/w1" from SOURCE: the answer line, or
+# "closed" when the agent closes without one.
+agent_check_from() { # SOURCE
+	python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[2])), source_address=(sys.argv[1], 0))
+s.settimeout(5)
+try:
+    s.sendall(b"workers/w1\n")
+    answer = s.recv(256)
+except ConnectionResetError:  # closed with the request unread
+    answer = b""
+print(answer.decode().strip() if answer else "closed")
+' "$1" "$AGENT_CHECK_PORT"
+}
+
+@test "agent-check mode: the listener lets in only allow; HAProxy, in it, still drains" {
+	ENFORCE_MODE=agent-check
+	W2_BEHAVIOUR=500
+	AGENT_CHECK_PORT=$(free_port)
+	ADMIN_PORT=$(free_port)
+	export AGENT_CHECK_PORT
+	AGENT_ARGS="--agent-check 127.0.0.1:$AGENT_CHECK_PORT --allow 127.0.0.1 --cooldown 60s --admin 127.0.0.1:$ADMIN_PORT"
+	start_enforce_scene
+	# 127.0.0.2 plays another host: closed before its request is read.
+	run agent_check_from 127.0.0.2
+	assert_success
+	assert_output closed
+	wait_until 5 grep -q "agent-check 127.0.0.1:$AGENT_CHECK_PORT: connection from 127.0.0.2 refused: not in allow" \
+		"$RUN_DIR/agent.log"
+	wait_until 5 metric_is 'spoa_breaker_connections_refused_total{listener="agent_check",reason="not_allowed"}' 1
+	# From an address in the list the answer comes.
+	run agent_check_from 127.0.0.1
+	assert_success
+	assert_output --regexp '^(up|ready)'
+	# HAProxy connects from 127.0.0.1: its checks carry the drain.
+	trip_w2
+	wait_until 3 is_drained w2
+	is_not_drained w1
+}
+
 @test "shadow mode: the breaker opens, HAProxy is never changed" {
 	W2_BEHAVIOUR=500
 	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --enforce none --cooldown 1500ms"

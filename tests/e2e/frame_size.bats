@@ -22,7 +22,7 @@ setup_file() {
 	# x-big header (the files live in RUN_DIR: HAProxy 3.x runs chrooted).
 	SPOE_CONF=$RUN_DIR/spoe-breaker.conf
 	export SPOE_CONF
-	sed 's/^\(    args be=be_name srv=srv_name status=status\)$/\1 big=var(txn.big)/' \
+	sed 's/^\(    args be=be_name srv=srv_name status=status .*\)$/\1 big=var(txn.big)/' \
 		"$REPO/haproxy/spoe-breaker.conf" >"$SPOE_CONF"
 	grep -q 'big=var(txn.big)' "$SPOE_CONF"
 	sed 's/^\(    filter spoe .*\)$/    http-request set-var(txn.big) req.hdr(x-big)\n\1/' \

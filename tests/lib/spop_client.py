@@ -4,13 +4,17 @@
 An independent implementation of the wire format (SPOE.txt), so that the
 agent's codec and this one cannot be wrong together.
 
-Usage: spop_client.py [--source IP] ADDR SCENARIO [ARG]
+Usage: spop_client.py [--source IP] [--tls CA [--cert PEM]] ADDR SCENARIO [ARG]
 ADDR is HOST:PORT or unix:PATH; --source binds the socket to IP first (a
-second loopback address, 127.0.0.2, plays another host). Each scenario prints one line of key=value
+second loopback address, 127.0.0.2, plays another host). --tls speaks TLS,
+verifying the agent's certificate against CA, and --cert presents PEM (its
+certificate and key) as the client's; a TLS failure prints
+"tls-error REASON" (a reset too) and exits 1. Each scenario prints one line of key=value
 facts about what the agent answered and exits 0, or prints what went wrong
 and exits 1.
 """
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -142,7 +146,7 @@ def notify_frame(sid, fid, messages, flags=FIN):
 
 
 class Peer:
-    def __init__(self, addr, source=None):
+    def __init__(self, addr, source=None, tls=None):
         if addr.startswith("unix:"):
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.sock.connect(addr[5:])
@@ -151,6 +155,8 @@ class Peer:
             self.sock = socket.create_connection((host.strip("[]"), int(port)),
                                                  source_address=(source, 0) if source else None)
         self.sock.settimeout(5)
+        if tls:
+            self.sock = tls.wrap_socket(self.sock)
         self.buf = b""
 
     def send(self, data):
@@ -374,15 +380,31 @@ SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn
 
 def main():
     argv = sys.argv[1:]
-    source = None
-    if len(argv) >= 2 and argv[0] == "--source":
-        source, argv = argv[1], argv[2:]
+    source = tls = None
+    while len(argv) >= 2 and argv[0] in ("--source", "--tls", "--cert"):
+        if argv[0] == "--source":
+            source = argv[1]
+        elif argv[0] == "--tls":
+            tls = ssl.create_default_context(cafile=argv[1])
+            tls.check_hostname = False  # the agent is named by its address
+        elif tls:
+            tls.load_cert_chain(argv[1])
+        argv = argv[2:]
     if len(argv) < 2 or argv[1] not in SCENARIOS:
         print(__doc__)
         print("scenarios:", ", ".join(sorted(SCENARIOS)))
         sys.exit(2)
-    peer = Peer(argv[0], source)
-    SCENARIOS[argv[1]](peer, argv[2] if len(argv) > 2 else None)
+    try:
+        peer = Peer(argv[0], source, tls)
+        SCENARIOS[argv[1]](peer, argv[2] if len(argv) > 2 else None)
+    except ssl.SSLError as e:
+        print(f"tls-error {e.reason or e}")
+        sys.exit(1)
+    except ConnectionError as e:
+        if not tls:
+            raise
+        print(f"tls-error {e.strerror or e}")  # refused before a TLS alert was read
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,13 @@ form /status/NNN overrides for one request:
 
 SECONDS, FIRST and TOTAL may be fractions (0.5). With --no-override the path
 overrides nothing: a hung worker stays hung whatever it is asked.
+
 Every response carries `x-worker: NAME`. Binds 127.0.0.1, or another
 loopback address given with --host (a DNS test's workers share a port). With
 --arrivals FILE, the arrival time of every request (milliseconds since the
-epoch) is appended to FILE, one per line, before it is answered.
+epoch) is appended to FILE, one per line, before it is answered. With
+--retry-after VALUE, its 429 and 503 answers carry `Retry-After: VALUE`
+(sent as given: seconds, a date, or anything a test wants refused).
 """
 import argparse
 import socket
@@ -82,6 +85,8 @@ class Handler(BaseHTTPRequestHandler):
         body = b'{"worker":"%s","status":%d}\n' % (self.server.name.encode(), status)
         self.send_response(status)
         self.send_header("x-worker", self.server.name)
+        if self.server.retry_after is not None and status in (429, 503):
+            self.send_header("retry-after", self.server.retry_after)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -128,6 +133,7 @@ def main():
     ap.add_argument("--no-override", action="store_true",
                     help="the path never overrides the behaviour")
     ap.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.0/8)")
+    ap.add_argument("--retry-after", help="send Retry-After: VALUE with 429 and 503 answers")
     args = ap.parse_args()
     if not args.host.startswith("127."):
         ap.error("--host must be a loopback address (127.0.0.0/8)")
@@ -137,6 +143,7 @@ def main():
     server.requests = 0
     server.arrivals = args.arrivals
     server.fixed = args.no_override
+    server.retry_after = args.retry_after
     print(f"worker {args.name} on {args.host}:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

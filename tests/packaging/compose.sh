@@ -109,6 +109,20 @@ w3_drained() {
 check "the agent drains the broken worker w3 through the shared socket" w3_drained
 check "the agent's health check passes" bash -c "podman healthcheck run '$PROJECT-agent' 2>/dev/null"
 
+# A third container, not in the file, its namespace linked to the
+# project's: SPOP is on loopback, shut to it; the admin listener is on
+# every interface but lets in only --admin-allow, which does not name it.
+# (That list names the private ranges the published port's forwarding
+# arrives from: a neighbour with an address in them would be let in to
+# read the pages. docs/security.md says to narrow it.)
+THIRD_LOG=$(mktemp)
+third_container "$PROJECT-third" "$NETNS" >"$THIRD_LOG" 2>&1
+check "a third container, not in the file, its own network namespace linked to the project's" \
+	bash -c "cat '$THIRD_LOG'; rm -f '$THIRD_LOG'; exit $?"
+check "  ... SPOP (12345) refuses it" third_is_refused 12345
+check "  ... the admin listener (9786) closes on it without an answer" third_gets_no_answer 9786 /metrics
+podman rm --force --time 0 "$PROJECT-third" >/dev/null 2>&1 # not the file's: down leaves it
+
 down() {
 	python3 "$RUNNER" down "$COMPOSE" "$PROJECT" &&
 		[ -z "$(podman ps --all --quiet --filter "name=^$PROJECT-")" ] &&

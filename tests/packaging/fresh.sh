@@ -27,7 +27,7 @@ BASE=$CACHE/fresh-bookworm-base.tar
 PORTS="8080 8101 8102 8103 12345"
 # What the build and the demo use: none of it may be in the tree before.
 DEMO_PACKAGES=(gcc libc6-dev pkg-config libev-dev libinih-dev libmsgpack-dev libmicrohttpd-dev
-	haproxy python3 curl socat)
+	libssl-dev haproxy python3 curl socat)
 
 # The ports are the host's and the tarball is shared: one run at a time.
 exec 9>/run/lock/spoa-breaker-fresh-test.lock

@@ -71,7 +71,7 @@ names_revision() {
 }
 check "--version names the git revision" names_revision
 runtime_only() {
-	p run --rm --pull=never --network=none --entrypoint dpkg-query "$IMAGE" -W libmsgpackc2 libev4 libinih1 libmicrohttpd12 &&
+	p run --rm --pull=never --network=none --entrypoint dpkg-query "$IMAGE" -W libmsgpackc2 libev4 libinih1 libmicrohttpd12 libssl3 &&
 		! p run --rm --pull=never --network=none --entrypoint bash "$IMAGE" -c 'command -v gcc || command -v make'
 }
 check "the runtime stage has the libraries (msgpack-c too) and no compiler" runtime_only
@@ -116,6 +116,15 @@ answered() { # PATH OUTCOME STATUS
 }
 check "a NOTIFY is answered: success for a 200" answered / success 200
 check "a NOTIFY is answered: backpressure for a 503" answered /status/503 backpressure 503
+
+# A third container, its namespace linked to the agent's: the image as it
+# ships listens on loopback only, so neither port is open to it (the
+# connection is refused, so the path itself works).
+third_container image-third "$NETNS" >"$RUN_DIR/third.log" 2>&1
+check "a third container, its own network namespace linked to the agent's" \
+	bash -c "cat '$RUN_DIR/third.log'; exit $?"
+check "  ... SPOP (12345) refuses it" third_is_refused 12345
+check "  ... the admin listener (9786) refuses it" third_is_refused 9786
 
 check "podman healthcheck run: healthy" p healthcheck run "$AGENT"
 check "the state directory is the agent's to write" p exec "$AGENT" touch /var/lib/spoa-breaker/.written

@@ -114,3 +114,53 @@ base_image() {
 		podman import --quiet --change 'CMD ["bash"]' "$BASE_TAR" "$BASE_IMAGE" >/dev/null &&
 		podman tag "$BASE_IMAGE" docker.io/library/debian:12-slim
 }
+
+# A third container the configuration does not name: a container of its
+# own (the base image, sleeping), with a network namespace of its own,
+# joined to NETNS - the namespace a suite's agent runs in - by a veth pair:
+# 192.0.2.1 on NETNS's side, 192.0.2.2 on its own (TEST-NET-1, and only in
+# these two namespaces: nothing on the host's). Sets THIRD_NETNS, so it is
+# called as it is, not through check (whose subshell would keep it).
+third_container() { # NAME NETNS
+	local pid
+	# Not in a command substitution: the container's conmon keeps podman's
+	# output open, and one would wait for it forever.
+	podman run -d --pull=never --name "$1" --network=none --entrypoint sleep \
+		"$BASE_IMAGE" infinity >/dev/null || return 1
+	pid=$(podman inspect --format '{{.State.Pid}}' "$1") || return 1
+	THIRD_NETNS=/proc/$pid/ns/net
+	nsenter --net="$2" ip link add sb-agent type veth peer name sb-third netns "$pid" &&
+		nsenter --net="$2" ip addr add 192.0.2.1/24 dev sb-agent &&
+		nsenter --net="$2" ip link set sb-agent up &&
+		nsenter --net="$THIRD_NETNS" ip addr add 192.0.2.2/24 dev sb-third &&
+		nsenter --net="$THIRD_NETNS" ip link set sb-third up
+}
+
+# From the third container: what a TCP connection to 192.0.2.1:PORT gets,
+# and, when it opens, the answer to an HTTP GET of PATH (bash's /dev/tcp,
+# 5 s at most). "Connection refused" means the packet reached the
+# agent's namespace, and nothing there listens for it.
+third_connects() { # PORT [PATH]
+	nsenter --net="$THIRD_NETNS" timeout 5 bash -c '
+		exec 3<>"/dev/tcp/192.0.2.1/$1" || exit 1
+		echo connected
+		[ -n "$2" ] || exit 0
+		printf "GET %s HTTP/1.0\r\n\r\n" "$2" >&3
+		cat <&3' _ "$@" 2>&1
+}
+
+# The checks: refused means the address path works and the port is shut.
+third_is_refused() { # PORT
+	local out
+	out=$(third_connects "$1")
+	echo "$out"
+	grep -q "Connection refused" <<<"$out"
+}
+
+# Let in at accept and closed before any answer: the allowlist did it.
+third_gets_no_answer() { # PORT PATH
+	local out
+	out=$(third_connects "$1" "$2")
+	echo "$out"
+	[ "$out" = connected ]
+}

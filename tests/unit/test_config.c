@@ -270,6 +270,9 @@ static const struct {
 	{"wedged_after", "0", "0ms"},
 	{"stalled_after", "500ms", "500ms"},
 	{"stalled_after", "0", "0ms"},
+	{"retry_after_max", "30s", "30s"},
+	{"retry_after_max", "60m", "60m"},
+	{"retry_after_max", "0", "0ms"},
 };
 
 static void test_good_values(void **state)
@@ -353,6 +356,8 @@ static const struct {
 	{"minimum_volume", "0", "expected 1..64"},
 	{"wedged_after", "soon", "expected a duration (0 for none) such as 30s or 500ms"},
 	{"stalled_after", "-1s", "expected a duration (0 for none) such as 30s or 500ms"},
+	{"retry_after_max", "61m",
+	 "expected a duration (0 for none) and at most 60m such as 30s or 500ms"},
 };
 
 static void test_bad_values(void **state)

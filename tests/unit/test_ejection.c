@@ -58,11 +58,48 @@ static void test_room(void **state)
 	assert_int_equal(ejection_room(&p, &c), 2);
 }
 
+/* A worker's rest takes room as a drain does, but never the last serving
+ * server, whatever drain_last_server allows. */
+static void test_rest_never_takes_the_last_server(void **state)
+{
+	(void)state;
+	static const struct {
+		uint32_t percent;
+		bool drain_last;
+		uint32_t listed, out, waited;
+		bool drain, rest;
+	} cases[] = {
+		/* percent drain_last listed out waited -> drain rest */
+		{50, false, 4, 0, 0, true, true},
+		{50, false, 4, 2, 0, false, false}, /* the share is taken */
+		{100, true, 3, 2, 0, true, false},  /* the last one: a drain may, a rest never */
+		{100, true, 3, 1, 0, true, true},
+		{100, true, 3, 1, 1, true, false},  /* one waited before it: the last one left */
+		{100, false, 3, 2, 0, false, false},
+		{100, true, 1, 0, 0, true, false},  /* a backend of one */
+		{0, true, 4, 0, 0, false, false},   /* 0 %: nothing goes out, rests included */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct breaker_policy p;
+		breaker_policy_defaults(&p);
+		p.max_ejection_percent = cases[i].percent;
+		p.drain_last_server = cases[i].drain_last;
+		struct ejection_count c = {.listed = cases[i].listed, .out = cases[i].out};
+		if (ejection_may_drain(&p, &c, cases[i].waited) != cases[i].drain ||
+		    ejection_may_rest(&p, &c, cases[i].waited) != cases[i].rest)
+			fail_msg("case %zu: drain %d rest %d, expected %d %d", i,
+				 ejection_may_drain(&p, &c, cases[i].waited),
+				 ejection_may_rest(&p, &c, cases[i].waited), cases[i].drain,
+				 cases[i].rest);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_max_out_rounds_down),
 		cmocka_unit_test(test_room),
+		cmocka_unit_test(test_rest_never_takes_the_last_server),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,6 +188,52 @@ static void test_plans_chain_without_a_look(void **state)
 	assert_int_equal(seen.maxconn, 0);
 }
 
+/* A resting worker's server (core/rest.c) is planned as an open one's,
+ * whatever the breaker's state, and given back by the state's own plan
+ * when the rest ends: drained, then ready with a half-open's maxconn kept,
+ * or its own back; agent-check says "drain", then undoes it. */
+static void test_resting_is_planned_as_open(void **state)
+{
+	(void)state;
+	struct breaker_policy policy;
+	breaker_policy_defaults(&policy);
+	for (int s = BREAKER_CLOSED; s <= BREAKER_HALF_OPEN; s++) {
+		struct breaker b;
+		breaker_init(&b, &policy, 1000);
+		b.state = (enum breaker_state)s;
+		assert_int_equal(enforce_wanted_state(&b), s);
+		breaker_rest_on_response(&b, BREAKER_OUTCOME_BACKPRESSURE, 2, 1000);
+		assert_int_equal(enforce_wanted_state(&b), BREAKER_OPEN);
+		assert_int_equal(b.state, s); /* the breaker's own state is untouched */
+
+		struct enforce_seen seen = {.known = true, .maxconn = 0};
+		struct enforce_memory mem = {0};
+		struct enforce_plan p = enforce_plan(enforce_wanted_state(&b), PROBES, &seen, &mem);
+		assert_true(p.set_drain);
+		assert_false(p.set_maxconn);
+		enforce_plan_assume_applied(&p, &seen);
+		breaker_rest_tick(&b, 3000);
+		p = enforce_plan(enforce_wanted_state(&b), PROBES, &seen, &mem);
+		if (s == BREAKER_OPEN) {
+			assert_false(p.set_ready || p.set_drain); /* still open: stays drained */
+		} else {
+			assert_true(p.set_ready);
+			assert_false(mem.drained_by_us);
+		}
+
+		char buf[64];
+		struct enforce_memory ac = {0};
+		breaker_rest_on_response(&b, BREAKER_OUTCOME_BACKPRESSURE, 2, 4000);
+		enforce_agent_check_answer(enforce_wanted_state(&b), PROBES, &ac, buf, sizeof(buf));
+		assert_string_equal(buf, "drain\n");
+		breaker_rest_tick(&b, 6000);
+		enforce_agent_check_answer(enforce_wanted_state(&b), PROBES, &ac, buf, sizeof(buf));
+		assert_string_equal(buf, s == BREAKER_OPEN	     ? "drain\n"
+					 : s == BREAKER_HALF_OPEN ? "ready maxconn:2\n"
+								  : "ready maxconn:0\n");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_agent_check_answers),
 		cmocka_unit_test(test_plans_chain_without_a_look),
 		cmocka_unit_test(test_mode_names),
+		cmocka_unit_test(test_resting_is_planned_as_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

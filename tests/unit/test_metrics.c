@@ -477,12 +477,14 @@ static void test_every_family_present(void **state)
 		{"breaker_table_full_refusals_total", "counter"},
 		{"spop_connections_total", "counter"},
 		{"spop_connections_closed_total", "counter"},
+		{"spop_tls_handshakes_total", "counter"},
 		{"spop_connections_open", "gauge"},
 		{"spop_frames_total", "counter"},
 		{"spop_acks_held_total", "counter"},
 		{"spop_disconnects_sent_total", "counter"},
 		{"spop_observations_refused_total", "counter"},
 		{"spop_unknown_messages_total", "counter"},
+		{"retry_after_ignored_total", "counter"},
 		{"spop_steady_messages_total", "counter"},
 		{"steady_state_unkept", "gauge"},
 		{"notify_duration_seconds", "histogram"},
@@ -501,6 +503,8 @@ static void test_every_family_present(void **state)
 		{"ejections_held_back_total", "counter"},
 		{"ejections_released_total", "counter"},
 		{"breaker_ejection_capped", "gauge"},
+		{"worker_rests_total", "counter"},
+		{"worker_resting", "gauge"},
 		{"backend_ejected_servers", "gauge"},
 		{"backend_ejection_capped_servers", "gauge"},
 		{"loop_iteration_seconds", "histogram"},
@@ -825,7 +829,8 @@ static void test_state_json(void **state)
 			      "\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"ejection_capped\":false,\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
-			      "\"trips\":1,\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
+			      "\"trips\":1,\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,"
+			      "\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
 			      "\"peer_hold_left_ms\":0,\"peer_adopted\":false,"
 			      "\"window_volume\":3,\"window_failures\":3,\"failure_rate_percent\":100,"
 			      "\"capacity_run\":0,\"capacity_run_ms\":0,"
@@ -836,10 +841,11 @@ static void test_state_json(void **state)
 			      "\"half_open_backpressure\":\"close\",\"open_late_success\":\"ignore\","
 			      "\"max_cooldown_ms\":300000,\"healthy_for_ms\":60000,"
 			      "\"failure_rate_threshold\":0,\"window\":64,\"minimum_volume\":20,"
-			      "\"wedged_after_ms\":0,\"stalled_after_ms\":0,\"stalled_requests\":16,\"stalled_share\":90,\"max_ejection_percent\":50,\"drain_last_server\":false}}");
+			      "\"wedged_after_ms\":0,\"stalled_after_ms\":0,\"stalled_requests\":16,\"stalled_share\":90,\"retry_after_max_ms\":10000,\"max_ejection_percent\":50,\"drain_last_server\":false}}");
 	/* Backpressure is not judged: w1's four 503s are not in its window. */
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
+			      "\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,"
 			      "\"trips_in_a_row\":0,\"opened_by\":\"none\","
 			      "\"peer_hold_left_ms\":0,\"peer_adopted\":false,\"window_volume\":2,"
 			      "\"window_failures\":0,\"failure_rate_percent\":0,"
@@ -903,6 +909,44 @@ static void test_state_json(void **state)
 	assert_contains(page, "\nspoa_breaker_steady_state_unkept 1\n");
 	assert_contains(page, "\nspoa_breaker_spop_steady_messages_total 7\n");
 	free(page);
+}
+
+/* A resting worker: its rest in /metrics (started, resting now) and in
+ * /state (time left, count; held back by the cap when its index says so),
+ * its breaker shown as it was - closed; the Retry-After values not
+ * honoured, by reason. */
+static void test_rest_shown(void **state)
+{
+	struct breaker_table_entry *w1 = get("workers", "w1");
+	assert_int_equal(breaker_rest_on_response(&w1->breaker, BREAKER_OUTCOME_BACKPRESSURE, 3,
+						  T0),
+			 BREAKER_REST_STARTED);
+	struct metrics_source s = source();
+	s.retry_after_dates = 2;
+	s.retry_after_invalid = 5;
+	char *page = render_metrics(&s);
+	assert_contains(page, "\nspoa_breaker_worker_rests_total{backend=\"workers\",server=\"w1\"} 1\n");
+	assert_contains(page, "\nspoa_breaker_worker_resting{backend=\"workers\",server=\"w1\"} 1\n");
+	assert_contains(page, "\nspoa_breaker_worker_resting{backend=\"workers\",server=\"w2\"} 0\n");
+	assert_contains(page, "\nspoa_breaker_breaker_state{backend=\"workers\",server=\"w1\"} 0\n");
+	assert_contains(page, "\nspoa_breaker_retry_after_ignored_total{reason=\"date\"} 2\n");
+	assert_contains(page, "\nspoa_breaker_retry_after_ignored_total{reason=\"invalid\"} 5\n");
+	free(page);
+
+	/* now is T0 + 1000: 2 s of the 3 left. */
+	struct strbuf b;
+	strbuf_init(&b);
+	assert_true(state_json_render(&s, &b));
+	assert_contains(b.data, "\"server\":\"w1\",\"state\":\"closed\"");
+	assert_contains(b.data, "\"rest_left_ms\":2000,\"rests\":1,\"rest_ejection_capped\":false,");
+	strbuf_free(&b);
+	bool capped[16] = {false};
+	capped[breaker_table_index(&table, w1)] = true;
+	strbuf_init(&b);
+	struct state_json_cursor c = {0};
+	assert_true(state_json_render_breakers(&table, capped, s.now_ms, &c, &b, 1000));
+	assert_contains(b.data, "\"rest_left_ms\":2000,\"rests\":1,\"rest_ejection_capped\":true,");
+	strbuf_free(&b);
 }
 
 /* ==== the buffer ==== */
@@ -984,6 +1028,7 @@ int main(void)
 		cmocka_unit_test(test_json_string_escaping),
 		cmocka_unit_test_setup_teardown(test_state_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_json_wiring, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rest_shown, setup, teardown),
 		cmocka_unit_test(test_strbuf_grows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,15 +62,16 @@ static void teardown(struct fixture *f)
 }
 
 /* One response of status from workers/w1 (srv NULL: a message without
- * srv; mode NULL: no mode argument), answered and decoded. */
-static struct answer observe_mode(struct fixture *f, const char *srv, int status,
-				  const char *mode)
+ * srv; mode NULL: no mode argument; retry_after NULL: no such argument),
+ * answered and decoded. */
+static struct answer observe_full(struct fixture *f, const char *srv, int status,
+				  const char *mode, const struct spop_data *retry_after)
 {
 	uint8_t payload[512], out[MAX_FRAME];
 	struct spop_writer pw, w;
 	spop_writer_init(&pw, payload, sizeof(payload));
 	spop_put_message_header(&pw, OBSERVE_MESSAGE_NAME, strlen(OBSERVE_MESSAGE_NAME),
-				(srv ? 3 : 2) + (mode ? 1 : 0));
+				(srv ? 3 : 2) + (mode ? 1 : 0) + (retry_after ? 1 : 0));
 	struct spop_data be = spop_data_string("workers", 7);
 	spop_put_kv(&pw, "be", &be);
 	if (srv) {
@@ -83,6 +84,8 @@ static struct answer observe_mode(struct fixture *f, const char *srv, int status
 		struct spop_data m = spop_data_string(mode, strlen(mode));
 		spop_put_kv(&pw, "mode", &m);
 	}
+	if (retry_after)
+		spop_put_kv(&pw, "retry_after", retry_after);
 	assert_false(pw.overflow);
 
 	struct spop_frame notify = {.type = SPOP_FRAME_NOTIFY, .flags = SPOP_FLAG_FIN,
@@ -112,6 +115,12 @@ static struct answer observe_mode(struct fixture *f, const char *srv, int status
 		left -= (size_t)n;
 	}
 	return a;
+}
+
+static struct answer observe_mode(struct fixture *f, const char *srv, int status,
+				  const char *mode)
+{
+	return observe_full(f, srv, status, mode, NULL);
 }
 
 static struct answer observe(struct fixture *f, const char *srv, int status)
@@ -264,6 +273,65 @@ static void test_steady_messages_counted(void **state)
 	teardown(&f);
 }
 
+/* The retry_after argument: (status, its value) -> (w1 resting how long,
+ * counted as a date, counted as invalid). Never a refusal: the status is
+ * judged whatever the header says. */
+static void test_retry_after_argument(void **state)
+{
+	(void)state;
+	static const struct spop_data null_arg = {.type = SPOP_DATA_NULL};
+	const struct spop_data two = spop_data_string("2", 1), spaced = spop_data_string(" 3 ", 3),
+			       empty = spop_data_string("", 0), as_int = spop_data_sint(4),
+			       negative = spop_data_sint(-4), huge = spop_data_string("3600", 4),
+			       date = spop_data_string("Wed, 21 Oct 2015 07:28:00 GMT", 29),
+			       garbage = spop_data_string("soon", 4), flag = spop_data_bool(true);
+	static const struct spop_data *none = NULL;
+	const struct {
+		int status;
+		const struct spop_data *arg;
+		uint64_t rest_ms;
+		uint64_t dates, invalid;
+	} cases[] = {
+		{503, &two, 2000, 0, 0},
+		{429, &spaced, 3000, 0, 0},
+		{503, &as_int, 4000, 0, 0},  /* res.fhdr(retry-after),toint */
+		{503, &huge, 10000, 0, 0},   /* bounded by the default retry_after_max */
+		{503, none, 0, 0, 0},        /* no argument: an older SPOE file */
+		{503, &null_arg, 0, 0, 0},   /* no header */
+		{503, &empty, 0, 0, 0},
+		{503, &date, 0, 1, 0},
+		{503, &garbage, 0, 0, 1},
+		{503, &negative, 0, 0, 1},
+		{503, &flag, 0, 0, 1},
+		/* Not a capacity status: the header is not read at all. */
+		{200, &two, 0, 0, 0},
+		{500, &two, 0, 0, 0},
+		{500, &garbage, 0, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fixture f;
+		setup(&f, OBSERVE_VARS_ALL);
+		struct answer a = observe_full(&f, "w1", cases[i].status, NULL, cases[i].arg);
+		for (unsigned k = 0; k < a.nb; k++)
+			if (strcmp(a.names[k], "error") == 0 && a.types[k] == SPOP_ACTION_SET_VAR)
+				fail_msg("case %zu: refused", i);
+		struct breaker_table_entry *e = breaker_table_find(&f.table, "workers", 7, "w1", 2);
+		assert_non_null(e);
+		if (breaker_rest_left_ms(&e->breaker, T0) != cases[i].rest_ms ||
+		    f.observe.retry_after_dates != cases[i].dates ||
+		    f.observe.retry_after_invalid != cases[i].invalid)
+			fail_msg("case %zu: rest %llu ms, dates %llu, invalid %llu", i,
+				 (unsigned long long)breaker_rest_left_ms(&e->breaker, T0),
+				 (unsigned long long)f.observe.retry_after_dates,
+				 (unsigned long long)f.observe.retry_after_invalid);
+		/* Busy is not dead, rest or none. */
+		if (cases[i].status != 500)
+			assert_int_equal(e->breaker.failure_streak, 0);
+		assert_int_equal(f.observe.refused, 0);
+		teardown(&f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_error_always_sent),
 		cmocka_unit_test(test_config_words_are_the_variables),
 		cmocka_unit_test(test_steady_messages_counted),
+		cmocka_unit_test(test_retry_after_argument),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

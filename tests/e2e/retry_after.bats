@@ -1,0 +1,243 @@
+#!/usr/bin/env bats
+# A busy worker's own Retry-After, against a real HAProxy: a worker that
+# answers a capacity status with "Retry-After: N" is drained at once and is
+# ready again when N s have passed, with no probe and its breaker closed
+# throughout; retry_after_max bounds N; the ejection cap holds a rest back
+# like a drain, and never rests the last serving server; a 503 without the
+# header (or with one that is not seconds) rests nothing. HAProxy passes
+# the header as the breaker-observe argument retry_after
+# (res.fhdr(retry-after)), in every-response and steady-state mode alike;
+# a capacity status HAProxy retries elsewhere (retry-on 503) never shows it.
+
+load helpers
+
+teardown() {
+	stop_all
+}
+
+# Three workers in `workers` (haproxy-enforce.cfg.in: round robin, no
+# retries); Wn_BEHAVIOUR (default 200) and Wn_RETRY_AFTER (default none:
+# no header) say how each answers. The agent on HAProxy's Runtime API with
+# $AGENT_ARGS; SPOE_CONF the SPOE file (the shipped spoe-breaker.conf
+# unless a test names another); EXTRA_DEFAULTS more lines of HAProxy's
+# defaults section (\n between them). ENFORCE_MODE=agent-check: the agent answers
+# the servers' agent-check instead, and has no Runtime API.
+start_rest_scene() {
+	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
+	export RUN_DIR
+	FE_PORT=$(free_port) W1_PORT=$(free_port) W2_PORT=$(free_port) W3_PORT=$(free_port)
+	AGENT_PORT=$(free_port) ADMIN_PORT=$(free_port)
+	AGENT_ADDR=127.0.0.1:$AGENT_PORT
+	SPOE_CONF=${SPOE_CONF:-$REPO/haproxy/spoe-breaker.conf}
+	AGENT_CHECK_DEFAULTS="" W1_AGENT="" W2_AGENT="" W3_AGENT=""
+	local enforce=(--runtime-api "unix:$RUN_DIR/admin.sock")
+	if [ "${ENFORCE_MODE:-}" = agent-check ]; then
+		local check_port
+		check_port=$(free_port)
+		AGENT_CHECK_DEFAULTS="default-server agent-check agent-addr 127.0.0.1 agent-port $check_port agent-inter 200ms"
+		W1_AGENT='agent-send "workers/w1\\n"'
+		W2_AGENT='agent-send "workers/w2\\n"'
+		W3_AGENT='agent-send "workers/w3\\n"'
+		enforce=(--agent-check "127.0.0.1:$check_port")
+	fi
+	TIMEOUT_SERVER=5s EXTRA_DEFAULTS=${EXTRA_DEFAULTS:-}
+	export FE_PORT W1_PORT W2_PORT W3_PORT AGENT_PORT ADMIN_PORT AGENT_ADDR SPOE_CONF
+	export AGENT_CHECK_DEFAULTS W1_AGENT W2_AGENT W3_AGENT TIMEOUT_SERVER EXTRA_DEFAULTS
+	local n name port behaviour retry_after
+	for n in 1 2 3; do
+		name=w$n port=W${n}_PORT behaviour=W${n}_BEHAVIOUR retry_after=W${n}_RETRY_AFTER
+		local args=(--name "$name" --port "${!port}" --behaviour "${!behaviour:-200}"
+			--arrivals "$RUN_DIR/$name.arrivals")
+		[ -n "${!retry_after:-}" ] && args+=(--retry-after "${!retry_after}")
+		spawn "$name" python3 "$WORKER" "${args[@]}"
+		wait_port "${!port}"
+	done
+	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
+	start_agent agent --listen "$AGENT_ADDR" --admin "127.0.0.1:$ADMIN_PORT" \
+		"${enforce[@]}" --poll-interval 200ms ${AGENT_ARGS:-}
+	wait_port "$AGENT_PORT"
+	echo 1 >"$RUN_DIR/server-state" # an empty state, version 1
+	start_haproxy "$BATS_TEST_DIRNAME/haproxy-enforce.cfg.in"
+	wait_until 10 agent_is_up
+	# The ejection cap counts what a look saw: wait for the first one.
+	[ "${ENFORCE_MODE:-}" = agent-check ] ||
+		wait_until 5 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 1
+}
+
+# Requests that reached worker NAME so far.
+arrivals_of() { # NAME
+	[ -f "$RUN_DIR/$1.arrivals" ] && wc -l <"$RUN_DIR/$1.arrivals" || echo 0
+}
+
+arrivals_above() { [ "$(arrivals_of "$1")" -gt "$2" ]; } # NAME N
+
+# Sends requests, one at a time, until COMMAND holds (bounded: 60
+# requests, then it fails).
+requests_until() { # COMMAND...
+	local i
+	for i in $(seq 60); do
+		"$@" && return 0
+		curl -s -o /dev/null -m 5 "http://127.0.0.1:$FE_PORT/"
+	done
+	"$@"
+}
+
+looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
+
+# Two more complete looks than N: whatever the agent would do about what
+# the workers said before, it has done by then.
+two_looks_after() { # N
+	local now
+	now=$(looks_ok)
+	[ -n "$now" ] && [ "$now" -ge $(($1 + 2)) ]
+}
+
+drained_count() {
+	local n=0 s
+	for s in w1 w2 w3; do is_drained "$s" && n=$((n + 1)); done
+	echo "$n"
+}
+drained_count_is() { [ "$(drained_count)" -eq "$1" ]; }
+none_drained() { drained_count_is 0; }
+
+# The rest of workers/w2, in both modes: drained at once, no request while
+# it rests, ready again on its own, the breaker closed all along.
+rest_and_return() {
+	requests_until is_drained w2
+	# Busy is not dead: no failure, no transition.
+	[ "$(breaker_field workers/w2 state)" = closed ]
+	[ "$(breaker_field workers/w2 failure_streak)" = 0 ]
+	[ "$(breaker_field workers/w2 rests)" = 1 ]
+	local left
+	left=$(breaker_field workers/w2 rest_left_ms)
+	[ "$left" -le 2000 ]
+	grep -q "breaker workers/w2: worker resting for 2000 ms (Retry-After on a 503)" \
+		"$RUN_DIR/agent.log"
+	run metric 'spoa_breaker_worker_rests_total{backend="workers",server="w2"}'
+	assert_output 1
+	is_not_drained w1
+	is_not_drained w3
+	# No request is sent now; the rest ends on its own.
+	local seen
+	seen=$(arrivals_of w2)
+	wait_until 10 is_not_drained w2
+	# Nothing reached w2 meanwhile: no probe was needed to let it back.
+	[ "$(arrivals_of w2)" = "$seen" ]
+	[ "$(breaker_field workers/w2 state)" = closed ]
+	[ "$(breaker_field workers/w2 rest_left_ms)" = 0 ]
+	run metric 'spoa_breaker_worker_resting{backend="workers",server="w2"}'
+	assert_output 0
+	run metric 'spoa_breaker_breaker_transitions_total{backend="workers",server="w2",from="closed",to="open"}'
+	assert_output 0
+	# And it serves again (/status/200: no 503, no new rest).
+	served_by w2
+}
+
+@test "a worker answering 503 with Retry-After: 2 is drained at once and ready again on its own, its breaker closed" {
+	W2_BEHAVIOUR=503 W2_RETRY_AFTER=2 start_rest_scene
+	rest_and_return
+}
+
+@test "steady-state mode notifies every capacity status: the same rest" {
+	sed "s|map(breaker-watched.map)|map($REPO/haproxy/breaker-watched.map)|" \
+		"$REPO/haproxy/spoe-breaker-steady.conf" >"$BATS_TEST_TMPDIR/spoe-steady.conf"
+	grep -q 'retry_after=res.fhdr(retry-after)' "$BATS_TEST_TMPDIR/spoe-steady.conf"
+	SPOE_CONF=$BATS_TEST_TMPDIR/spoe-steady.conf W2_BEHAVIOUR=503 W2_RETRY_AFTER=2 \
+		start_rest_scene
+	rest_and_return
+	metric_at_least spoa_breaker_spop_steady_messages_total 1
+}
+
+@test "Retry-After: 3600 is bounded by retry_after_max" {
+	AGENT_ARGS="--retry-after-max 2s" W2_BEHAVIOUR=503 W2_RETRY_AFTER=3600 start_rest_scene
+	[ "$(breaker_field workers/w2 policy.retry_after_max_ms)" = 2000 ]
+	requests_until is_drained w2
+	local left
+	left=$(breaker_field workers/w2 rest_left_ms)
+	[ "$left" -le 2000 ]
+	grep -q "breaker workers/w2: worker resting for 2000 ms, bounded by retry_after_max (Retry-After on a 503)" \
+		"$RUN_DIR/agent.log"
+	# Ready again long before an hour.
+	wait_until 10 is_not_drained w2
+	[ "$(breaker_field workers/w2 state)" = closed ]
+}
+
+@test "the ejection cap holds a rest back, and never rests the last serving worker" {
+	# Everything the cap allows a drain: all of the backend, the last
+	# server too. A rest still leaves the last serving one. Rests of 10 s
+	# (30 asked, bounded): the checks below are done long before the first
+	# ends and makes room.
+	AGENT_ARGS="--max-ejection-percent 100 --drain-last-server --retry-after-max 10s" \
+		W1_BEHAVIOUR=503 W1_RETRY_AFTER=30 W2_BEHAVIOUR=503 W2_RETRY_AFTER=30 \
+		W3_BEHAVIOUR=503 W3_RETRY_AFTER=30 start_rest_scene
+	requests_until drained_count_is 2
+	local last s
+	for s in w1 w2 w3; do is_not_drained "$s" && last=$s; done
+	[ -n "$last" ]
+	# The last one keeps asking to rest: it keeps serving all the same.
+	local looks before
+	looks=$(looks_ok)
+	before=$(arrivals_of "$last")
+	requests_until arrivals_above "$last" $((before + 2))
+	wait_until 5 two_looks_after "$looks"
+	is_not_drained "$last"
+	drained_count_is 2
+	[ "$(breaker_field "workers/$last" rest_ejection_capped)" = true ]
+	grep -q "worker workers/$last asked to rest (Retry-After), not drained on HAProxy .*never the last serving one" \
+		"$RUN_DIR/agent.log"
+	metric_at_least spoa_breaker_ejections_held_back_total 1
+	# No breaker moved, and all come back on their own.
+	for s in w1 w2 w3; do [ "$(breaker_field "workers/$s" state)" = closed ]; done
+	wait_until 30 none_drained
+}
+
+@test "a 503 without Retry-After, or with one that is not seconds, rests nothing" {
+	W1_BEHAVIOUR=503 W1_RETRY_AFTER="Wed, 21 Oct 2015 07:28:00 GMT" \
+		W2_BEHAVIOUR=503 W3_BEHAVIOUR=503 W3_RETRY_AFTER=soon start_rest_scene
+	local looks
+	looks=$(looks_ok)
+	requests_until metric_at_least \
+		'spoa_breaker_worker_requests_total{backend="workers",server="w2",outcome="backpressure",source="spop"}' 3
+	# Each worker answered several 503s; none of them rests.
+	metric_at_least 'spoa_breaker_worker_requests_total{backend="workers",server="w1",outcome="backpressure",source="spop"}' 2
+	metric_at_least 'spoa_breaker_worker_requests_total{backend="workers",server="w3",outcome="backpressure",source="spop"}' 2
+	wait_until 5 two_looks_after "$looks"
+	none_drained
+	local s
+	for s in w1 w2 w3; do
+		[ "$(breaker_field "workers/$s" rests)" = 0 ]
+		[ "$(breaker_field "workers/$s" state)" = closed ]
+	done
+	# The values it could not honour are counted, by reason.
+	metric_at_least 'spoa_breaker_retry_after_ignored_total{reason="date"}' 2
+	metric_at_least 'spoa_breaker_retry_after_ignored_total{reason="invalid"}' 2
+}
+
+@test "with retry-on 503, a capacity status HAProxy retries elsewhere never shows its header" {
+	# HAProxy retries before any filter sees the response: w2's 503s are
+	# known from HAProxy's counters only, without their Retry-After.
+	EXTRA_DEFAULTS='retry-on conn-failure 503\n    retries 2\n    option redispatch 1' \
+		W2_BEHAVIOUR=503 W2_RETRY_AFTER=2 start_rest_scene
+	grep -q 'retry-on conn-failure 503' "$RUN_DIR/haproxy.cfg"
+	requests_until arrivals_above w2 2
+	wait_until 5 metric_at_least spoa_breaker_capacity_retries_total 1
+	local looks
+	looks=$(looks_ok)
+	wait_until 5 two_looks_after "$looks"
+	is_not_drained w2
+	[ "$(breaker_field workers/w2 rests)" = 0 ]
+	run metric 'spoa_breaker_worker_requests_total{backend="workers",server="w2",outcome="backpressure",source="spop"}'
+	assert_output 0
+}
+
+@test "agent-check mode: a resting worker is answered drain, then ready again" {
+	ENFORCE_MODE=agent-check W2_BEHAVIOUR=503 W2_RETRY_AFTER=2 start_rest_scene
+	# HAProxy asks every 200 ms: the drain lands at its next question.
+	requests_until metric_at_least 'spoa_breaker_worker_rests_total{backend="workers",server="w2"}' 1
+	wait_until 5 is_drained w2
+	[ "$(breaker_field workers/w2 state)" = closed ]
+	wait_until 10 is_not_drained w2
+	[ "$(breaker_field workers/w2 state)" = closed ]
+	is_not_drained w1
+	is_not_drained w3
+}
