@@ -9,6 +9,16 @@ form /status/NNN overrides for one request:
   close     close the connection before any response (closed before headers)
   garbage   answer bytes that are not HTTP (invalid response)
   midbody   send a 200 head announcing a long body, then close mid-body
+  slow:SECONDS
+            a whole 200 answer, head and body, after SECONDS (a long
+            completion that is not streamed)
+  stream:FIRST:TOTAL
+            a 200 head after FIRST seconds (the first token), then a chunked
+            body of server-sent events, one every 100 ms, ending TOTAL
+            seconds after the request arrived (a streamed completion)
+
+SECONDS, FIRST and TOTAL may be fractions (0.5). With --no-override the path
+overrides nothing: a hung worker stays hung whatever it is asked.
 
 Every response carries `x-worker: NAME`. Binds 127.0.0.1, or another
 loopback address given with --host (a DNS test's workers share a port). With
@@ -33,7 +43,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         behaviour = self.server.behaviour
-        if self.path.startswith("/status/"):
+        arrived = time.monotonic()
+        if self.path.startswith("/status/") and not self.server.fixed:
             behaviour = self.path[len("/status/"):].split("?")[0]
         self.server.requests += 1
         if self.server.arrivals:
@@ -60,6 +71,13 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if behaviour.startswith("slow:"):
+            time.sleep(float(behaviour.split(":")[1]))
+            behaviour = "200"
+        elif behaviour.startswith("stream:"):
+            _, first, total = behaviour.split(":")
+            self.stream(arrived, float(first), float(total))
+            return
         try:
             status = int(behaviour)
         except ValueError:
@@ -76,6 +94,27 @@ class Handler(BaseHTTPRequestHandler):
 
     do_POST = do_GET
 
+    def stream(self, arrived, first, total):
+        time.sleep(max(0.0, arrived + first - time.monotonic()))
+        self.send_response(200)
+        self.send_header("x-worker", self.server.name)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        n = 0
+        while True:
+            event = b"data: {\"worker\":\"%s\",\"event\":%d}\n\n" % (self.server.name.encode(), n)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+            n += 1
+            left = arrived + total - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(0.1, left))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -91,6 +130,8 @@ def main():
     ap.add_argument("--name", default="worker")
     ap.add_argument("--behaviour", default="200")
     ap.add_argument("--arrivals", help="append each request's arrival time (ms) to this file")
+    ap.add_argument("--no-override", action="store_true",
+                    help="the path never overrides the behaviour")
     ap.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.0/8)")
     ap.add_argument("--retry-after", help="send Retry-After: VALUE with 429 and 503 answers")
     args = ap.parse_args()
@@ -101,6 +142,7 @@ def main():
     server.behaviour = args.behaviour
     server.requests = 0
     server.arrivals = args.arrivals
+    server.fixed = args.no_override
     server.retry_after = args.retry_after
     print(f"worker {args.name} on {args.host}:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
     try:
