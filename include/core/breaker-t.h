@@ -336,7 +336,7 @@ struct breaker_counters {
 
 /* The defaults of the counted rule; stall_watch.c says why these. */
 #define BREAKER_DEFAULT_STALLED_REQUESTS 16
-#define BREAKER_DEFAULT_STALLED_SHARE 90
+#define BREAKER_DEFAULT_STALLED_SHARE 80
 /* The counted rule never opens on less than this since the moment: a
  * pause shorter than a second (a collector, a page-in) is no hang. */
 #define STALL_MIN_WATCH_MS 1000
@@ -372,6 +372,10 @@ struct stall_watch {
 	uint64_t nb_sent;
 	uint64_t nb_answered;
 	uint64_t nb_pending_then;
+	/* The longest the worker went with requests sent and none answered
+	 * before it did answer: how long it has shown it can be silent and
+	 * alive. A later silence must last twice that to be a stall. */
+	uint64_t proven_silence_ms;
 };
 
 /* ---- policies of one configuration (policy.c) ---- */

@@ -56,6 +56,12 @@ static void stall_restart(struct stall_watch *w, const struct stall_look *l)
 
 void stall_count_look(struct stall_watch *w, const struct stall_look *l)
 {
+	/* An answer after requests went unanswered since the moment: the
+	 * worker was silent that long and alive (a slower worker than its
+	 * neighbours, a long completion not streamed). */
+	if (l->baseline && l->answered && w->from_ms != 0 && w->sent > 0 && l->now_ms > w->from_ms &&
+	    l->now_ms - w->from_ms > w->proven_silence_ms)
+		w->proven_silence_ms = l->now_ms - w->from_ms;
 	if (!l->baseline || l->answered || w->from_ms == 0 || (w->sent == 0 && l->sent == 0)) {
 		stall_restart(w, l);
 		return;
@@ -66,7 +72,8 @@ void stall_count_look(struct stall_watch *w, const struct stall_look *l)
 }
 
 /*
- * Why 16 requests and 90 %, at least a second (STALL_MIN_WATCH_MS).
+ * Why 16 requests and 80 % of at least 32 of the neighbours', at least a
+ * second (STALL_MIN_WATCH_MS).
  *
  * Take a healthy worker whose answer times follow the same law as its
  * neighbours' - any law: a long tail to a minute, a head at the first
@@ -76,21 +83,24 @@ void stall_count_look(struct stall_watch *w, const struct stall_look *l)
  * of (1 - F) over their ages, which is at most (1 - f)^16 where f is the
  * mean of F over those ages (the arithmetic-geometric mean inequality).
  * Its neighbours' requests were sent over the same stretch, so their
- * answered share estimates that same f; the rule wants it at 90 %, over at
- * least 16 of their requests. The chance that both happen to a healthy
- * worker - its 16 all unanswered, and at least 15 of 16 of theirs answered
- * - is largest when f is about one half, and is then 4.2e-9; with 32
- * requests of theirs it is 5.9e-11, with 64, 3.7e-13. Per request sent,
- * below 3e-10: a worker taking 100 requests a second would be opened by
- * chance about once a year of traffic, one of 10 requests a second once in
- * ten. Fewer requests or a lower share cost orders of magnitude (8 and
- * 90 %: 2.2e-6), more of either only delays the finding.
+ * answered share estimates that same f; the rule wants it at 80 %, over at
+ * least 32 of their requests. The chance that both happen to a healthy
+ * worker - its 16 all unanswered, and at least 26 of 32 of theirs answered
+ * - is largest when f is about 0.55, and is then 5.1e-9; with 64 requests
+ * of theirs it is 1.8e-10. Per request sent, below 3.2e-10: a worker
+ * taking 100 requests a second would be opened by chance about once a
+ * year of traffic. (90 % over 16 gave 4.2e-9, about the same, but the
+ * share of a stretch's requests answered grows as 1 - mean answer time /
+ * stretch: 90 % wants ten mean answer times, 80 % five, so a hung worker
+ * among long completions is found twice as soon.) Fewer requests or a
+ * lower share cost orders of magnitude (75 % over 16: 1.4e-6), more of
+ * either only delays the finding.
  *
  * What the bound does not cover, and why the rule stays safe there:
  * - a slower worker: its answers come later than its neighbours', so its
  *   chance is above the bound, by how much depends on how much slower; but
  *   it answers, and a single answer moves the moment: to be opened it must
- *   answer none of 16 requests while its neighbours answered nine in ten
+ *   answer none of 16 requests while its neighbours answered four in five
  *   of theirs sent over the same stretch;
  * - low traffic: 16 requests sent to one worker take as long as they take;
  *   the rule is later, never looser;
@@ -101,16 +111,30 @@ void stall_count_look(struct stall_watch *w, const struct stall_look *l)
  *   the HAProxy link reads as one (signals.c).
  * - a pause: the second (STALL_MIN_WATCH_MS) keeps a worker that stops
  *   for less, while its neighbours answer fast, from being opened for it.
+ * - a worker much slower than its neighbours (every answer whole after
+ *   10 s, theirs streamed from the first half second): until its first
+ *   answer it is, by counts, a hung worker, and may be opened once. Its
+ *   answer then proves how long it can be silent and alive
+ *   (proven_silence_ms, kept across states and watches): a later silence
+ *   must last twice that, so it is not opened again for being slow, while
+ *   a worker that used to answer fast and hangs is found as soon as ever.
  * How long a hung worker takes to be found follows: 16 requests sent to
- * it, and its neighbours' answers to nine in ten of theirs sent since - at
- * least a second, about the 90th percentile of their head times beyond.
+ * it, 32 to its neighbours, and their answers to four in five of theirs
+ * sent since - at least a second, and about five times their mean head
+ * time (seconds with streams, about a minute with completions of 1-60 s not
+ * streamed).
  */
+/* The neighbours' requests the share is taken over: at least twice the
+ * worker's (see the bound above). */
+#define STALL_NEIGHBOUR_FACTOR 2
+
 static bool breaker_is_stalled_by_count(const struct breaker_policy *p,
 					const struct stall_watch *w, uint64_t now_ms)
 {
 	if (p->stalled_requests == 0 || w->from_ms == 0 || w->sent < p->stalled_requests ||
-	    w->nb_sent < p->stalled_requests || now_ms < w->from_ms ||
-	    now_ms - w->from_ms < STALL_MIN_WATCH_MS)
+	    w->nb_sent < STALL_NEIGHBOUR_FACTOR * (uint64_t)p->stalled_requests || now_ms < w->from_ms ||
+	    now_ms - w->from_ms < STALL_MIN_WATCH_MS ||
+	    now_ms - w->from_ms < 2 * w->proven_silence_ms)
 		return false;
 	uint64_t answered = w->nb_answered > w->nb_pending_then
 				    ? w->nb_answered - w->nb_pending_then

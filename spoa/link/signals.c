@@ -68,7 +68,13 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	 * - the hung worker whose probe times out must not be closed as
 	 * "busy".
 	 */
-	uint64_t held_failures = entry->breaker.state == BREAKER_HALF_OPEN ? d.held_retries : 0;
+	/* Only a half-open that began by the previous look: this look's
+	 * counts cover the interval since, and retries of requests held
+	 * before the probe was let in (while open) are no verdict on it. */
+	uint64_t held_failures = entry->breaker.state == BREAKER_HALF_OPEN &&
+					 entry->breaker.state_since_ms <= en->stall_looked_ms
+				 ? d.held_retries
+				 : 0;
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COUNTERS, .faults = &d, .now_ms = now};
 	if (d.total || held_failures) {
 		struct breaker_event ev = breaker_record_poll(&entry->breaker, d.aborted_bodies,

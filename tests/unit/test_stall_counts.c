@@ -279,7 +279,7 @@ static void test_off(void **state)
 	struct stall_watch w = {0};
 	breaker_policy_defaults(&p);
 	assert_int_equal(p.stalled_requests, 16);
-	assert_int_equal(p.stalled_share, 90);
+	assert_int_equal(p.stalled_share, 80);
 	p.stalled_requests = 0;
 	breaker_init(&b, &p, T0);
 	struct stall_look l = {.baseline = true, .now_ms = T0};
@@ -291,12 +291,58 @@ static void test_off(void **state)
 	p.stalled_requests = 16;
 	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
 	/* the neighbours' answers to older requests are not theirs */
-	w.nb_pending_then = 11;
+	w.nb_pending_then = 21;
 	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
-	w.nb_pending_then = 10;
+	w.nb_pending_then = 20;
+	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
+	/* the share is taken over at least twice the worker's requests */
+	w.nb_pending_then = 0;
+	w.nb_sent = w.nb_answered = 31;
+	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
+	w.nb_sent = w.nb_answered = 32;
 	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
 	/* not before a second */
 	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + STALL_MIN_WATCH_MS - 1));
+}
+
+/* A worker much slower than its neighbours: 16 requests unanswered for
+ * 10 s while theirs are answered within the first second. Before it ever
+ * answered it reads as hung; once it answered after 10 s of silence, a
+ * silence must last 20 s to be a stall. */
+static void test_proven_silence(void **state)
+{
+	(void)state;
+	struct breaker_policy p;
+	struct breaker b;
+	struct stall_watch w = {0};
+	breaker_policy_defaults(&p);
+	breaker_init(&b, &p, T0);
+	struct stall_look l = {.baseline = true, .now_ms = T0};
+	stall_count_look(&w, &l);
+	l = (struct stall_look){.baseline = true, .sent = 16, .nb_sent = 48, .nb_answered = 48,
+				.now_ms = T0 + 1500};
+	stall_count_look(&w, &l);
+	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 1500)); /* no history yet */
+	/* It answers, 10 s after the moment: alive, and that slow. */
+	l = (struct stall_look){.baseline = true, .answered = true, .now_ms = T0 + 10000};
+	stall_count_look(&w, &l);
+	assert_int_equal(w.proven_silence_ms, 10000);
+	/* The next 16, unanswered 15 s while the neighbours answer: not yet. */
+	l = (struct stall_look){.baseline = true, .sent = 16, .nb_sent = 48, .nb_answered = 48,
+				.now_ms = T0 + 25000};
+	stall_count_look(&w, &l);
+	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 25000));
+	/* Twice its proven silence, still none: a stall. */
+	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 30000));
+	/* A shorter silence that ends in an answer leaves the proof as it was. */
+	l = (struct stall_look){.baseline = true, .answered = true, .now_ms = T0 + 31000};
+	stall_count_look(&w, &l);
+	assert_int_equal(w.proven_silence_ms, 21000);
+	l = (struct stall_look){.baseline = true, .sent = 4, .now_ms = T0 + 32000};
+	stall_count_look(&w, &l);
+	l = (struct stall_look){.baseline = true, .answered = true, .now_ms = T0 + 33000};
+	stall_count_look(&w, &l);
+	assert_int_equal(w.proven_silence_ms, 21000);
 }
 
 int main(void)
@@ -309,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_one_slow_worker),
 		cmocka_unit_test(test_back_from_idle),
 		cmocka_unit_test(test_global_stall),
+		cmocka_unit_test(test_proven_silence),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
