@@ -221,6 +221,9 @@ class Soak:
         self.rate = float(os.environ.get("SOAK_RATE", "60"))
         self.asan = os.environ.get("SOAK_ASAN") == "1"
         self.break_kind = os.environ.get("SOAK_BREAK", "")
+        self.keep_going = os.environ.get("SOAK_KEEP_GOING") == "1"
+        self.violations = []
+        self.mismatch_reported = False
         self.mix = dict(DEFAULT_MIX)
         for item in filter(None, os.environ.get("SOAK_MIX", "").split(",")):
             k, _, v = item.partition("=")
@@ -289,10 +292,18 @@ class Soak:
                 return True
         return False
 
-    def violate(self, n, what, diff=None):
+    def violate(self, n, what, diff=None, recoverable=False):
+        """Fails the run; with SOAK_KEEP_GOING=1, an invariant the run can
+        go on past (a state check, not a process that did not start) is
+        noted and the run goes on, to see whether and when it heals."""
         with self.lock:
             if self.failed is None:
                 self.failed = (n, what, diff, self.now())
+                self.failed_schedule = list(self.executed)
+            self.violations.append((round(self.now(), 1), n, what, diff))
+            print("soak: %.1f s: INVARIANT %s BROKEN: %s %s" % (self.now(), n, what, diff or ""), flush=True)
+        if recoverable and self.keep_going:
+            return
         self.stop.set()
         raise Violation(what)
 
@@ -458,7 +469,7 @@ class Soak:
         self.consistency_checks.append((inst.n, logged, low, high))
         if not low <= logged <= high:
             self.violate(6, "agent %d logged %d transitions, /metrics counts %d..%d"
-                         % (inst.n, logged, low, high))
+                         % (inst.n, logged, low, high), recoverable=True)
 
     def check_sanitizer(self, inst):
         with open(inst.log, errors="replace") as f:
@@ -487,13 +498,14 @@ class Soak:
 
     # ---- disk full ----
     def fill_disk(self):
-        with open(os.path.join(self.state_dir, "filler"), "wb") as f:
-            try:
+        # Unbuffered, so that the write that finds the disk full is the
+        # last one (a buffered close would fail again).
+        try:
+            with open(os.path.join(self.state_dir, "filler"), "wb", buffering=0) as f:
                 while True:
-                    f.write(b"\0" * 65536)
-                    f.flush()
-            except OSError:
-                pass
+                    f.write(b"\0" * 4096)
+        except OSError:
+            pass
 
     def free_disk(self):
         try:
@@ -598,6 +610,7 @@ class Soak:
             if not possible:
                 self.possible_since = None
                 self.mismatch_since = None
+                self.mismatch_reported = False
                 return
             if self.possible_since is None:
                 self.possible_since = now
@@ -620,12 +633,17 @@ class Soak:
                     self.mismatch_since = max(now, self.possible_since)
                     self.mismatch_after = self.last_fault()
                 self.mismatch_diff = diff
-                if now - self.mismatch_since > CONVERGE_BOUND:
+                if now - self.mismatch_since > CONVERGE_BOUND and not self.mismatch_reported:
+                    self.mismatch_reported = True
                     self.violate(1, "HAProxy differs from the breakers for %.1f s (bound %.1f s)"
-                                 % (now - self.mismatch_since, CONVERGE_BOUND), diff)
+                                 % (now - self.mismatch_since, CONVERGE_BOUND), diff, recoverable=True)
             elif self.mismatch_since is not None:
                 self.episodes.append((now - self.mismatch_since, self.mismatch_after))
+                if self.mismatch_reported:
+                    print("soak: %.1f s: HAProxy equals the breakers again, after %.1f s" % (
+                        now, now - self.mismatch_since), flush=True)
                 self.mismatch_since = None
+                self.mismatch_reported = False
             first_look = self.prev_breakers is None
             # Invariant 2: no breaker opens on a worker that was only busy
             # or healthy (same process: a restart's restored breakers are
@@ -641,7 +659,7 @@ class Soak:
                     if not self.was_bad_within(w, now - OPEN_LOOKBACK):
                         self.violate(2, "breaker workers/%s opened (%s) though %s was %s for the last %.0f s"
                                      % (w, b.get("opened_by"), w, self.mode_of(w), OPEN_LOOKBACK),
-                                     {w: (b["state"], b, hv[w])})
+                                     {w: (b["state"], b, hv[w])}, recoverable=True)
             self.prev_breakers = {w: {"trips": b["trips"], "state": b["state"]} for w, b in by_server.items()}
             # Invariant 3: a failing worker is drained (or held by the cap).
             for w, since in list(self.pending_drain.items()):
@@ -654,7 +672,9 @@ class Soak:
                     del self.pending_drain[w]
                 elif now - since > DRAIN_BOUND:
                     self.violate(3, "failing worker %s not drained %.1f s after its failures began (bound %.1f s)"
-                                 % (w, now - since, DRAIN_BOUND), {w: ("not drained", exp[w], hv[w])})
+                                 % (w, now - since, DRAIN_BOUND), {w: ("not drained", exp[w], hv[w])},
+                                 recoverable=True)
+                    del self.pending_drain[w]
 
     def sample_memory(self, inst):
         try:
@@ -778,6 +798,13 @@ class Soak:
                 self.finish()
         except Violation:
             pass
+        except Exception as e:  # the driver's own failure fails the run too
+            import traceback
+            traceback.print_exc()
+            try:
+                self.violate(0, "the soak itself failed: %r" % e)
+            except Violation:
+                pass
         finally:
             self.stop.set()
             time.sleep(0.3)
@@ -797,10 +824,11 @@ class Soak:
         while time.monotonic() < deadline and (self.possible_since is None or self.mismatch_since is not None
                                                or self.compared == 0):
             time.sleep(0.1)
-        if self.failed:
+        if self.failed and not self.keep_going:
             return
         if self.mismatch_since is not None or self.possible_since is None:
-            self.violate(1, "at the end, HAProxy still differs from the breakers", self.mismatch_diff)
+            self.violate(1, "at the end, with every fault lifted, HAProxy still differs from the breakers",
+                         self.mismatch_diff)
         self.stop.set()
         time.sleep(0.5)
         self.stop_agent(signal.SIGTERM)
@@ -880,12 +908,16 @@ class Soak:
             print("soak: every invariant held (seed %d)" % self.seed)
             return 0
         n, what, diff, at = self.failed
+        if len(self.violations) > 1:
+            print("\n%d invariant breaks in all:" % len(self.violations))
+            for v in self.violations:
+                print("  %7.1f  invariant %s: %s" % v[:3])
         print("\nINVARIANT %s FAILED at %.1f s: %s" % (n, at, what))
         print("replay: SOAK_SEED=%d SOAK_SECONDS=%.0f%s" % (
             self.seed, self.seconds, "".join(" %s=%s" % (k, os.environ[k]) for k in ("SOAK_MIX", "SOAK_RATE", "SOAK_BREAK")
                                              if os.environ.get(k))))
         print("schedule up to the failure (second, fault, parameters):")
-        for e in self.executed:
+        for e in getattr(self, "failed_schedule", self.executed):
             print("  %7.1f  %s %s" % (e[0], e[1], json.dumps(e[2]) if e[2] else ""))
         print("worker modes now: %s" % {w: self.mode_of(w) for w in WORKERS})
         if diff:
