@@ -864,6 +864,12 @@ class Soak:
               "%d held by the ejection cap; %d recovered or interrupted before judged"
               % (DRAIN_BOUND, len(self.drain_times), max(self.drain_times, default=0.0),
                  self.drain_capped, self.drain_unjudged))
+        # Every request, for a closer look when a run is kept.
+        with open(os.path.join(self.dir, "requests.csv"), "w") as f:
+            f.write("sent_s,end_s,status,worker,router_error_code,agent_error,modes\n")
+            for rec in list(self.records):
+                f.write("%.3f,%.3f,%s,%s,%s,%s,%s\n" % (rec[0], rec[1], rec[2], rec[3] or "", rec[4] or "",
+                                                     rec[5] or "", "/".join(rec[6])))
         served = worker_err = conn = 0
         generated, agent_caused = {}, []
         agent_errors = 0
