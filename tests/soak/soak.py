@@ -15,6 +15,9 @@ Run by tests/soak/soak.sh, which gives it its environment:
                 the way in, which invariant 1 must catch (shows the soak
                 failing)
   SOAK_ASAN     1 for a sanitizer build: RSS is reported, not bounded
+  SOAK_SCHEDULE a JSON file of [second, kind, parameters] to run instead of
+                the seeded schedule (tests/soak/schedules/: one case, fixed)
+  SOAK_LOG_LEVEL the agent's log level (notice)
 
 Exits 0 when every invariant held, 1 (after printing the seed, the
 schedule up to the failure and the state that differed) when one broke.
@@ -432,7 +435,7 @@ class Soak:
             env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
         log = os.path.join(self.dir, "agent-%d.log" % n)
         proc = self.spawn("agent-%d" % n, [
-            self.spoa, "-f", self.policy_file, "--log-level", "notice",
+            self.spoa, "-f", self.policy_file, "--log-level", os.environ.get("SOAK_LOG_LEVEL", "notice"),
             "--listen", "127.0.0.1:%d" % self.ports["agent"],
             "--admin", "127.0.0.1:%d" % self.ports["admin"],
             "--runtime-api", "unix:" + self.relay_sock,
@@ -758,7 +761,11 @@ class Soak:
             capture_output=True).returncode == 0
         if not self.disk_full_possible:
             self.mix["disk_full"] = 0
-        schedule = make_schedule(self.seed, self.seconds, self.mix)
+        if os.environ.get("SOAK_SCHEDULE"):
+            with open(os.environ["SOAK_SCHEDULE"]) as f:
+                schedule = [tuple(e) for e in json.load(f)]
+        else:
+            schedule = make_schedule(self.seed, self.seconds, self.mix)
         version = subprocess.run([self.haproxy_bin, "-v"], capture_output=True, text=True).stdout.split("\n")[0]
         print("soak: seed %d, %.0f s, %.0f requests/s, %s, agent %s" % (
             self.seed, self.seconds, self.rate, version, self.spoa), flush=True)
@@ -920,7 +927,8 @@ class Soak:
                 print("  %7.1f  invariant %s: %s" % v[:3])
         print("\nINVARIANT %s FAILED at %.1f s: %s" % (n, at, what))
         print("replay: SOAK_SEED=%d SOAK_SECONDS=%.0f%s" % (
-            self.seed, self.seconds, "".join(" %s=%s" % (k, os.environ[k]) for k in ("SOAK_MIX", "SOAK_RATE", "SOAK_BREAK")
+            self.seed, self.seconds, "".join(" %s=%s" % (k, os.environ[k]) for k in ("SOAK_MIX", "SOAK_RATE", "SOAK_BREAK",
+                                                                                     "SOAK_SCHEDULE")
                                              if os.environ.get(k))))
         print("schedule up to the failure (second, fault, parameters):")
         for e in getattr(self, "failed_schedule", self.executed):
