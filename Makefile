@@ -13,6 +13,9 @@
 #                        configuration, state snapshot), FUZZ_SECONDS each
 #   make bench           install missing packages, then benchmarks on loopback that print
 #                        tables (figures, never pass/fail); BENCH_QUICK=1 for a short run
+#   make soak            HAProxy, the agent and workers under traffic and a seeded random
+#                        schedule of faults, invariants checked (SOAK_SECONDS=600, SOAK_SEED,
+#                        SOAK_BUILD=build or build-asan; docs/soak.md)
 #   make bench-fleet     install missing packages, then a simulated fleet behind HAProxy: client
 #                        success, errors, latency, time out of rotation, with and without the agent
 #   make man             the manual page, build/spoa-breaker.8 (scdoc)
@@ -97,7 +100,7 @@ UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 MAN        := $(BUILD)/spoa-breaker.8
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps deps-demo deps-bench bench bench-fleet bench-tools man install uninstall clean FORCE
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps deps-demo deps-bench bench bench-fleet bench-tools soak man install uninstall clean FORCE
 
 all: $(BIN)
 
@@ -159,6 +162,19 @@ sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined" all unit e2e
+
+# The soak (tests/soak/soak.sh, docs/soak.md): not part of check's
+# end-to-end runs; check runs a short one of its own on build-asan.
+SOAK_BUILD ?= build
+soak:
+ifeq ($(SOAK_BUILD),build-asan)
+	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" all
+else
+	@$(MAKE) --no-print-directory BUILD=$(SOAK_BUILD) all
+endif
+	@SOAK_BUILD=$(SOAK_BUILD) tests/soak/soak.sh
 
 # libFuzzer targets (tests/fuzz/fuzz_NAME.c), each with the sources it
 # needs and its seeds in tests/fuzz/corpus_NAME (the frame's: corpus/).

@@ -146,6 +146,15 @@ sanitizer_run() {
 		UNIT_LABEL=asan- $san CFLAGS="$san_flags" unit >/dev/null 2>&1
 		section "sanitizer build, end-to-end, HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p')"
 		BUILD=build-asan run_bats e2e-asan "$(command -v haproxy)"
+		# Two minutes of the soak (tests/soak/, docs/soak.md) on the
+		# sanitizer build, a fixed seed: a broken invariant fails it.
+		section "sanitizer build, a short soak under faults"
+		if SOAK_BUILD=build-asan SOAK_SECONDS="${SOAK_CHECK_SECONDS:-120}" \
+			SOAK_SEED="${SOAK_CHECK_SEED:-28}" SOAK_MIX="${SOAK_CHECK_MIX:-}" tests/soak/soak.sh; then
+			echo "soak-asan 1 0" >>"$RESULTS"
+		else
+			echo "soak-asan 0 1" >>"$RESULTS"
+		fi
 	else
 		echo "asan-build 0 1" >>"$RESULTS"
 	fi

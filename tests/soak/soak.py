@@ -1,0 +1,951 @@
+#!/usr/bin/env python3
+"""The soak: HAProxy, the agent and a fleet of workers under open-loop
+traffic and a seeded random schedule of faults, with the breaker's
+invariants checked all along and at the end.
+
+Run by tests/soak/soak.sh, which gives it its environment:
+  SOAK_DIR      an empty directory of this run's own
+  SOAK_REPO     the repository
+  SPOA_BIN      the agent; HAPROXY_BIN: HAProxy
+  SOAK_SECONDS  how long the schedule runs (600)
+  SOAK_SEED     the schedule's seed (a random one is picked and printed)
+  SOAK_RATE     requests per second, open loop (60)
+  SOAK_MIX      fault weights, "kind=weight,...", over the defaults below
+  SOAK_BREAK    operator-drain: drain w1 behind the agent's back a third of
+                the way in, which invariant 1 must catch (shows the soak
+                failing)
+  SOAK_ASAN     1 for a sanitizer build: RSS is reported, not bounded
+  SOAK_SCHEDULE a JSON file of [second, kind, parameters] to run instead of
+                the seeded schedule (tests/soak/schedules/: one case, fixed)
+  SOAK_LOG_LEVEL the agent's log level (notice)
+
+Exits 0 when every invariant held, 1 (after printing the seed, the
+schedule up to the failure and the state that differed) when one broke.
+"""
+import heapq
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKERS = ["w1", "w2", "w3"]
+BAD_MODES = ("failing", "hung", "refusing")
+
+# The bounds the invariants are judged by.
+# s: HAProxy equals the breakers after a fault (10 of the agent's polls)
+CONVERGE_BOUND = float(os.environ.get("SOAK_CONVERGE_BOUND", "5"))
+DRAIN_BOUND = 5.0      # s: a failing worker is drained once it fails
+OPEN_LOOKBACK = 35.0   # s: a breaker may open this long after its worker was bad
+                       # (timeout server 30s: a hung request's answer comes late)
+FD_SLACK = 16          # descriptors an agent may gain after its first 10 s
+RSS_FACTOR, RSS_SLACK_KB = 1.5, 8192  # RSS at its end <= baseline * 1.5 + 8 MB
+
+DEFAULT_MIX = {
+    "agent_kill": 3,        # kill -9, restarted with its snapshot
+    "agent_kill_fresh": 2,  # kill -9, restarted without it
+    "agent_term": 2,        # TERM, started again
+    "agent_hup": 2,         # HUP with the threshold changed (3 <-> 5)
+    "haproxy_reload": 3,    # reload-haproxy.sh through the master CLI
+    "haproxy_restart": 2,   # state dumped, master stopped, started (mode picked anew)
+    "rapi_stall": 2,        # the Runtime API holds its replies
+    "rapi_closed": 2,       # the Runtime API closes every connection
+    "worker": 8,            # a worker switches behaviour
+    "disk_full": 1,         # the agent's state directory is full
+}
+
+AGENT_CODES = ("breaker_open", "no_healthy_workers", "service_overloaded", "internal_error")
+SANITIZER = re.compile(r"AddressSanitizer|LeakSanitizer|runtime error:")
+TRANSITION = re.compile(r"breaker \S+/\S+: [a-z_]+ -> [a-z_]+ \(")
+
+
+class Violation(Exception):
+    pass
+
+
+def free_port(taken=set()):
+    """A port nobody listens on, in E2E_PORT_BASE's range when make check
+    gives this run one (below the kernel's ephemeral ports), and none given
+    before."""
+    base = int(os.environ.get("E2E_PORT_BASE") or 0)
+    span = int(os.environ.get("E2E_PORT_SPAN") or 2000)
+    for _ in range(500):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", random.randrange(base, base + span) if base else 0))
+            port = s.getsockname()[1]
+        except OSError:
+            continue
+        finally:
+            s.close()
+        if port not in taken:
+            taken.add(port)
+            return port
+    raise OSError("no free port")
+
+
+def port_open(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_for(cond, timeout, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+def cli(path, cmd, timeout=2.0):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        s.sendall(cmd.encode() + b"\n")
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+        return out.decode(errors="replace")
+    finally:
+        s.close()
+
+
+def http_get(port, path, timeout=2.0):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read().decode(errors="replace")
+    finally:
+        c.close()
+
+
+def make_schedule(seed, seconds, mix):
+    """Every fault, at its planned second, with its parameters; long faults
+    get their end as an event of their own. Deterministic in the seed."""
+    rng = random.Random(seed)
+    kinds = [k for k, w in mix.items() if w > 0]
+    weights = [mix[k] for k in kinds]
+    events, ends = [], []
+    modes = {w: "healthy" for w in WORKERS}
+    relay = "pass"
+    disk = False
+    t = 5.0
+    seq = 0
+    while True:
+        t += rng.uniform(2.0, 8.0)
+        if t > seconds - 10:
+            break
+        while ends and ends[0][0] <= t:
+            et, _, kind, p = heapq.heappop(ends)
+            events.append((et, kind, p))
+            if kind == "worker_recover":
+                modes[p["worker"]] = "healthy"
+            elif kind == "rapi_pass":
+                relay = "pass"
+            elif kind == "disk_free":
+                disk = False
+        kind = rng.choices(kinds, weights)[0]
+        p = {}
+        if kind in ("rapi_stall", "rapi_closed"):
+            if relay != "pass":
+                continue
+            relay = kind
+            seq += 1
+            heapq.heappush(ends, (t + rng.uniform(2.0, 8.0), seq, "rapi_pass", {}))
+        elif kind == "disk_full":
+            if disk:
+                continue
+            disk = True
+            seq += 1
+            heapq.heappush(ends, (t + rng.uniform(5.0, 20.0), seq, "disk_free", {}))
+        elif kind == "haproxy_restart":
+            p["spoe"] = "steady" if rng.random() < 0.6 else "every-response"
+        elif kind == "worker":
+            w = rng.choice(WORKERS)
+            if modes[w] in BAD_MODES:
+                continue  # its recovery is planned already
+            other_bad = any(modes[o] in BAD_MODES for o in WORKERS if o != w)
+            if modes[w] == "busy":
+                choices = ["healthy"] if other_bad else ["healthy", "failing", "hung", "refusing"]
+            else:
+                # One bad worker at a time: the shipped ejection cap (50 %
+                # of 3) drains one, and a second is judged by the cap.
+                choices = ["busy"] if other_bad else ["busy", "failing", "failing", "hung", "refusing"]
+            mode = rng.choice(choices)
+            modes[w] = mode
+            p = {"worker": w, "mode": mode}
+            if mode in BAD_MODES:
+                seq += 1
+                heapq.heappush(ends, (t + rng.uniform(5.0, 30.0), seq, "worker_recover", {"worker": w}))
+        events.append((t, kind, p))
+    while ends:
+        et, _, kind, p = heapq.heappop(ends)
+        events.append((min(et, seconds - 5), kind, p))
+    events.sort(key=lambda e: e[0])
+    return events
+
+
+class AgentInstance:
+    def __init__(self, n, proc, log, fresh):
+        self.n, self.proc, self.log, self.fresh = n, proc, log, fresh
+        self.started = time.monotonic()
+        self.expected_exit = False
+        self.fd_base = self.rss_base = None
+        self.fd_max = self.rss_last = self.rss_first = 0
+
+
+class Soak:
+    def __init__(self):
+        self.dir = os.environ["SOAK_DIR"]
+        self.repo = os.environ["SOAK_REPO"]
+        self.spoa = os.environ["SPOA_BIN"]
+        self.haproxy_bin = os.environ.get("HAPROXY_BIN", "haproxy")
+        self.seconds = float(os.environ.get("SOAK_SECONDS", "600"))
+        seed = os.environ.get("SOAK_SEED", "")
+        self.seed = int(seed) if seed else random.randrange(1, 2**31)
+        self.rate = float(os.environ.get("SOAK_RATE", "60"))
+        self.asan = os.environ.get("SOAK_ASAN") == "1"
+        self.break_kind = os.environ.get("SOAK_BREAK", "")
+        self.keep_going = os.environ.get("SOAK_KEEP_GOING") == "1"
+        self.violations = []
+        self.mismatch_reported = False
+        self.mix = dict(DEFAULT_MIX)
+        for item in filter(None, os.environ.get("SOAK_MIX", "").split(",")):
+            k, _, v = item.partition("=")
+            if k not in self.mix:
+                sys.exit("SOAK_MIX: no fault kind %r (kinds: %s)" % (k, ", ".join(self.mix)))
+            self.mix[k] = int(v)
+        self.ports = {n: free_port() for n in ("fe", "agent", "admin", *WORKERS)}
+        self.admin_sock = os.path.join(self.dir, "admin.sock")
+        self.master_sock = os.path.join(self.dir, "master.sock")
+        self.relay_sock = os.path.join(self.dir, "relay.sock")
+        self.relay_mode_file = os.path.join(self.dir, "relay.mode")
+        self.state_dir = os.path.join(self.dir, "state")
+        self.snapshot = os.path.join(self.state_dir, "state.msgpack")
+        self.policy_file = os.path.join(self.dir, "agent.ini")
+        self.threshold = 3
+        self.lock = threading.RLock()
+        self.t0 = time.monotonic()
+        self.executed = []          # (second, kind, params): the schedule as run
+        self.modes = {w: [(0.0, "healthy")] for w in WORKERS}  # history
+        self.worker_procs = {}
+        self.agents = []
+        self.agent = None
+        self.haproxy = None
+        self.haproxy_up = False
+        self.relay_mode = "pass"
+        self.spoe = "steady"
+        self.disk_full_possible = False
+        self.failed = None
+        self.stop = threading.Event()
+        self.records = []
+        self.restart_windows = []   # (start, end) seconds HAProxy was down
+        self.inflight = 0
+        self.unsent = 0
+        # invariant figures
+        self.samples = 0
+        self.compared = 0
+        self.mismatch_since = None
+        self.mismatch_diff = None
+        self.possible_since = None
+        self.episodes = []          # (duration, fault before it)
+        self.trips_seen = 0
+        self.prev_breakers = None
+        self.pending_drain = {}     # worker -> second its failures began
+        self.drain_times = []
+        self.drain_capped = 0
+        self.drain_unjudged = 0
+        self.consistency_checks = []  # (instance, log count, metric low, high)
+        self.hup_applied = []
+        self.next_progress = 60
+
+    # ---- time, ground truth, failure ----
+    def now(self):
+        return time.monotonic() - self.t0
+
+    def mode_of(self, w):
+        return self.modes[w][-1][1]
+
+    def set_mode(self, w, mode):
+        self.modes[w].append((self.now(), mode))
+
+    def was_bad_within(self, w, since):
+        hist = self.modes[w]
+        for i, (t, m) in enumerate(hist):
+            end = hist[i + 1][0] if i + 1 < len(hist) else float("inf")
+            if m in BAD_MODES and end >= since:
+                return True
+        return False
+
+    def violate(self, n, what, diff=None, recoverable=False):
+        """Fails the run; with SOAK_KEEP_GOING=1, an invariant the run can
+        go on past (a state check, not a process that did not start) is
+        noted and the run goes on, to see whether and when it heals."""
+        with self.lock:
+            if self.failed is None:
+                self.failed = (n, what, diff, self.now())
+                self.failed_schedule = list(self.executed)
+            self.violations.append((round(self.now(), 1), n, what, diff))
+            print("soak: %.1f s: INVARIANT %s BROKEN: %s %s" % (self.now(), n, what, diff or ""), flush=True)
+        if recoverable and self.keep_going:
+            return
+        self.stop.set()
+        raise Violation(what)
+
+    # ---- processes ----
+    def spawn(self, name, argv, env=None):
+        log = open(os.path.join(self.dir, name + ".log"), "ab")
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                stdin=subprocess.DEVNULL)
+
+    def start_worker(self, w):
+        mode_file = os.path.join(self.dir, w + ".mode")
+        self.worker_procs[w] = self.spawn(w, [sys.executable, os.path.join(HERE, "worker.py"),
+                                              "--port", str(self.ports[w]), "--name", w,
+                                              "--mode-file", mode_file])
+        if not wait_for(lambda: port_open(self.ports[w]), 10):
+            self.violate(0, "worker %s did not start" % w)
+
+    def stop_proc(self, proc, timeout=10):
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def switch_worker(self, w, mode):
+        prev = self.mode_of(w)
+        if prev == "refusing" and mode != "refusing":
+            with open(os.path.join(self.dir, w + ".mode"), "w") as f:
+                f.write(mode)
+            self.start_worker(w)
+        elif mode == "refusing":
+            self.stop_proc(self.worker_procs.pop(w, None))
+        else:
+            with open(os.path.join(self.dir, w + ".mode"), "w") as f:
+                f.write(mode)
+        with self.lock:
+            self.set_mode(w, mode)
+            if mode == "failing":
+                self.pending_drain[w] = self.now()
+            else:
+                if w in self.pending_drain:
+                    self.drain_unjudged += 1
+                self.pending_drain.pop(w, None)
+
+    def set_relay(self, mode):
+        with open(self.relay_mode_file, "w") as f:
+            f.write(mode)
+        with self.lock:
+            self.relay_mode = mode
+            self.possible_since = None
+
+    def haproxy_env(self):
+        env = dict(os.environ)
+        hdir = os.path.join(self.dir, "haproxy")
+        env.update({
+            "BREAKER_FRONTEND": "127.0.0.1:%d" % self.ports["fe"],
+            "BREAKER_AGENT": "127.0.0.1:%d" % self.ports["agent"],
+            "BREAKER_SPOE_CONF": os.path.join(hdir, "spoe-breaker-steady.conf" if self.spoe == "steady"
+                                              else "spoe-breaker.conf"),
+            "BREAKER_ADMIN_SOCKET": self.admin_sock,
+            "BREAKER_STATE_FILE": os.path.join(self.dir, "server-state"),
+            "HAPROXY_MASTER_SOCKET": self.master_sock,
+        })
+        for i, w in enumerate(WORKERS):
+            env["BREAKER_W%d" % (i + 1)] = "127.0.0.1:%d" % self.ports[w]
+        return env
+
+    def haproxy_pid(self):
+        try:
+            m = re.search(r"^Pid: (\d+)", cli(self.admin_sock, "show info"), re.M)
+            return m.group(1) if m else None
+        except OSError:
+            return None
+
+    def start_haproxy(self):
+        self.haproxy = self.spawn("haproxy", [self.haproxy_bin, "-W", "-S", self.master_sock, "-db",
+                                              "-f", os.path.join(self.dir, "haproxy", "haproxy.cfg")],
+                                  env=self.haproxy_env())
+        if not wait_for(lambda: port_open(self.ports["fe"]) and self.haproxy_pid(), 10):
+            self.violate(0, "HAProxy did not start")
+        with self.lock:
+            self.haproxy_up = True
+            self.possible_since = None
+
+    def reload_haproxy(self):
+        old = self.haproxy_pid()
+        r = subprocess.run([os.path.join(self.dir, "haproxy", "reload-haproxy.sh")],
+                           env=self.haproxy_env(), capture_output=True, timeout=20)
+        if r.returncode != 0:
+            self.violate(0, "reload-haproxy.sh failed: %s" % r.stderr.decode(errors="replace"))
+        if not wait_for(lambda: (self.haproxy_pid() or old) != old, 10):
+            self.violate(0, "HAProxy's worker did not change on reload")
+        with self.lock:
+            self.possible_since = None
+
+    def restart_haproxy(self, spoe):
+        # As an operator following the reload script would: the state
+        # dumped first, so that the server-state-file is not a stale one.
+        state = os.path.join(self.dir, "server-state")
+        dump = cli(self.admin_sock, "show servers state")
+        if dump.startswith("1\n"):
+            with open(state + ".new", "w") as f:
+                f.write(dump)
+            os.rename(state + ".new", state)
+        start = self.now()
+        with self.lock:
+            self.haproxy_up = False
+        self.stop_proc(self.haproxy)
+        self.spoe = spoe
+        self.start_haproxy()
+        self.restart_windows.append((start, self.now()))
+
+    def write_policy(self):
+        with open(self.policy_file, "w") as f:
+            f.write("[breaker]\nthreshold = %d\ncooldown = 5s\nmax_cooldown = 20s\n" % self.threshold)
+
+    def start_agent(self, fresh=False):
+        if fresh and os.path.exists(self.snapshot):
+            os.unlink(self.snapshot)
+        n = len(self.agents) + 1
+        env = dict(os.environ)
+        if self.asan:
+            env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        log = os.path.join(self.dir, "agent-%d.log" % n)
+        proc = self.spawn("agent-%d" % n, [
+            self.spoa, "-f", self.policy_file, "--log-level", os.environ.get("SOAK_LOG_LEVEL", "notice"),
+            "--listen", "127.0.0.1:%d" % self.ports["agent"],
+            "--admin", "127.0.0.1:%d" % self.ports["admin"],
+            "--runtime-api", "unix:" + self.relay_sock,
+            "--state-file", self.snapshot], env=env)
+        inst = AgentInstance(n, proc, log, fresh)
+
+        def healthy():
+            try:
+                return http_get(self.ports["admin"], "/healthz", 1)[0] == 200
+            except OSError:
+                return False
+        if not wait_for(lambda: proc.poll() is None and healthy(), 20, 0.1):
+            self.violate(5, "agent %d did not come up (exit %s)" % (n, proc.poll()))
+        with self.lock:
+            self.agents.append(inst)
+            self.agent = inst
+            self.possible_since = None
+            self.prev_breakers = None
+
+    def check_consistency(self, inst):
+        """Invariant 6: the transition lines the instance logged equal the
+        transitions its /metrics counts (read before and after the log)."""
+        def metric_sum():
+            _, body = http_get(self.ports["admin"], "/metrics", 3)
+            return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+                       if line.startswith("spoa_breaker_breaker_transitions_total{"))
+        try:
+            low = metric_sum()
+            with open(inst.log, errors="replace") as f:
+                logged = sum(1 for line in f if TRANSITION.search(line))
+            high = metric_sum()
+        except OSError as e:
+            self.violate(6, "agent %d: /metrics unreadable: %s" % (inst.n, e))
+        self.consistency_checks.append((inst.n, logged, low, high))
+        if not low <= logged <= high:
+            self.violate(6, "agent %d logged %d transitions, /metrics counts %d..%d"
+                         % (inst.n, logged, low, high), recoverable=True)
+
+    def check_sanitizer(self, inst):
+        with open(inst.log, errors="replace") as f:
+            text = f.read()
+        m = SANITIZER.search(text)
+        if m:
+            self.violate(5, "sanitizer report in agent-%d.log:\n%s" % (inst.n, text[m.start():m.start() + 3000]))
+
+    def stop_agent(self, sig):
+        inst = self.agent
+        self.check_consistency(inst)
+        with self.lock:
+            inst.expected_exit = True
+            self.agent = None
+        inst.proc.send_signal(sig)
+        try:
+            code = inst.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            inst.proc.kill()
+            inst.proc.wait()
+            self.violate(5, "agent %d did not stop within 15 s of %s" % (inst.n, sig.name))
+        if sig == signal.SIGTERM and code != 0:
+            self.violate(5, "agent %d exited %d on TERM" % (inst.n, code))
+        self.check_sanitizer(inst)
+        self.check_memory(inst)
+
+    # ---- disk full ----
+    def fill_disk(self):
+        # Unbuffered, so that the write that finds the disk full is the
+        # last one (a buffered close would fail again).
+        try:
+            with open(os.path.join(self.state_dir, "filler"), "wb", buffering=0) as f:
+                while True:
+                    f.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+    def free_disk(self):
+        try:
+            os.unlink(os.path.join(self.state_dir, "filler"))
+        except OSError:
+            pass
+
+    # ---- traffic ----
+    def one_request(self, sent):
+        rec = [sent, None, None, None, None, None]  # sent, end, status, worker, code, agent_error
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.ports["fe"], timeout=40)
+            c.request("GET", "/", headers={"x-breaker-debug": "1"})
+            r = c.getresponse()
+            r.read()
+            rec[2] = r.status
+            rec[3] = r.getheader("x-worker")
+            rec[4] = r.getheader("x-router-error-code")
+            rec[5] = r.getheader("x-breaker-agent-error")
+            c.close()
+        except (OSError, http.client.HTTPException) as e:
+            rec[2] = "conn:" + type(e).__name__
+        rec[1] = self.now()
+        rec.append(tuple(self.mode_of(w) for w in WORKERS))
+        self.records.append(rec)
+        with self.lock:
+            self.inflight -= 1
+
+    def traffic(self):
+        pool = ThreadPoolExecutor(max_workers=300)
+        period = 1.0 / self.rate
+        nxt = time.monotonic()
+        while not self.stop.is_set():
+            nxt += period
+            delay = nxt - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            with self.lock:
+                if self.inflight >= 290:
+                    self.unsent += 1
+                    continue
+                self.inflight += 1
+            pool.submit(self.one_request, self.now())
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    # ---- the continuous checks ----
+    def haproxy_view(self):
+        state = cli(self.admin_sock, "show servers state workers", 1)
+        stat = cli(self.admin_sock, "show stat", 1)
+        view = {}
+        for line in state.splitlines():
+            f = line.split()
+            if len(f) > 6 and f[3] in WORKERS:
+                view[f[3]] = {"drain": bool(int(f[6]) & 8)}
+        for line in stat.splitlines():
+            f = line.split(",")
+            if len(f) > 6 and f[0] == "workers" and f[1] in view:
+                view[f[1]]["maxconn"] = f[6]
+        return view if len(view) == len(WORKERS) else None
+
+    def expected_view(self, st):
+        exp = {}
+        by_server = {b["server"]: b for b in st.get("breakers", []) if b["backend"] == "workers"}
+        for w in WORKERS:
+            b = by_server.get(w)
+            s = b["state"] if b else "closed"
+            if s == "open":
+                exp[w] = {"state": s, "drain": not b["ejection_capped"]}
+            elif s == "half_open":
+                exp[w] = {"state": s, "drain": False, "maxconn": str(b["policy"]["half_open_probes"])}
+            else:
+                exp[w] = {"state": s, "drain": False, "maxconn": ""}
+        return exp, by_server
+
+    def last_fault(self):
+        return self.executed[-1] if self.executed else (0.0, "start", {})
+
+    def sample(self):
+        now = self.now()
+        inst = self.agent
+        if inst is not None and inst.proc.poll() is not None and not inst.expected_exit:
+            self.check_sanitizer(inst)
+            self.violate(5, "agent %d exited by itself (status %s)" % (inst.n, inst.proc.poll()))
+        if inst is not None:
+            self.sample_memory(inst)
+        st = hv = None
+        if inst is not None:
+            try:
+                code, body = http_get(self.ports["admin"], "/state", 1)
+                st = json.loads(body) if code == 200 else None
+            except (OSError, ValueError, http.client.HTTPException):
+                st = None
+        if self.haproxy_up:
+            try:
+                hv = self.haproxy_view()
+            except OSError:
+                hv = None
+        with self.lock:
+            self.samples += 1
+            possible = st is not None and hv is not None and self.relay_mode == "pass" \
+                and self.agent is inst and self.haproxy_up
+            if not possible:
+                self.possible_since = None
+                self.mismatch_since = None
+                self.mismatch_reported = False
+                return
+            if self.possible_since is None:
+                self.possible_since = now
+            exp, by_server = self.expected_view(st)
+            self.compared += 1
+            # Invariant 1: HAProxy equals the breakers.
+            diff = {}
+            for w in WORKERS:
+                e, h = exp[w], hv[w]
+                if e["drain"] != h["drain"]:
+                    diff[w] = ("missing drain" if e["drain"] else "stranded drain", e, h)
+                elif "maxconn" in e and e["maxconn"] != h.get("maxconn"):
+                    diff[w] = ("stale maxconn", e, h)
+            if self.break_kind == "operator-drain" and now > self.seconds / 3 and not getattr(self, "broke", False):
+                self.broke = True
+                cli(self.admin_sock, "set server workers/w1 state drain")
+                self.executed.append((round(now, 1), "operator_drain (SOAK_BREAK)", {"worker": "w1"}))
+            if diff:
+                if self.mismatch_since is None:
+                    self.mismatch_since = max(now, self.possible_since)
+                    self.mismatch_after = self.last_fault()
+                self.mismatch_diff = diff
+                if now - self.mismatch_since > CONVERGE_BOUND and not self.mismatch_reported:
+                    self.mismatch_reported = True
+                    self.violate(1, "HAProxy differs from the breakers for %.1f s (bound %.1f s)"
+                                 % (now - self.mismatch_since, CONVERGE_BOUND), diff, recoverable=True)
+            elif self.mismatch_since is not None:
+                self.episodes.append((now - self.mismatch_since, self.mismatch_after))
+                if self.mismatch_reported:
+                    print("soak: %.1f s: HAProxy equals the breakers again, after %.1f s" % (
+                        now, now - self.mismatch_since), flush=True)
+                self.mismatch_since = None
+                self.mismatch_reported = False
+            first_look = self.prev_breakers is None
+            # Invariant 2: no breaker opens on a worker that was only busy
+            # or healthy (same process: a restart's restored breakers are
+            # not new trips).
+            for w, b in by_server.items():
+                if w not in WORKERS:
+                    continue
+                if first_look:
+                    continue
+                prev = self.prev_breakers.get(w, {"trips": 0, "state": "closed"})
+                if b["trips"] > prev["trips"] or (b["state"] == "open" and prev["state"] != "open"):
+                    self.trips_seen += 1
+                    if not self.was_bad_within(w, now - OPEN_LOOKBACK):
+                        self.violate(2, "breaker workers/%s opened (%s) though %s was %s for the last %.0f s"
+                                     % (w, b.get("opened_by"), w, self.mode_of(w), OPEN_LOOKBACK),
+                                     {w: (b["state"], b, hv[w])}, recoverable=True)
+            self.prev_breakers = {w: {"trips": b["trips"], "state": b["state"]} for w, b in by_server.items()}
+            # Invariant 3: a failing worker is drained (or held by the cap).
+            for w, since in list(self.pending_drain.items()):
+                since = max(since, self.possible_since)
+                if hv[w]["drain"]:
+                    self.drain_times.append(now - since)
+                    del self.pending_drain[w]
+                elif exp[w]["state"] == "open" and not exp[w]["drain"]:
+                    self.drain_capped += 1
+                    del self.pending_drain[w]
+                elif now - since > DRAIN_BOUND:
+                    self.violate(3, "failing worker %s not drained %.1f s after its failures began (bound %.1f s)"
+                                 % (w, now - since, DRAIN_BOUND), {w: ("not drained", exp[w], hv[w])},
+                                 recoverable=True)
+                    del self.pending_drain[w]
+
+    def sample_memory(self, inst):
+        try:
+            with open("/proc/%d/status" % inst.proc.pid) as f:
+                rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+            fds = len(os.listdir("/proc/%d/fd" % inst.proc.pid))
+        except (OSError, AttributeError):
+            return
+        age = time.monotonic() - inst.started
+        if not inst.rss_first:
+            inst.rss_first = rss
+        if age >= 10 and inst.fd_base is None:
+            inst.fd_base, inst.rss_base = fds, rss
+        inst.fd_max = max(inst.fd_max, fds)
+        inst.rss_last = rss
+
+    def check_memory(self, inst):
+        if inst.fd_base is None:
+            return  # lived less than 10 s
+        if inst.fd_max > inst.fd_base + FD_SLACK:
+            self.violate(5, "agent %d: %d descriptors, %d after its first 10 s (bound +%d)"
+                         % (inst.n, inst.fd_max, inst.fd_base, FD_SLACK))
+        if not self.asan and inst.rss_last > inst.rss_base * RSS_FACTOR + RSS_SLACK_KB:
+            self.violate(5, "agent %d: RSS %d kB, %d kB after its first 10 s (bound x%.1f + %d kB)"
+                         % (inst.n, inst.rss_last, inst.rss_base, RSS_FACTOR, RSS_SLACK_KB))
+
+    def checker(self):
+        while not self.stop.is_set():
+            try:
+                self.sample()
+            except Violation:
+                return
+            except Exception as e:  # a check that cannot run is a failure too
+                try:
+                    self.violate(0, "checker: %r" % e)
+                except Violation:
+                    return
+            time.sleep(0.25)
+
+    # ---- the schedule ----
+    def run_event(self, kind, p):
+        if kind == "agent_kill":
+            self.stop_agent(signal.SIGKILL)
+            self.start_agent()
+        elif kind == "agent_kill_fresh":
+            self.stop_agent(signal.SIGKILL)
+            self.start_agent(fresh=True)
+        elif kind == "agent_term":
+            self.stop_agent(signal.SIGTERM)
+            self.start_agent()
+        elif kind == "agent_hup":
+            self.threshold = 5 if self.threshold == 3 else 3
+            self.write_policy()
+            self.agent.proc.send_signal(signal.SIGHUP)
+            self.hup_applied.append(self.threshold)
+        elif kind == "haproxy_reload":
+            self.reload_haproxy()
+        elif kind == "haproxy_restart":
+            self.restart_haproxy(p["spoe"])
+        elif kind in ("rapi_stall", "rapi_closed"):
+            self.set_relay(kind[5:])
+        elif kind == "rapi_pass":
+            self.set_relay("pass")
+        elif kind == "worker":
+            self.switch_worker(p["worker"], p["mode"])
+        elif kind == "worker_recover":
+            self.switch_worker(p["worker"], "healthy")
+        elif kind == "disk_full":
+            self.fill_disk()
+        elif kind == "disk_free":
+            self.free_disk()
+
+    def run(self):
+        hdir = os.path.join(self.dir, "haproxy")
+        shutil.copytree(os.path.join(self.repo, "haproxy"), hdir)
+        with open(os.path.join(self.dir, "server-state"), "w") as f:
+            f.write("1\n")
+        os.makedirs(self.state_dir, exist_ok=True)
+        self.disk_full_possible = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "soak-state", self.state_dir],
+            capture_output=True).returncode == 0
+        if not self.disk_full_possible:
+            self.mix["disk_full"] = 0
+        if os.environ.get("SOAK_SCHEDULE"):
+            with open(os.environ["SOAK_SCHEDULE"]) as f:
+                schedule = [tuple(e) for e in json.load(f)]
+        else:
+            schedule = make_schedule(self.seed, self.seconds, self.mix)
+        version = subprocess.run([self.haproxy_bin, "-v"], capture_output=True, text=True).stdout.split("\n")[0]
+        print("soak: seed %d, %.0f s, %.0f requests/s, %s, agent %s" % (
+            self.seed, self.seconds, self.rate, version, self.spoa), flush=True)
+        print("soak: %d faults planned; fault mix %s" % (
+            len(schedule), ",".join("%s=%d" % kv for kv in self.mix.items())), flush=True)
+        if not self.disk_full_possible:
+            print("soak: the state directory cannot be a tmpfs here (mount refused): disk_full skipped")
+        self.write_policy()
+        self.relay = self.spawn("relay", [sys.executable, os.path.join(HERE, "relay.py"),
+                                          "--listen", self.relay_sock, "--upstream", self.admin_sock,
+                                          "--mode-file", self.relay_mode_file])
+        try:
+            for w in WORKERS:
+                self.start_worker(w)
+            self.start_agent()
+            self.start_haproxy()
+            wait_for(lambda: os.path.exists(self.relay_sock), 5)
+            threads = [threading.Thread(target=self.traffic, daemon=True),
+                       threading.Thread(target=self.checker, daemon=True)]
+            for t in threads:
+                t.start()
+            self.t0 = time.monotonic() - 0.0
+            for t, kind, p in schedule:
+                while not self.stop.is_set() and self.now() < t:
+                    time.sleep(0.05)
+                if self.stop.is_set():
+                    break
+                self.executed.append((round(self.now(), 1), kind, p))
+                self.run_event(kind, p)
+                if self.now() >= self.next_progress:
+                    self.next_progress += 60
+                    print("soak: %4.0f s, %d faults run, %d requests" % (
+                        self.now(), len(self.executed), len(self.records)), flush=True)
+            while not self.stop.is_set() and self.now() < self.seconds:
+                time.sleep(0.1)
+            if not self.stop.is_set():
+                self.finish()
+        except Violation:
+            pass
+        except Exception as e:  # the driver's own failure fails the run too
+            import traceback
+            traceback.print_exc()
+            try:
+                self.violate(0, "the soak itself failed: %r" % e)
+            except Violation:
+                pass
+        finally:
+            self.stop.set()
+            time.sleep(0.3)
+            self.teardown()
+        return self.report()
+
+    def finish(self):
+        """The end: every fault lifted, HAProxy and the breakers must agree
+        within the bound; then the agent stops as a service manager would."""
+        self.executed.append((round(self.now(), 1), "end: all faults lifted", {}))
+        for w in WORKERS:
+            if self.mode_of(w) != "healthy":
+                self.switch_worker(w, "healthy")
+        self.set_relay("pass")
+        self.free_disk()
+        deadline = time.monotonic() + CONVERGE_BOUND * 2
+        while time.monotonic() < deadline and (self.possible_since is None or self.mismatch_since is not None
+                                               or self.compared == 0):
+            time.sleep(0.1)
+        if self.failed and not self.keep_going:
+            return
+        if self.mismatch_since is not None or self.possible_since is None:
+            self.violate(1, "at the end, with every fault lifted, HAProxy still differs from the breakers",
+                         self.mismatch_diff)
+        self.stop.set()
+        time.sleep(0.5)
+        self.stop_agent(signal.SIGTERM)
+
+    def teardown(self):
+        if self.agent is not None:
+            self.agent.expected_exit = True
+            self.stop_proc(self.agent.proc)
+        self.stop_proc(self.haproxy)
+        for p in self.worker_procs.values():
+            self.stop_proc(p)
+        self.stop_proc(getattr(self, "relay", None))
+        if self.disk_full_possible:
+            subprocess.run(["umount", self.state_dir])
+
+    # ---- figures ----
+    def report(self):
+        counts = {}
+        for _, kind, p in self.executed:
+            key = kind + ("(%s)" % p["mode"] if kind == "worker" else "(%s)" % p["spoe"]
+                          if kind == "haproxy_restart" else "")
+            counts[key] = counts.get(key, 0) + 1
+        print("faults injected: %d: %s" % (len(self.executed), ", ".join(
+            "%s %d" % kv for kv in sorted(counts.items()))))
+        worst = max(self.episodes, default=(0.0, None))
+        print("invariant 1 (HAProxy's drains and maxconn equal the breakers' within %.1f s of each fault): "
+              "%d comparisons, %d mismatch episodes, worst convergence %.2f s%s"
+              % (CONVERGE_BOUND, self.compared, len(self.episodes), worst[0],
+                 " (after %s at %s s)" % (worst[1][1], worst[1][0]) if worst[1] else ""))
+        print("invariant 2 (no breaker opens on a busy or healthy worker): %d openings seen, all on a worker bad"
+              " within %.0f s" % (self.trips_seen, OPEN_LOOKBACK))
+        print("invariant 3 (a failing worker is drained within %.1f s): %d drained, worst %.2f s; "
+              "%d held by the ejection cap; %d recovered or interrupted before judged"
+              % (DRAIN_BOUND, len(self.drain_times), max(self.drain_times, default=0.0),
+                 self.drain_capped, self.drain_unjudged))
+        # Every request, for a closer look when a run is kept.
+        with open(os.path.join(self.dir, "requests.csv"), "w") as f:
+            f.write("sent_s,end_s,status,worker,router_error_code,agent_error,modes\n")
+            for rec in list(self.records):
+                f.write("%.3f,%.3f,%s,%s,%s,%s,%s\n" % (rec[0], rec[1], rec[2], rec[3] or "", rec[4] or "",
+                                                     rec[5] or "", "/".join(rec[6])))
+        served = worker_err = conn = 0
+        generated, agent_caused = {}, []
+        agent_errors = 0
+        for rec in self.records:
+            sent, end, status, worker, code, agent_error = rec[:6]
+            if agent_error:
+                agent_errors += 1
+            if isinstance(status, str):
+                conn += 1
+            elif code:
+                generated[code] = generated.get(code, 0) + 1
+                if code in AGENT_CODES and any(m in ("healthy", "busy") for m in rec[6]):
+                    agent_caused.append(rec)
+            elif status >= 500:
+                worker_err += 1
+            else:
+                served += 1
+        in_restart = sum(1 for rec in self.records if isinstance(rec[2], str) and any(
+            a - 1 <= rec[0] <= b + 1 for a, b in self.restart_windows))
+        print("invariant 4 (fail-open): %d requests, %d served (incl. busy answers passed on), %d worker errors "
+              "passed on, HAProxy-generated %s, %d connection errors (%d while HAProxy restarted), %d not sent "
+              "(client bound); %d with an SPOE agent error, all served; caused by the agent: %d"
+              % (len(self.records), served, worker_err,
+                 "{" + ", ".join("%s: %d" % kv for kv in sorted(generated.items())) + "}",
+                 conn, in_restart, self.unsent, agent_errors, len(agent_caused)))
+        done = [a for a in self.agents if a.fd_base is not None]
+        print("invariant 5 (agent flat: fds <= first-10-s + %d%s; no crash; no sanitizer report): %d agent "
+              "processes; RSS first/after 10 s/last kB: %s; fds after 10 s/max: %s"
+              % (FD_SLACK, "" if self.asan else ", RSS <= x%.1f + %d MB" % (RSS_FACTOR, RSS_SLACK_KB // 1024),
+                 len(self.agents),
+                 " ".join("%d/%s/%d" % (a.rss_first, a.rss_base, a.rss_last) for a in done[:3] + done[-2:]),
+                 " ".join("%s/%d" % (a.fd_base, a.fd_max) for a in done[:3] + done[-2:])))
+        mism = [c for c in self.consistency_checks if not c[2] <= c[1] <= c[3]]
+        print("invariant 6 (logged transitions = /metrics transitions): %d checks, %d transitions logged in all,"
+              " %d disagreements" % (len(self.consistency_checks),
+                                     sum(c[1] for c in self.consistency_checks), len(mism)))
+        if self.failed is None and agent_caused:
+            rec = agent_caused[0]
+            self.failed = (4, "%d requests failed by HAProxy (%s) while a serving worker was there; first at %.1f s"
+                           % (len(agent_caused), rec[4], rec[0]), {"worker modes": rec[6]}, rec[0])
+        if self.failed is None:
+            print("soak: every invariant held (seed %d)" % self.seed)
+            return 0
+        n, what, diff, at = self.failed
+        if len(self.violations) > 1:
+            print("\n%d invariant breaks in all:" % len(self.violations))
+            for v in self.violations:
+                print("  %7.1f  invariant %s: %s" % v[:3])
+        print("\nINVARIANT %s FAILED at %.1f s: %s" % (n, at, what))
+        print("replay: SOAK_SEED=%d SOAK_SECONDS=%.0f%s" % (
+            self.seed, self.seconds, "".join(" %s=%s" % (k, os.environ[k]) for k in ("SOAK_MIX", "SOAK_RATE", "SOAK_BREAK",
+                                                                                     "SOAK_SCHEDULE")
+                                             if os.environ.get(k))))
+        print("schedule up to the failure (second, fault, parameters):")
+        for e in getattr(self, "failed_schedule", self.executed):
+            print("  %7.1f  %s %s" % (e[0], e[1], json.dumps(e[2]) if e[2] else ""))
+        print("worker modes now: %s" % {w: self.mode_of(w) for w in WORKERS})
+        if diff:
+            print("state diff (server: what differs, the breaker's view, HAProxy's):")
+            for k, v in diff.items():
+                print("  %s: %s" % (k, v))
+        if self.agents:
+            print("last lines of agent-%d.log:" % self.agents[-1].n)
+            with open(self.agents[-1].log, errors="replace") as f:
+                for line in f.readlines()[-15:]:
+                    print("  " + line.rstrip())
+        print("run directory kept: %s" % self.dir)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(Soak().run())
