@@ -155,6 +155,19 @@ sanitizer_run() {
 		else
 			echo "soak-asan 0 1" >>"$RESULTS"
 		fi
+		# Every case the soak found, replayed from its schedule as a
+		# regular test (tests/soak/schedules/, docs/soak.md).
+		local schedule name
+		for schedule in tests/soak/schedules/*.json; do
+			name=$(basename "$schedule" .json)
+			section "sanitizer build, the soak's case $name"
+			if SOAK_BUILD=build-asan SOAK_SCHEDULE="$schedule" SOAK_SECONDS=30 \
+				tests/soak/soak.sh; then
+				echo "soak-$name 1 0" >>"$RESULTS"
+			else
+				echo "soak-$name 0 1" >>"$RESULTS"
+			fi
+		done
 	else
 		echo "asan-build 0 1" >>"$RESULTS"
 	fi

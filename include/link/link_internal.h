@@ -51,6 +51,18 @@ void link_queue_command_logged(struct haproxy_link *link, const char *command, c
 			       bool observing, enum log_level level);
 void link_send_command(struct haproxy_link *link, const char *command, const char *why);
 
+/* What a server command undoes of the agent's own, to be taken back if
+ * HAProxy never applies it (the socket closed under it, a refusal): a
+ * ready that did not land leaves the agent's drain in place, and the
+ * drain is still the agent's; the same for a maxconn given back. */
+enum link_command_undo {
+	LINK_UNDO_NOTHING,
+	LINK_UNDO_DRAIN,   /* `state ready` lifting the agent's drain */
+	LINK_UNDO_MAXCONN, /* `set maxconn` giving the server its own back */
+};
+void link_send_server_command(struct haproxy_link *link, const struct breaker_table_entry *entry,
+			      const char *command, const char *why, enum link_command_undo undo);
+
 /* ejection_cap.c */
 bool link_entry_out(const struct enforce_entry *en);
 struct ejection_backend *link_group_in_slot(struct haproxy_link *link,

@@ -40,9 +40,18 @@ extern const struct haproxy_record_ops owner_map_ops;
 
 /* The record that says what mem says the agent did. */
 struct owner_record owner_record_of(const struct enforce_memory *mem);
-/* What a fresh agent adopts from a record: the drain and the limit as its
- * own, the server's own maxconn as known. */
-void owner_record_adopt(const struct owner_record *rec, struct enforce_memory *mem);
+/*
+ * What the agent takes from a record: each of the drain and the limit the
+ * record says the agent set and mem does not know of, as its own (with the
+ * server's own maxconn). Only the agent writes the record, right after its
+ * commands, so it may be newer than what a restarted agent's snapshot
+ * says (a kill -9 between a snapshot and the next trip): the snapshot is
+ * no reason to disown a drain HAProxy still holds. Adding is safe either
+ * way: a drain the agent believes its own matters only while HAProxy shows
+ * the server drained, and is then lifted when the breaker wants it in.
+ * Returns whether mem changed.
+ */
+bool owner_record_merge(const struct owner_record *rec, struct enforce_memory *mem);
 
 /*
  * Finds the map whose file is named OWNER_MAP_NAME in a `show map` reply

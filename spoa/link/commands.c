@@ -12,7 +12,36 @@
 struct command_ctx {
 	struct haproxy_link *link;
 	char command[HAPROXY_RECORD_CMD_MAX];
+	/* A server command: what to take back if it never lands. */
+	enum link_command_undo undo;
+	char backend[NAME_MAX_LEN + 1], server[NAME_MAX_LEN + 1];
 };
+
+/*
+ * A server command that HAProxy never applied: what it undid of the
+ * agent's own is the agent's again. Without this the memory said "lifted"
+ * while HAProxy kept the drain, and the next look took the agent's own
+ * drain for an operator's and left it there for good. The server is
+ * found by name: its slot may have been reused since.
+ */
+static void take_back(struct command_ctx *cc)
+{
+	struct haproxy_link *link = cc->link;
+	struct enforcer *e = link->owner;
+	struct breaker_table_entry *entry = breaker_table_find(
+		e->table, cc->backend, strlen(cc->backend), cc->server, strlen(cc->server));
+	if (!entry)
+		return;
+	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
+	if (cc->undo == LINK_UNDO_DRAIN)
+		en->mem.drained_by_us = true;
+	else
+		en->mem.maxconn_by_us = true;
+	log_notice("HAProxy %s: '%s' did not land: the agent's %s of %s/%s stays its own, the next "
+		   "look tries again",
+		   runtime_api_client_address(link->client), cc->command,
+		   cc->undo == LINK_UNDO_DRAIN ? "drain" : "maxconn", cc->backend, cc->server);
+}
 
 /* Points whose commands have all completed let their ACKs go. */
 static void settle_ack_holds(struct enforcer *e)
@@ -46,6 +75,8 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 		log_debug("HAProxy %s: '%s' not delivered: %s",
 			  runtime_api_client_address(cc->link->client), cc->command, reply);
 	}
+	if (!(result == RUNTIME_API_OK && len == 0) && cc->undo != LINK_UNDO_NOTHING && !e->freeing)
+		take_back(cc);
 	free(cc);
 }
 
@@ -62,8 +93,9 @@ void link_queue_command(struct haproxy_link *link, const char *command, const ch
 
 /* The same, the command logged at `level`: a write repeated at every look
  * (a verdict kept alive) is no news. */
-void link_queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
-			       bool observing, enum log_level level)
+static void queue(struct haproxy_link *link, const char *command, const char *why,
+		  bool observing, enum log_level level, const struct breaker_table_entry *entry,
+		  enum link_command_undo undo)
 {
 	struct enforcer *e = link->owner;
 
@@ -80,21 +112,38 @@ void link_queue_command_logged(struct haproxy_link *link, const char *command, c
 	}
 	cc->link = link;
 	snprintf(cc->command, sizeof(cc->command), "%s", command);
+	cc->undo = entry ? undo : LINK_UNDO_NOTHING;
+	snprintf(cc->backend, sizeof(cc->backend), "%s", entry ? entry->backend : "");
+	snprintf(cc->server, sizeof(cc->server), "%s", entry ? entry->server : "");
 	log_msg(level, "HAProxy %s: %s (%s)", runtime_api_client_address(link->client), command,
 		why);
 	if (!runtime_api_submit(link->commands_client, command, command_done, cc)) {
 		e->stats.commands_failed++;
 		log_warning("HAProxy %s: queue full, '%s' dropped (the next look retries)",
 			    runtime_api_client_address(link->client), command);
+		if (cc->undo != LINK_UNDO_NOTHING)
+			take_back(cc);
 		free(cc);
 		return;
 	}
 	link->commands++;
 }
 
+void link_queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
+			       bool observing, enum log_level level)
+{
+	queue(link, command, why, observing, level, NULL, LINK_UNDO_NOTHING);
+}
+
 void link_send_command(struct haproxy_link *link, const char *command, const char *why)
 {
-	link_queue_command_logged(link, command, why, false, LOG_LEVEL_NOTICE);
+	queue(link, command, why, false, LOG_LEVEL_NOTICE, NULL, LINK_UNDO_NOTHING);
+}
+
+void link_send_server_command(struct haproxy_link *link, const struct breaker_table_entry *entry,
+			      const char *command, const char *why, enum link_command_undo undo)
+{
+	queue(link, command, why, false, LOG_LEVEL_NOTICE, entry, undo);
 }
 
 uint64_t enforcer_ack_take(struct enforcer *e)

@@ -49,10 +49,15 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	if ((plan.set_drain || plan.set_ready) &&
 	    runtime_api_cmd_set_state(command, sizeof(command), entry->backend, entry->server,
 				      plan.set_drain ? "drain" : "ready"))
-		link_send_command(link, command, why);
+		link_send_server_command(link, entry, command, why,
+					 plan.set_ready ? LINK_UNDO_DRAIN : LINK_UNDO_NOTHING);
+	/* A maxconn planned while the breaker is closed gives the server its
+	 * own back; in half-open it sets the probes, the agent's either way. */
 	if (plan.set_maxconn && runtime_api_cmd_set_maxconn(command, sizeof(command), entry->backend,
 							    entry->server, plan.maxconn))
-		link_send_command(link, command, why);
+		link_send_server_command(link, entry, command, why,
+					 want == BREAKER_CLOSED ? LINK_UNDO_MAXCONN
+								: LINK_UNDO_NOTHING);
 	if (link->commands != before) {
 		/* Sent: until a look queued after them says otherwise, HAProxy
 		 * holds what they asked, so the next transition plans from it. */

@@ -25,14 +25,20 @@ struct owner_record owner_record_of(const struct enforce_memory *mem)
 	return r;
 }
 
-void owner_record_adopt(const struct owner_record *rec, struct enforce_memory *mem)
+bool owner_record_merge(const struct owner_record *rec, struct enforce_memory *mem)
 {
-	mem->drained_by_us = rec->drained;
-	mem->maxconn_by_us = rec->limited;
-	if (rec->limited) {
+	bool changed = false;
+	if (rec->drained && !mem->drained_by_us) {
+		mem->drained_by_us = true;
+		changed = true;
+	}
+	if (rec->limited && !mem->maxconn_by_us) {
+		mem->maxconn_by_us = true;
 		mem->own_maxconn_known = true;
 		mem->own_maxconn = rec->own_maxconn;
+		changed = true;
 	}
+	return changed;
 }
 
 const struct haproxy_record_ops owner_map_ops = {

@@ -223,14 +223,13 @@ static void on_owner_entry(void *ctx, struct runtime_api_str backend, struct run
 	if (link_look_predates(link, en->last_command))
 		return;
 	en->owner = *rec;
-	/* An agent that remembers nothing of this server (started without
-	 * its snapshot) takes the record's word: the drain is its own. */
-	if (rec->present && !en->mem.drained_by_us && !en->mem.maxconn_by_us) {
-		owner_record_adopt(rec, &en->mem);
+	/* What the agent does not remember of this server (started without
+	 * its snapshot, or with one older than the record) it takes on the
+	 * record's word: the drain or the limit is its own. */
+	if (rec->present && owner_record_merge(rec, &en->mem))
 		log_notice("HAProxy %s records that the agent %s %s/%s: taken back as its own",
 			   address(link), rec->drained ? "drained" : "limited", entry->backend,
 			   entry->server);
-	}
 }
 
 /* `show map FILE`: the ownership record. */

@@ -130,13 +130,30 @@ static void test_commands(void **state)
 
 	/* A record taken back is what the agent had done. */
 	struct enforce_memory back = {0};
-	owner_record_adopt(&want_limit, &back);
+	assert_true(owner_record_merge(&want_limit, &back));
 	assert_true(back.maxconn_by_us && back.own_maxconn_known && !back.drained_by_us);
 	assert_int_equal(back.own_maxconn, 50);
 	struct owner_record again = owner_record_of(&back);
 	char again_text[OWNER_MAP_VALUE_MAX], want_text[OWNER_MAP_VALUE_MAX];
 	assert_string_equal(owner_map_value(again_text, sizeof(again_text), &again),
 			    owner_map_value(want_text, sizeof(want_text), &want_limit));
+	/* Again: nothing new. */
+	assert_false(owner_record_merge(&want_limit, &back));
+
+	/* A snapshot older than the record: half-open (limited, not drained)
+	 * in the snapshot, drained and limited in HAProxy's record. The drain
+	 * is taken as the agent's own, the limit and its value kept. */
+	struct enforce_memory older = {.maxconn_by_us = true, .own_maxconn_known = true,
+				       .own_maxconn = 0};
+	struct owner_record both = {.present = true, .drained = true, .limited = true,
+				    .own_maxconn = 0};
+	assert_true(owner_record_merge(&both, &older));
+	assert_true(older.drained_by_us && older.maxconn_by_us);
+	assert_int_equal(older.own_maxconn, 0);
+	/* A record of less than the agent knows takes nothing away. */
+	struct enforce_memory knows = {.drained_by_us = true};
+	assert_false(owner_record_merge(&(struct owner_record){0}, &knows));
+	assert_true(knows.drained_by_us);
 }
 
 int main(void)
