@@ -19,6 +19,11 @@ struct steady_watch {
 	const struct observe_ctx *observe; /* counts the steady-state messages */
 	struct enforcer *const *enforcer;  /* the link of the moment (a reload swaps it) */
 	enum steady_support now;
+	/* Judged on recent messages only: an HAProxy restarted into
+	 * every-response mode sends none any more, and its missing watched
+	 * map is then no mistake. */
+	uint64_t messages_seen;  /* the count at the last tick */
+	ev_tstamp last_message;  /* when the count last grew (0: never) */
 	uint64_t unkept_since_messages; /* the count when UNKEPT began */
 	ev_tstamp said_at;              /* the last time UNKEPT was logged */
 };

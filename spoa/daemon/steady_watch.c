@@ -11,6 +11,9 @@
 #define STEADY_WATCH_EVERY_S 1.0
 /* While it lasts, said again this often: loud, but never a flood. */
 #define STEADY_WATCH_REPEAT_S 60.0
+/* Steady-state messages this recent count: none for longer (an HAProxy
+ * back in every-response mode, or healthy and quiet) is no mode to judge. */
+#define STEADY_WATCH_RECENT_S 120.0
 
 struct steady_links steady_watch_links(const struct enforcer *e)
 {
@@ -55,7 +58,12 @@ static void tick(struct ev_loop *loop, ev_timer *t, int revents)
 	struct steady_watch *w = container_of(t, struct steady_watch, timer);
 	struct steady_links l = steady_watch_links(*w->enforcer);
 	enum steady_support was = w->now;
-	w->now = steady_support_judge(w->observe->steady_messages, l);
+	if (w->observe->steady_messages != w->messages_seen) {
+		w->messages_seen = w->observe->steady_messages;
+		w->last_message = ev_now(loop);
+	}
+	bool recent = w->last_message != 0 && ev_now(loop) - w->last_message <= STEADY_WATCH_RECENT_S;
+	w->now = steady_support_judge(recent ? w->observe->steady_messages : 0, l);
 
 	if (w->now == STEADY_SUPPORT_UNKEPT && was != STEADY_SUPPORT_UNKEPT) {
 		w->unkept_since_messages = w->observe->steady_messages;
