@@ -316,7 +316,7 @@ for s in setups:
     print("  %-16s %6d requests, out of rotation %s" % (s, hung, "at %ss" % r["first_out_s"]["hung"]
           if "hung" in r.get("first_out_s", {}) else "never"))
 print()
-print("workers that never misbehave yet left rotation (busy is not dead):")
+print("workers that never fail, yet left rotation (a health check, a breaker, or a rest their own Retry-After asked for):")
 for s in setups:
     try:
         with open(os.path.join(run, s + ".answers.json")) as f:
