@@ -259,6 +259,15 @@ for s in setups:
             res[s] = json.load(f)
     except (OSError, ValueError):
         res[s] = None
+def answers_of(setup):
+    """What each worker of SETUP's fleet answered, or None."""
+    try:
+        with open(os.path.join(run, setup + ".answers.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 print("%-16s %9s %9s %8s %8s %8s" % ("setup", "requests", "success%", "p50 ms", "p99 ms", "max ms"))
 for s in setups:
     r = res[s]
@@ -296,20 +305,16 @@ print()
 print("requests each worker received (health checks apart):")
 print("  %-16s" % "setup" + "".join("%9s" % n for n in names))
 for s in setups:
-    try:
-        with open(os.path.join(run, s + ".answers.json")) as f:
-            a = json.load(f)
-    except (OSError, ValueError):
+    a = answers_of(s)
+    if a is None:
         continue
     got = {n: sum(v for k, v in w["answers"].items() if k != "health") for n, w in a.items()}
     print("  %-16s" % s + "".join("%9s" % (got.get(n, "-") if a.get(n, {}).get("kind") != "crashed" else "-") for n in names))
 print()
 print("the hung worker: requests it received, and the second of the run it first left rotation:")
 for s in setups:
-    try:
-        with open(os.path.join(run, s + ".answers.json")) as f:
-            a = json.load(f)
-    except (OSError, ValueError):
+    a = answers_of(s)
+    if a is None:
         continue
     hung = a.get("hung", {}).get("answers", {}).get("hung", 0)
     r = res[s] or {}
@@ -318,10 +323,8 @@ for s in setups:
 print()
 print("workers that never fail, yet left rotation (a health check, a breaker, or a rest their own Retry-After asked for):")
 for s in setups:
-    try:
-        with open(os.path.join(run, s + ".answers.json")) as f:
-            a = json.load(f)
-    except (OSError, ValueError):
+    a = answers_of(s)
+    if a is None:
         continue
     healthy = [n for n, w in a.items() if w.get("kind") in ("busy", "llm503", "llm429")]
     r = res[s] or {}
