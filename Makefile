@@ -249,11 +249,13 @@ $(MAN): packaging/spoa-breaker.8.scd
 # What the Debian package ships, where it ships it (debian/rules runs this
 # with PREFIX=/usr). The example haproxy.cfg reads its maps and templates
 # next to itself, and the SPOE file from sysconfdir: `haproxy -c -f
-# $(datadir)/spoa-breaker/haproxy/haproxy.cfg` passes as installed.
+# $(datadir)/spoa-breaker/haproxy/haproxy.cfg` passes as installed. The
+# steady-state SPOE file reads breaker-watched.map next to itself.
 EXAMPLES   := $(datadir)/spoa-breaker/haproxy
 CONF_FILES := packaging/spoa-breaker.ini:$(sysconfdir)/spoa-breaker/spoa-breaker.ini \
               haproxy/spoe-breaker.conf:$(sysconfdir)/haproxy/spoe-breaker.conf \
-              haproxy/spoe-breaker-steady.conf:$(sysconfdir)/haproxy/spoe-breaker-steady.conf
+              haproxy/spoe-breaker-steady.conf:$(sysconfdir)/haproxy/spoe-breaker-steady.conf \
+              haproxy/breaker-watched.map:$(sysconfdir)/haproxy/breaker-watched.map
 DOCS       := README.md CHANGELOG.md LICENSE
 DOCS_MD    := $(wildcard docs/*.md)
 
@@ -272,7 +274,8 @@ install: $(BIN) $(MAN)
 		fi; \
 	done
 	install -d $(DESTDIR)$(EXAMPLES)/router-errors
-	sed 's|/etc/haproxy/spoe-breaker.conf|$(sysconfdir)/haproxy/spoe-breaker.conf|' \
+	sed -e 's|/etc/haproxy/spoe-breaker.conf|$(sysconfdir)/haproxy/spoe-breaker.conf|' \
+		-e 's|/etc/haproxy/spoe-breaker-steady.conf|$(sysconfdir)/haproxy/spoe-breaker-steady.conf|' \
 		haproxy/haproxy.cfg >$(DESTDIR)$(EXAMPLES)/haproxy.cfg
 	chmod 0644 $(DESTDIR)$(EXAMPLES)/haproxy.cfg
 	install -m 0644 haproxy/router-errors.map haproxy/router-conditions.map \

@@ -129,7 +129,7 @@ system_user() {
 check "postinst made the system user $PKG" system_user
 conffiles() {
 	dpkg-query -W -f='${Conffiles}\n' "$PKG" | awk 'NF {print $1}' | LC_ALL=C sort | tr '\n' ' ' |
-		grep -qx '/etc/haproxy/spoe-breaker-steady.conf /etc/haproxy/spoe-breaker.conf /etc/spoa-breaker/spoa-breaker.ini '
+		grep -qx '/etc/haproxy/breaker-watched.map /etc/haproxy/spoe-breaker-steady.conf /etc/haproxy/spoe-breaker.conf /etc/spoa-breaker/spoa-breaker.ini '
 }
 check "the INI and the SPOE files are conffiles" conffiles
 names_version() {

@@ -16,6 +16,7 @@ check "make install PREFIX=$P" mk install || { finish; exit; }
 
 expected_files() {
 	cat <<LIST
+etc/haproxy/breaker-watched.map
 etc/haproxy/spoe-breaker-steady.conf
 etc/haproxy/spoe-breaker.conf
 etc/spoa-breaker/spoa-breaker.ini

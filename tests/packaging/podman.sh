@@ -162,5 +162,7 @@ third_gets_no_answer() { # PORT PATH
 	local out
 	out=$(third_connects "$1" "$2")
 	echo "$out"
-	[ "$out" = connected ]
+	# An end of file, or a reset when the request was already in (a close
+	# with unread data resets): never an answer.
+	[ "$(head -n1 <<<"$out")" = connected ] && ! grep -q "HTTP/" <<<"$out"
 }
