@@ -18,8 +18,13 @@ never shows is counted as missed, not waited for.
 import argparse
 import http.client
 import json
-import socket
+import os
+import sys
 import time
+
+# The Runtime API the way the agent and the soak speak it (tests/lib).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
+import haproxy_cli  # noqa: E402
 
 DRAIN_BITS = 0x08 | 0x10  # SRV_ADMF_FDRAIN | SRV_ADMF_IDRAIN in srv_admin_state
 
@@ -38,19 +43,8 @@ def request(port, server, fail):
 
 def drained(sock_path, backend, server):
     """True when HAProxy's `show servers state` has the server drained."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(2)
-    s.connect(sock_path)
-    s.sendall(f"show servers state {backend}\n".encode())
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
     columns = None
-    for line in data.decode(errors="replace").splitlines():
+    for line in haproxy_cli.command(sock_path, f"show servers state {backend}", 2).splitlines():
         if line.startswith("# "):
             columns = line[2:].split()
             continue

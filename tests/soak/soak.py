@@ -38,6 +38,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+LIB = os.path.join(os.path.dirname(HERE), "lib")  # tests/lib: the tools the e2e tests use too
+sys.path.insert(0, LIB)
+import haproxy_cli  # noqa: E402
 WORKERS = ["w1", "w2", "w3"]
 BAD_MODES = ("failing", "hung", "refusing")
 
@@ -108,23 +111,6 @@ def wait_for(cond, timeout, step=0.05):
             return True
         time.sleep(step)
     return cond()
-
-
-def cli(path, cmd, timeout=2.0):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-        s.sendall(cmd.encode() + b"\n")
-        out = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            out += chunk
-        return out.decode(errors="replace")
-    finally:
-        s.close()
 
 
 def http_get(port, path, timeout=2.0):
@@ -379,7 +365,7 @@ class Soak:
 
     def haproxy_pid(self):
         try:
-            m = re.search(r"^Pid: (\d+)", cli(self.admin_sock, "show info"), re.M)
+            m = re.search(r"^Pid: (\d+)", haproxy_cli.command(self.admin_sock, "show info"), re.M)
             return m.group(1) if m else None
         except OSError:
             return None
@@ -409,7 +395,7 @@ class Soak:
         # As an operator following the reload script would: the state
         # dumped first, so that the server-state-file is not a stale one.
         state = os.path.join(self.dir, "server-state")
-        dump = cli(self.admin_sock, "show servers state")
+        dump = haproxy_cli.command(self.admin_sock, "show servers state")
         if dump.startswith("1\n"):
             with open(state + ".new", "w") as f:
                 f.write(dump)
@@ -556,8 +542,8 @@ class Soak:
 
     # ---- the continuous checks ----
     def haproxy_view(self):
-        state = cli(self.admin_sock, "show servers state workers", 1)
-        stat = cli(self.admin_sock, "show stat", 1)
+        state = haproxy_cli.command(self.admin_sock, "show servers state workers", 1)
+        stat = haproxy_cli.command(self.admin_sock, "show stat", 1)
         view = {}
         for line in state.splitlines():
             f = line.split()
@@ -629,7 +615,7 @@ class Soak:
                     diff[w] = ("stale maxconn", e, h)
             if self.break_kind == "operator-drain" and now > self.seconds / 3 and not getattr(self, "broke", False):
                 self.broke = True
-                cli(self.admin_sock, "set server workers/w1 state drain")
+                haproxy_cli.command(self.admin_sock, "set server workers/w1 state drain")
                 self.executed.append((round(now, 1), "operator_drain (SOAK_BREAK)", {"worker": "w1"}))
             if diff:
                 if self.mismatch_since is None:
