@@ -5,7 +5,10 @@ It answers every request according to its behaviour, which a path of the
 form /status/NNN overrides for one request:
 
   NNN       answer that status (200, 429, 500, 503, ...)
-  hang      accept the request and never answer (server timeout)
+  busy      alive and busy: 503 for half the requests, 429 for 3 in 10,
+            200 for the rest (drawn at random)
+  hang      accept the request and answer nothing for --hang-limit
+            seconds (an hour: a server timeout), then close unanswered
   close     close the connection before any response (closed before headers)
   garbage   answer bytes that are not HTTP (invalid response)
   midbody   send a 200 head announcing a long body, then close mid-body
@@ -20,19 +23,29 @@ form /status/NNN overrides for one request:
 SECONDS, FIRST and TOTAL may be fractions (0.5). With --no-override the path
 overrides nothing: a hung worker stays hung whatever it is asked.
 
+With --mode-file FILE the behaviour is read from FILE at every request (a
+missing or empty file means --behaviour), so that the soak can switch it
+while the worker runs; a hang the file asked for ends, the request closed
+unanswered as a real worker's would be, as soon as the file says otherwise.
+
 Every response carries `x-worker: NAME`. Binds 127.0.0.1, or another
 loopback address given with --host (a DNS test's workers share a port). With
 --arrivals FILE, the arrival time of every request (milliseconds since the
 epoch) is appended to FILE, one per line, before it is answered. With
 --retry-after VALUE, its 429 and 503 answers carry `Retry-After: VALUE`
 (sent as given: seconds, a date, or anything a test wants refused).
+--backlog sets the listen queue (the soak's open-loop traffic needs more
+than the default 5).
 """
 import argparse
+import os
+import random
 import socket
-import socketserver
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import mode_file
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -42,16 +55,24 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        behaviour = self.server.behaviour
+        behaviour = self.server.current_behaviour()
         arrived = time.monotonic()
+        from_file = self.server.mode_file is not None
         if self.path.startswith("/status/") and not self.server.fixed:
             behaviour = self.path[len("/status/"):].split("?")[0]
+            from_file = False
         self.server.requests += 1
         if self.server.arrivals:
             with open(self.server.arrivals, "a") as f:
                 f.write("%d\n" % int(time.time() * 1000))
         if behaviour == "hang":
-            time.sleep(3600)
+            deadline = arrived + self.server.hang_limit
+            while time.monotonic() < deadline:
+                if from_file and self.server.current_behaviour() != "hang":
+                    break
+                time.sleep(0.1)
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
             return
         if behaviour == "close":
             self.close_connection = True
@@ -78,6 +99,9 @@ class Handler(BaseHTTPRequestHandler):
             _, first, total = behaviour.split(":")
             self.stream(arrived, float(first), float(total))
             return
+        elif behaviour == "busy":
+            r = self.server.rng.random()
+            behaviour = "503" if r < 0.5 else "429" if r < 0.8 else "200"
         try:
             status = int(behaviour)
         except ValueError:
@@ -123,6 +147,11 @@ class Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         pass  # a client resetting its connection is not news
 
+    def current_behaviour(self):
+        if self.mode_file is None:
+            return self.behaviour
+        return mode_file.read(self.mode_file, self.behaviour)
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -134,9 +163,15 @@ def main():
                     help="the path never overrides the behaviour")
     ap.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.0/8)")
     ap.add_argument("--retry-after", help="send Retry-After: VALUE with 429 and 503 answers")
+    ap.add_argument("--mode-file", help="read the behaviour from this file at every request")
+    ap.add_argument("--hang-limit", type=float, default=3600.0,
+                    help="seconds a hang lasts at most")
+    ap.add_argument("--backlog", type=int, default=Server.request_queue_size,
+                    help="the listen queue's length")
     args = ap.parse_args()
     if not args.host.startswith("127."):
         ap.error("--host must be a loopback address (127.0.0.0/8)")
+    Server.request_queue_size = args.backlog  # read when the server listens
     server = Server((args.host, args.port), Handler)
     server.name = args.name
     server.behaviour = args.behaviour
@@ -144,6 +179,9 @@ def main():
     server.arrivals = args.arrivals
     server.fixed = args.no_override
     server.retry_after = args.retry_after
+    server.mode_file = args.mode_file
+    server.hang_limit = args.hang_limit
+    server.rng = random.Random(os.getpid())
     print(f"worker {args.name} on {args.host}:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

@@ -43,6 +43,9 @@ sys.path.insert(0, LIB)
 import haproxy_cli  # noqa: E402
 WORKERS = ["w1", "w2", "w3"]
 BAD_MODES = ("failing", "hung", "refusing")
+# What a worker's mode file says (tests/lib/worker.py's behaviours); a
+# refusing worker is a stopped one, with no file to read.
+WORKER_BEHAVIOUR = {"healthy": "200", "busy": "busy", "failing": "500", "hung": "hang"}
 
 # The bounds the invariants are judged by.
 # s: HAProxy equals the breakers after a fault (10 of the agent's polls)
@@ -304,9 +307,12 @@ class Soak:
 
     def start_worker(self, w):
         mode_file = os.path.join(self.dir, w + ".mode")
-        self.worker_procs[w] = self.spawn(w, [sys.executable, os.path.join(HERE, "worker.py"),
+        # The path overrides nothing; a hang ends with the file's or after
+        # 60 s (timeout server is 30 s); a listen queue for open-loop traffic.
+        self.worker_procs[w] = self.spawn(w, [sys.executable, os.path.join(LIB, "worker.py"),
                                               "--port", str(self.ports[w]), "--name", w,
-                                              "--mode-file", mode_file])
+                                              "--mode-file", mode_file, "--no-override",
+                                              "--hang-limit", "60", "--backlog", "128"])
         if not wait_for(lambda: port_open(self.ports[w]), 10):
             self.violate(0, "worker %s did not start" % w)
 
@@ -324,13 +330,13 @@ class Soak:
         prev = self.mode_of(w)
         if prev == "refusing" and mode != "refusing":
             with open(os.path.join(self.dir, w + ".mode"), "w") as f:
-                f.write(mode)
+                f.write(WORKER_BEHAVIOUR[mode])
             self.start_worker(w)
         elif mode == "refusing":
             self.stop_proc(self.worker_procs.pop(w, None))
         else:
             with open(os.path.join(self.dir, w + ".mode"), "w") as f:
-                f.write(mode)
+                f.write(WORKER_BEHAVIOUR[mode])
         with self.lock:
             self.set_mode(w, mode)
             if mode == "failing":
