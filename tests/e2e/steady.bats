@@ -183,8 +183,8 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 		"$REPO/haproxy/spoe-breaker-steady.conf" >"$RUN_DIR/spoe-steady.conf"
 	export BREAKER_SPOE_CONF=$RUN_DIR/spoe-steady.conf
 	WATCHED_MAP=$REPO/haproxy/breaker-watched.map
-	spawn relay python3 "$REPO/tests/lib/slow_runtime_api.py" --listen "$RUN_DIR/relay.sock" \
-		--upstream "$BREAKER_ADMIN_SOCKET" --delay 0.3 --answered "$RUN_DIR/answered"
+	spawn relay python3 "$REPO/tests/lib/runtime_api_relay.py" --listen "$RUN_DIR/relay.sock" \
+		--upstream "$BREAKER_ADMIN_SOCKET" --add-map-delay 0.3 --answered "$RUN_DIR/answered"
 	wait_until 5 test -S "$RUN_DIR/relay.sock"
 	AGENT_RUNTIME_API="unix:$RUN_DIR/relay.sock" scene 200 200 200
 	only_w1

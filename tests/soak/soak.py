@@ -766,7 +766,7 @@ class Soak:
         if not self.disk_full_possible:
             print("soak: the state directory cannot be a tmpfs here (mount refused): disk_full skipped")
         self.write_policy()
-        self.relay = self.spawn("relay", [sys.executable, os.path.join(HERE, "relay.py"),
+        self.relay = self.spawn("relay", [sys.executable, os.path.join(LIB, "runtime_api_relay.py"),
                                           "--listen", self.relay_sock, "--upstream", self.admin_sock,
                                           "--mode-file", self.relay_mode_file])
         try:
