@@ -53,56 +53,65 @@ def close_write(writer):
         pass
 
 
-async def commands(reader, up_writer, args, ex):
-    """Client to HAProxy, an `add map` late by --add-map-delay."""
+async def copy(reader, writer, each, at_end=None):
+    """Copies READER to WRITER until its end: each chunk as EACH(chunk)
+    makes it (awaited: it may wait), then what AT_END() gives, if any."""
     try:
         while True:
             data = await reader.read(65536)
             if not data:
                 break
-            if ex.keep_sent:
-                # Looked for across the chunks' seam: a line may come in two.
-                seam = max(0, len(ex.sent) - len(ADD_MAP) + 1)
-                ex.sent += data
-                if ADD_MAP in ex.sent[seam:]:
-                    ex.adds_map = True
-                    await asyncio.sleep(args.add_map_delay)
-            up_writer.write(data)
-            await up_writer.drain()
-    except (OSError, asyncio.CancelledError):
-        pass
-    finally:
-        close_write(up_writer)
-
-
-async def replies(up_reader, writer, args, ex):
-    """HAProxy to the client, held while the mode says stall; an answer to
-    an `add map` whole, noted in --answered before it goes back."""
-    held = b""
-    try:
-        while True:
-            data = await up_reader.read(65536)
-            if not data:
-                break
-            deadline = time.monotonic() + args.hold_limit
-            while mode(args) == "stall" and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            if args.answered and ex.adds_map:
-                held += data
-                continue
-            writer.write(data)
-            await writer.drain()
-        if args.answered and ex.adds_map:
-            with open(args.answered, "a") as f:
-                for line in ex.sent.decode(errors="replace").splitlines():
-                    if ADD_MAP.decode() in line:
-                        f.write("%.6f %s\n" % (time.time(), line.strip()))
-            writer.write(held)
+            data = await each(data)
+            if data:
+                writer.write(data)
+                await writer.drain()
+        last = at_end() if at_end else b""
+        if last:
+            writer.write(last)
             await writer.drain()
     except (OSError, asyncio.CancelledError):
         pass
     finally:
         close_write(writer)
+
+
+async def commands(reader, up_writer, args, ex):
+    """Client to HAProxy, an `add map` late by --add-map-delay."""
+    async def each(data):
+        if ex.keep_sent:
+            # Looked for across the chunks' seam: a line may come in two.
+            seam = max(0, len(ex.sent) - len(ADD_MAP) + 1)
+            ex.sent += data
+            if ADD_MAP in ex.sent[seam:]:
+                ex.adds_map = True
+                await asyncio.sleep(args.add_map_delay)
+        return data
+    await copy(reader, up_writer, each)
+
+
+async def replies(up_reader, writer, args, ex):
+    """HAProxy to the client, held while the mode says stall; an answer to
+    an `add map` whole, noted in --answered before it goes back."""
+    held = []
+
+    async def each(data):
+        deadline = time.monotonic() + args.hold_limit
+        while mode(args) == "stall" and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if args.answered and ex.adds_map:
+            held.append(data)
+            return b""
+        return data
+
+    def at_end():
+        if not (args.answered and ex.adds_map):
+            return b""
+        with open(args.answered, "a") as f:
+            for line in ex.sent.decode(errors="replace").splitlines():
+                if ADD_MAP.decode() in line:
+                    f.write("%.6f %s\n" % (time.time(), line.strip()))
+        return b"".join(held)
+    await copy(up_reader, writer, each, at_end)
 
 
 async def relay(reader, writer, args):
