@@ -4,8 +4,7 @@
 load helpers
 
 setup() {
-	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
-	export RUN_DIR
+	new_run_dir
 }
 
 teardown() {

@@ -7,15 +7,7 @@ load helpers
 
 setup() {
 	command -v dnsmasq >/dev/null || skip "dnsmasq is not installed (packaging/install-deps.sh)"
-	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
-	FE_PORT=$(free_port)
-	AGENT_PORT=$(free_port)
-	ADMIN_PORT=$(free_port)
-	DNS_PORT=$(free_port)
-	WORKERS_PORT=$(free_port)
-	AGENT_ADDR=127.0.0.1:$AGENT_PORT
-	SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
-	export RUN_DIR FE_PORT AGENT_PORT ADMIN_PORT DNS_PORT WORKERS_PORT AGENT_ADDR SPOE_CONF
+	new_scene ADMIN_PORT DNS_PORT WORKERS_PORT
 	# Three workers on one port, each on its own loopback address: what
 	# an A record can tell apart. .2 fails.
 	spawn bad python3 "$WORKER" --name bad --host 127.0.0.2 --port "$WORKERS_PORT" --behaviour 500

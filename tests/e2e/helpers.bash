@@ -168,17 +168,79 @@ verdict_of() { # PATH
 		END {print s, o, f, t}'
 }
 
+# A directory of the test's own, in RUN_DIR, for its logs, sockets and
+# PID files.
+new_run_dir() {
+	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
+	export RUN_DIR
+}
+
+# What the shipped haproxy/haproxy.cfg reads from its BREAKER_* variables,
+# for a test of its own: a run directory, the frontend's, the agent's and
+# its admin page's ports (FE_PORT, AGENT_PORT, ADMIN_PORT), the SPOE file
+# SPOE_CONF, the admin socket and an empty server-state file (version 1).
+# The workers' BREAKER_W1.. are the test's to set (shipped_scene does).
+shipped_cfg_env() { # SPOE_CONF
+	new_run_dir
+	FE_PORT=$(free_port)
+	AGENT_PORT=$(free_port)
+	ADMIN_PORT=$(free_port)
+	export BREAKER_FRONTEND=127.0.0.1:$FE_PORT
+	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
+	export BREAKER_SPOE_CONF=$1
+	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
+	export BREAKER_STATE_FILE=$RUN_DIR/server-state
+	echo 1 >"$BREAKER_STATE_FILE"
+}
+
+# shipped_scene W1 W2 W3 (after shipped_cfg_env): each worker's behaviour
+# (a status, or `refused`: nothing listens), then the agent driving the
+# shipped HAProxy through its admin socket (AGENT_RUNTIME_API: another
+# socket; AGENT_COOLDOWN: its cooldown, 60s; AGENT_EXTRA: more of its
+# options), up once its first looks at HAProxy have set the counters'
+# baseline.
+shipped_scene() {
+	local name port behaviour i=0
+	for behaviour in "$@"; do
+		i=$((i + 1))
+		name=W$i
+		port=$(free_port)
+		export "BREAKER_$name=127.0.0.1:$port"
+		[ "$behaviour" = refused ] || start_worker "$name" "$port" "$behaviour"
+	done
+	# shellcheck disable=SC2086 # AGENT_EXTRA is a list of options
+	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
+		--runtime-api "${AGENT_RUNTIME_API:-unix:$BREAKER_ADMIN_SOCKET}" \
+		--cooldown "${AGENT_COOLDOWN:-60s}" ${AGENT_EXTRA:-}
+	wait_port "$AGENT_PORT"
+	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
+	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
+	wait_port "$FE_PORT"
+	wait_until 10 agent_is_up
+	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
+}
+
+# The start of a scene a template describes (for a whole file: in
+# BATS_FILE_TMPDIR): its directory in RUN_DIR, a free port in FE_PORT,
+# AGENT_PORT and each variable NAME given, the agent's address in
+# AGENT_ADDR and the every-response SPOE file in SPOE_CONF, all exported.
+new_scene() { # NAME...
+	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
+	export RUN_DIR
+	local var
+	for var in FE_PORT AGENT_PORT "$@"; do
+		printf -v "$var" %s "$(free_port)"
+		export "${var?}"
+	done
+	AGENT_ADDR=127.0.0.1:$AGENT_PORT
+	SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
+	export AGENT_ADDR SPOE_CONF
+}
+
 # Sets up the standard scene: one worker, the agent (plus $AGENT_ARGS),
 # HAProxy with SPOE.
 start_scene() {
-	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
-	export RUN_DIR
-	FE_PORT=$(free_port)
-	W1_PORT=$(free_port)
-	AGENT_PORT=$(free_port)
-	AGENT_ADDR=127.0.0.1:$AGENT_PORT
-	SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
-	export FE_PORT W1_PORT AGENT_PORT AGENT_ADDR SPOE_CONF
+	new_scene W1_PORT
 	start_worker w1 "$W1_PORT" 200
 	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
 	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS:-}
@@ -192,15 +254,7 @@ start_scene() {
 # reload it) with $RUN_DIR/admin.sock. ENFORCE_MODE=agent-check wires the
 # servers' agent-check to 127.0.0.1:$AGENT_CHECK_PORT instead.
 start_enforce_scene() {
-	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
-	export RUN_DIR
-	FE_PORT=$(free_port)
-	W1_PORT=$(free_port)
-	W2_PORT=$(free_port)
-	W3_PORT=$(free_port)
-	AGENT_PORT=$(free_port)
-	AGENT_ADDR=127.0.0.1:$AGENT_PORT
-	SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
+	new_scene W1_PORT W2_PORT W3_PORT
 	AGENT_CHECK_DEFAULTS="" W1_AGENT="" W2_AGENT="" W3_AGENT=""
 	if [ "${ENFORCE_MODE:-}" = agent-check ]; then
 		AGENT_CHECK_DEFAULTS="default-server agent-check agent-addr 127.0.0.1 agent-port $AGENT_CHECK_PORT agent-inter 200ms"
@@ -208,7 +262,6 @@ start_enforce_scene() {
 		W2_AGENT='agent-send "workers/w2\\n"'
 		W3_AGENT='agent-send "workers/w3\\n"'
 	fi
-	export FE_PORT W1_PORT W2_PORT W3_PORT AGENT_PORT AGENT_ADDR SPOE_CONF
 	export AGENT_CHECK_DEFAULTS W1_AGENT W2_AGENT W3_AGENT
 	AGENT_TLS=${AGENT_TLS:-} # e.g. "ssl verify required ca-file CA crt PEM" (tls.bats)
 	export AGENT_TLS

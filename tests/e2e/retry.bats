@@ -9,45 +9,11 @@
 load helpers
 
 setup() {
-	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
-	export RUN_DIR
-	FE_PORT=$(free_port)
-	AGENT_PORT=$(free_port)
-	ADMIN_PORT=$(free_port)
-	export BREAKER_FRONTEND=127.0.0.1:$FE_PORT
-	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
-	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf
-	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
-	export BREAKER_STATE_FILE=$RUN_DIR/server-state
-	echo 1 >"$BREAKER_STATE_FILE"
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker.conf"
 }
 
 teardown() {
 	stop_all
-}
-
-# scene W1 W2 W3: each worker's behaviour (a status, or `refused`), then
-# the agent driving the shipped HAProxy through its admin socket
-# (AGENT_EXTRA: more of its options).
-scene() {
-	local name port behaviour i=0
-	for behaviour in "$@"; do
-		i=$((i + 1))
-		name=W$i
-		port=$(free_port)
-		export "BREAKER_$name=127.0.0.1:$port"
-		[ "$behaviour" = refused ] || start_worker "$name" "$port" "$behaviour"
-	done
-	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
-		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" --cooldown "${AGENT_COOLDOWN:-60s}" \
-		${AGENT_EXTRA:-}
-	wait_port "$AGENT_PORT"
-	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
-	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
-	wait_port "$FE_PORT"
-	wait_until 10 agent_is_up
-	# The first looks at HAProxy set the counters' baseline.
-	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
 }
 
 # HAProxy >= 3.0.4 can retry a 429 (retry-on 429); older ones cannot.
@@ -58,7 +24,7 @@ retries_429() {
 }
 
 @test "a busy worker's 503 is retried on another worker and never drains it" {
-	scene 503 200 200
+	shipped_scene 503 200 200
 	local i
 	for i in $(seq 12); do
 		run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/"
@@ -82,7 +48,7 @@ retries_429() {
 }
 
 @test "every worker busy: the client gets the last worker's 503, untouched" {
-	scene 503 503 503
+	shipped_scene 503 503 503
 	run bash -c "curl -s -D - http://127.0.0.1:$FE_PORT/ | tr -d '\r'"
 	assert_line "HTTP/1.1 503 Service Unavailable"
 	assert_line --regexp '^x-worker: W[123]$'
@@ -99,7 +65,7 @@ retries_429() {
 }
 
 @test "a busy worker's 429 is retried where HAProxy can, passed on where it cannot" {
-	scene 429 200 200
+	shipped_scene 429 200 200
 	local codes i
 	for i in 1 2 3; do
 		codes+=$(curl -s -o /dev/null -w '%{http_code} ' "http://127.0.0.1:$FE_PORT/")
@@ -116,7 +82,7 @@ retries_429() {
 }
 
 @test "a worker that refuses connections is still drained under the retries" {
-	scene refused 200 200
+	shipped_scene refused 200 200
 	local i
 	for i in $(seq 30); do
 		run curl -s -o /dev/null -w '%{http_code}' -m 3 "http://127.0.0.1:$FE_PORT/"
@@ -134,7 +100,7 @@ retries_429() {
 
 @test "a half-open probe answered 503 and retried elsewhere closes the breaker, as over SPOP" {
 	AGENT_COOLDOWN=1s
-	scene 503 200 200
+	shipped_scene 503 200 200
 	# Trip w1 by hand (its own answers are only 503s), then wait for the
 	# cool-down: HAProxy lets one probe in.
 	local i
@@ -157,7 +123,7 @@ retries_429() {
 }
 
 @test "a worker wedged at 503 is found though HAProxy retries every one of its 503s elsewhere" {
-	AGENT_COOLDOWN=1s AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" scene 503 200 200
+	AGENT_COOLDOWN=1s AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" shipped_scene 503 200 200
 	local i
 	for i in $(seq 300); do
 		[ "$(breaker_field workers/w1 state)" = open ] && break
@@ -196,7 +162,7 @@ answer_of() { # PATH
 
 @test "HAProxy's own 503 when no worker can take a request carries Retry-After, nothing else does" {
 	export BREAKER_RETRY_AFTER=12
-	scene 503 200 200
+	shipped_scene 503 200 200
 	# A worker's own answers, and its 503 when every try was refused.
 	run answer_of /
 	assert_output "200 - -"
@@ -240,7 +206,7 @@ open_every_breaker() {
 
 @test "HAProxy's own 503 tells the seconds until the backend's first breaker lets a probe through" {
 	AGENT_COOLDOWN=40s AGENT_EXTRA="--max-ejection-percent 100 --drain-last-server" \
-		scene 500 500 500
+		shipped_scene 500 500 500
 	open_every_breaker
 	wait_until 5 retry_moment_set
 	local moment now seconds
@@ -256,7 +222,7 @@ open_every_breaker() {
 
 @test "the backend's retry moment is written again when HAProxy loses it, and goes when its breakers close" {
 	AGENT_COOLDOWN=2s AGENT_EXTRA="--max-ejection-percent 100 --drain-last-server" \
-		scene 500 500 500
+		shipped_scene 500 500 500
 	open_every_breaker
 	wait_until 5 retry_moment_set
 	# Lost (an HAProxy restarted without the agent's entries starts from

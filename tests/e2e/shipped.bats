@@ -7,24 +7,14 @@
 load helpers
 
 setup() {
-	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
-	export RUN_DIR
-	FE_PORT=$(free_port)
-	AGENT_PORT=$(free_port)
-	ADMIN_PORT=$(free_port)
+	# What haproxy.cfg names when BREAKER_SPOE_CONF is not set, from the tree.
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
 	local name port
 	for name in W1 W2 W3; do
 		port=$(free_port)
 		start_worker "$name" "$port" 200
 		export "BREAKER_$name=127.0.0.1:$port"
 	done
-	export BREAKER_FRONTEND=127.0.0.1:$FE_PORT
-	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
-	# What haproxy.cfg names when BREAKER_SPOE_CONF is not set, from the tree.
-	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker-steady.conf
-	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
-	export BREAKER_STATE_FILE=$RUN_DIR/server-state
-	echo 1 >"$BREAKER_STATE_FILE"
 	grep -q '^filter spoe.*BREAKER_SPOE_CONF-/etc/haproxy/spoe-breaker-steady.conf}' \
 		<(sed 's/^ *//' "$REPO/haproxy/haproxy.cfg")
 	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1

@@ -9,43 +9,11 @@
 load helpers
 
 setup() {
-	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
-	export RUN_DIR
-	FE_PORT=$(free_port)
-	AGENT_PORT=$(free_port)
-	ADMIN_PORT=$(free_port)
-	export BREAKER_FRONTEND=127.0.0.1:$FE_PORT
-	export BREAKER_AGENT=127.0.0.1:$AGENT_PORT
-	export BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker-steady.conf
-	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
-	export BREAKER_STATE_FILE=$RUN_DIR/server-state
-	echo 1 >"$BREAKER_STATE_FILE"
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
 }
 
 teardown() {
 	stop_all
-}
-
-# scene W1 W2 W3: each worker's behaviour, then the agent driving the
-# shipped HAProxy (steady-state SPOE file) through its admin socket
-# (AGENT_EXTRA: more of its options; AGENT_RUNTIME_API: another socket).
-scene() {
-	local name port behaviour i=0
-	for behaviour in "$@"; do
-		i=$((i + 1))
-		name=W$i
-		port=$(free_port)
-		export "BREAKER_$name=127.0.0.1:$port"
-		start_worker "$name" "$port" "$behaviour"
-	done
-	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
-		--runtime-api "${AGENT_RUNTIME_API:-unix:$BREAKER_ADMIN_SOCKET}" --cooldown 60s ${AGENT_EXTRA:-}
-	wait_port "$AGENT_PORT"
-	"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1
-	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
-	wait_port "$FE_PORT"
-	wait_until 10 agent_is_up
-	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
 }
 
 notifies() { metric 'spoa_breaker_spop_frames_total{type="notify"}'; }
@@ -67,14 +35,14 @@ only_w1() {
 status_of() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT$1"; }
 
 @test "steady-state: the agent finds breaker-watched.map and says so" {
-	scene 200 200 200
+	shipped_scene 200 200 200
 	grep -q "loads breaker-watched.map: steady-state mode" "$RUN_DIR/agent.log"
 	run watched
 	assert_output ""
 }
 
 @test "steady-state: a clean server's successes send no NOTIFY, its failures do" {
-	scene 200 200 200
+	shipped_scene 200 200 200
 	local before i
 	before=$(notifies)
 	for i in $(seq 30); do
@@ -102,7 +70,7 @@ hrsp_2xx_of_w1() {
 looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 
 @test "steady-state: successes not notified are counted from HAProxy's counters, none twice" {
-	scene 200 200 200
+	shipped_scene 200 200 200
 	only_w1
 	# Watched for one success, which SPOP counts.
 	run status_of /status/500
@@ -134,7 +102,7 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 }
 
 @test "steady-state: a failure makes the server watched, a success after it clears both" {
-	scene 200 200 200
+	shipped_scene 200 200 200
 	only_w1
 	run status_of /status/500
 	assert_output 500
@@ -154,7 +122,7 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 }
 
 @test "steady-state: a failing server trips, is drained, and stays watched while open" {
-	scene 500 200 200
+	shipped_scene 500 200 200
 	local i
 	for i in $(seq 60); do
 		[ "$(breaker_field workers/w1 state)" = open ] && break
@@ -186,7 +154,7 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 	spawn relay python3 "$REPO/tests/lib/runtime_api_relay.py" --listen "$RUN_DIR/relay.sock" \
 		--upstream "$BREAKER_ADMIN_SOCKET" --add-map-delay 0.3 --answered "$RUN_DIR/answered"
 	wait_until 5 test -S "$RUN_DIR/relay.sock"
-	AGENT_RUNTIME_API="unix:$RUN_DIR/relay.sock" scene 200 200 200
+	AGENT_RUNTIME_API="unix:$RUN_DIR/relay.sock" shipped_scene 200 200 200
 	only_w1
 	run status_of /status/500
 	assert_output 500
@@ -208,7 +176,7 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 }
 
 @test "steady-state: an entry HAProxy lost is written again at the next look, a stray one removed" {
-	scene 500 200 200
+	shipped_scene 500 200 200
 	local i
 	for i in $(seq 60); do
 		is_watched w1@workers && break
@@ -224,7 +192,7 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 }
 
 @test "steady-state: under enforce none the agent changes no server, and keeps the watched map" {
-	AGENT_EXTRA="--enforce none" scene 500 200 200
+	AGENT_EXTRA="--enforce none" shipped_scene 500 200 200
 	local i
 	for i in $(seq 60); do
 		[ "$(breaker_field workers/w1 state)" = open ] && break
@@ -243,7 +211,7 @@ looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 [haproxy]
 poll_interval = 500ms
 INI
-	AGENT_EXTRA="-f $RUN_DIR/agent.ini" scene 200 200 200
+	AGENT_EXTRA="-f $RUN_DIR/agent.ini" shipped_scene 200 200 200
 	only_w1
 	local i
 	# Map commands on the first link: watched, clean, several times.
@@ -270,7 +238,7 @@ INI
 # Its neighbours are clean, so their successes are never notified: only
 # HAProxy's counters tell the agent that the backend is serving.
 @test "steady-state: a worker wedged at 503 beside clean ones that serve is opened as wedged" {
-	AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" scene 503 200 200
+	AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" shipped_scene 503 200 200
 	local i
 	for i in $(seq 300); do
 		[ "$(breaker_field workers/w1 state)" = open ] && break
