@@ -47,48 +47,52 @@ static const char *const state_col_names[SS_NB_COLS] = {
 	[SS_PORT] = "srv_port",
 };
 
-/* Splits line at single spaces (an empty field stays a field), storing the
- * fields listed in index_of; returns the number of fields. */
+/* Takes the field at *p, up to the next single space or end (an empty
+ * field stays a field), and moves *p past it and its space. Returns false
+ * for the line's last field. */
+static bool next_space_field(const char **p, const char *end, struct runtime_api_str *f)
+{
+	const char *sp = memchr(*p, ' ', (size_t)(end - *p));
+	f->ptr = *p;
+	f->len = (size_t)((sp ? sp : end) - *p);
+	*p = sp ? sp + 1 : end;
+	return sp != NULL;
+}
+
+/* Splits line at single spaces, storing the fields listed in index_of;
+ * returns the number of fields. */
 static size_t split_spaces(struct runtime_api_str line, const long *index_of, size_t nb_cols,
 			   struct runtime_api_str *v)
 {
 	const char *p = line.ptr;
-	const char *end = line.ptr + line.len;
 	size_t i = 0;
 
-	for (;;) {
-		const char *sp = memchr(p, ' ', (size_t)(end - p));
-		struct runtime_api_str f = {p, (size_t)((sp ? sp : end) - p)};
+	for (bool more = true; more; i++) {
+		struct runtime_api_str f;
+		more = next_space_field(&p, line.ptr + line.len, &f);
 		for (size_t c = 0; c < nb_cols; c++)
 			if (index_of[c] == (long)i)
 				v[c] = f;
-		i++;
-		if (!sp)
-			return i;
-		p = sp + 1;
 	}
+	return i;
 }
 
 /* Finds each wanted column in the header's fields; returns their number. */
 static size_t state_header_parse(struct runtime_api_str header, long *index_of)
 {
 	const char *p = header.ptr;
-	const char *end = header.ptr + header.len;
 	size_t i = 0;
 
 	for (int k = 0; k < SS_NB_COLS; k++)
 		index_of[k] = -1;
-	for (;;) {
-		const char *sp = memchr(p, ' ', (size_t)(end - p));
-		struct runtime_api_str f = {p, (size_t)((sp ? sp : end) - p)};
+	for (bool more = true; more; i++) {
+		struct runtime_api_str f;
+		more = next_space_field(&p, header.ptr + header.len, &f);
 		for (int k = 0; k < SS_NB_COLS; k++)
 			if (index_of[k] < 0 && runtime_api_str_eq(f, state_col_names[k]))
 				index_of[k] = (long)i;
-		i++;
-		if (!sp)
-			return i;
-		p = sp + 1;
 	}
+	return i;
 }
 
 void runtime_api_servers_state_stream_init(struct runtime_api_servers_state_stream *s,
