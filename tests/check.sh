@@ -35,14 +35,6 @@ else
 	echo "check-docs 0 1" >>"$RESULTS"
 fi
 
-# Five targets, FUZZ_SECONDS each: about a minute and a quarter in all.
-section "fuzz smoke run"
-if make --no-print-directory BUILD="$BUILD" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-12}"; then
-	echo "fuzz 1 0" >>"$RESULTS"
-else
-	echo "fuzz 0 1" >>"$RESULTS"
-fi
-
 # Counts TAP lines -- "ok N ...", "ok N ... # skip", "not ok N ..." -- into
 # "LABEL passed failed skipped" in $RESULTS. A suite that died before
 # reporting anything, or exited non-zero with nothing failed, is a failure;
@@ -60,13 +52,15 @@ count_tap() { # LABEL TAPFILE EXIT_STATUS
 	echo "$1 $passed $failed $skipped" >>"$RESULTS"
 }
 
-run_bats() { # LABEL HAPROXY_BIN [DIR]
-	local tap status
+run_bats() { # LABEL HAPROXY_BIN [DIR|FILE...]
+	local label=$1 bin=$2 tap status
+	shift 2
+	[ $# -gt 0 ] || set -- tests/e2e
 	tap=$(mktemp)
-	HAPROXY_BIN=$2 SPOA_BIN=$PWD/${BUILD}/spoa-breaker \
-		bats --tap --print-output-on-failure "${3:-tests/e2e}" | tee "$tap"
+	HAPROXY_BIN=$bin SPOA_BIN=$PWD/${BUILD}/spoa-breaker \
+		bats --tap --print-output-on-failure "$@" | tee "$tap"
 	status=${PIPESTATUS[0]}
-	count_tap "$1" "$tap" "$status"
+	count_tap "$label" "$tap" "$status"
 	rm -f "$tap"
 }
 
@@ -124,81 +118,132 @@ if [ "${HAPROXY_VERSIONS:-all}" = system ]; then
 else
 	versions=$(tests/haproxy-versions.sh)
 fi
-# The end-to-end runs -- one per HAProxy version, the hostile suite, and
-# the sanitizer build's -- are independent: every test picks its own
-# ports (free_port) and files (its own RUN_DIR), and the one test that
-# binds the agent's default port takes a lock. They run E2E_LANES at a
-# time (2: the machine's cores; the tests mostly wait on HAProxy and the
-# workers), the longest first; each one's output is shown whole when all
-# are done, in the order below.
-E2E_LANES=${E2E_LANES:-2}
+# The end-to-end runs -- each HAProxy version's suite in E2E_PARTS parts,
+# the hostile suite, the sanitizer build's run and the fuzz smoke run --
+# are independent: every test picks its own ports (free_port) and files
+# (its own RUN_DIR), and the one test that binds the agent's default port
+# takes a lock. They run E2E_LANES at a time, the longest first; each
+# one's output is shown whole when all are done, in the order below.
+# Three lanes on two cores: the tests mostly wait (on HAProxy's checks,
+# the agent's looks, cooldowns), the machine is idle more than half of
+# the time with two. Parts of a version's suite keep the jobs small, so
+# the lanes end together.
+E2E_LANES=${E2E_LANES:-3}
+E2E_PARTS=${E2E_PARTS:-2}
 E2E_LOGS=$(mktemp -d)
 trap 'rm -rf "$RESULTS" "$PACKAGING_LOG" "$E2E_LOGS"' EXIT
 e2e_jobs=()
 
 # The same unit and end-to-end tests on an ASan+UBSan build of the agent:
 # memory errors, leaks and undefined behaviour fail the tests that hit them.
-sanitizer_run() {
+# Built here, before the lanes; its end-to-end parts and its soak are jobs.
+SAN_MAKE="make --no-print-directory BUILD=build-asan CC=clang LDFLAGS=-fsanitize=address,undefined"
+SAN_FLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+sanitizer_built=0
+if [ "${SANITIZE:-1}" = 1 ]; then
 	section "sanitizer build (ASan+UBSan), unit tests"
-	local san="make --no-print-directory BUILD=build-asan CC=clang LDFLAGS=-fsanitize=address,undefined"
-	local san_flags="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
-	if $san CFLAGS="$san_flags" all >/dev/null; then
-		UNIT_LABEL=asan- $san CFLAGS="$san_flags" unit >/dev/null 2>&1
-		section "sanitizer build, end-to-end, HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p')"
-		BUILD=build-asan run_bats e2e-asan "$(command -v haproxy)"
-		# Two minutes of the soak (tests/soak/, docs/soak.md) on the
-		# sanitizer build, a fixed seed: a broken invariant fails it.
-		section "sanitizer build, a short soak under faults"
-		if SOAK_BUILD=build-asan SOAK_SECONDS="${SOAK_CHECK_SECONDS:-120}" \
-			SOAK_SEED="${SOAK_CHECK_SEED:-28}" SOAK_MIX="${SOAK_CHECK_MIX:-}" tests/soak/soak.sh; then
-			echo "soak-asan 1 0" >>"$RESULTS"
-		else
-			echo "soak-asan 0 1" >>"$RESULTS"
-		fi
-		# Every case the soak found, replayed from its schedule as a
-		# regular test (tests/soak/schedules/, docs/soak.md).
-		local schedule name
-		for schedule in tests/soak/schedules/*.json; do
-			name=$(basename "$schedule" .json)
-			section "sanitizer build, the soak's case $name"
-			if SOAK_BUILD=build-asan SOAK_SCHEDULE="$schedule" SOAK_SECONDS=30 \
-				tests/soak/soak.sh; then
-				echo "soak-$name 1 0" >>"$RESULTS"
-			else
-				echo "soak-$name 0 1" >>"$RESULTS"
-			fi
-		done
+	if $SAN_MAKE -j2 CFLAGS="$SAN_FLAGS" all >/dev/null; then
+		sanitizer_built=1
+		UNIT_LABEL=asan- $SAN_MAKE CFLAGS="$SAN_FLAGS" unit >/dev/null 2>&1
 	else
 		echo "asan-build 0 1" >>"$RESULTS"
 	fi
+fi
+sanitizer_e2e_run() { # FILE...
+	section "sanitizer build, end-to-end, HAProxy $(haproxy -v | sed -n 's/^HAProxy version \([0-9.]*\).*/\1/p'): $*"
+	BUILD=build-asan run_bats "$E2E_JOB" "$(command -v haproxy)" "$@"
 }
-[ "${SANITIZE:-1}" = 1 ] && e2e_jobs+=("asan sanitizer_run")
+sanitizer_soak_run() {
+	# Two minutes of the soak (tests/soak/, docs/soak.md) on the
+	# sanitizer build, a fixed seed: a broken invariant fails it.
+	section "sanitizer build, a short soak under faults"
+	if SOAK_BUILD=build-asan SOAK_SECONDS="${SOAK_CHECK_SECONDS:-120}" \
+		SOAK_SEED="${SOAK_CHECK_SEED:-28}" SOAK_MIX="${SOAK_CHECK_MIX:-}" tests/soak/soak.sh; then
+		echo "soak-asan 1 0" >>"$RESULTS"
+	else
+		echo "soak-asan 0 1" >>"$RESULTS"
+	fi
+	# Every case the soak found, replayed from its schedule as a
+	# regular test (tests/soak/schedules/, docs/soak.md).
+	local schedule name
+	for schedule in tests/soak/schedules/*.json; do
+		name=$(basename "$schedule" .json)
+		section "sanitizer build, the soak's case $name"
+		if SOAK_BUILD=build-asan SOAK_SCHEDULE="$schedule" SOAK_SECONDS=30 \
+			tests/soak/soak.sh; then
+			echo "soak-$name 1 0" >>"$RESULTS"
+		else
+			echo "soak-$name 0 1" >>"$RESULTS"
+		fi
+	done
+}
+
+# The suite's files dealt into E2E_PARTS parts of about as many tests
+# each, the largest file first onto the part with the fewest so far; one
+# line of file names a part.
+e2e_parts() {
+	local f
+	for f in tests/e2e/*.bats; do
+		echo "$(grep -c '^@test' "$f") $f"
+	done | sort -k1,1nr | awk -v parts="$E2E_PARTS" '
+		{ best = 0
+		  for (i = 1; i < parts; i++) if (n[i] < n[best]) best = i
+		  n[best] += $1; files[best] = files[best] " " $2 }
+		END { for (i = 0; i < parts; i++) if (files[i] != "") print substr(files[i], 2) }'
+}
 # Newest first: the newer HAProxy versions' runs take longest.
 while read -r version bin; do
-	[ -n "$version" ] && e2e_jobs+=("e2e-$version e2e_run $version $bin")
+	[ -n "$version" ] || continue
+	part=0
+	while read -r files; do
+		part=$((part + 1))
+		e2e_jobs+=("e2e-$version-part$part e2e_run $version $bin $files")
+	done <<<"$(e2e_parts)"
 done <<<"$(sort -k1,1Vr <<<"$versions")"
+# The sanitizer build's parts take about as long as 2.6's, its soak less.
+if [ "$sanitizer_built" = 1 ]; then
+	part=0
+	while read -r files; do
+		part=$((part + 1))
+		e2e_jobs+=("e2e-asan-part$part sanitizer_e2e_run $files")
+	done <<<"$(e2e_parts)"
+	e2e_jobs+=("soak-asan sanitizer_soak_run")
+fi
 # The agent under attack (tests/hostile/): no HAProxy version matters
 # there, so once, with the system one.
 e2e_jobs+=("hostile hostile_run")
+# Five targets, FUZZ_SECONDS each: about a minute in all, on one core.
+e2e_jobs+=("fuzz fuzz_run")
 
-e2e_run() { # VERSION BIN
-	section "end-to-end, HAProxy $1"
-	run_bats "e2e-$1" "$2"
+e2e_run() { # VERSION BIN FILE...
+	local version=$1 bin=$2
+	shift 2
+	section "end-to-end, HAProxy $version: $*"
+	run_bats "$E2E_JOB" "$bin" "$@"
 }
 hostile_run() {
 	section "hostile conditions"
 	run_bats hostile "$(command -v haproxy)" tests/hostile
 }
+fuzz_run() {
+	section "fuzz smoke run"
+	if make --no-print-directory BUILD="$BUILD" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-12}"; then
+		echo "fuzz 1 0" >>"$RESULTS"
+	else
+		echo "fuzz 0 1" >>"$RESULTS"
+	fi
+}
 
 lane_pids=()
-# Each run picks its ports in a range of its own (free_port): 2,000 ports
-# a run from 14000, below the kernel's ephemeral ports (32768 up), above
-# the fixed ones the demo and the agent's defaults use.
+# Each run picks its ports in a range of its own (free_port): the ports
+# from 14000 to 32000 shared out, below the kernel's ephemeral ports
+# (32768 up), above the fixed ones the demo and the agent's defaults use.
 port_base=14000
+port_span=$(((32000 - port_base) / ${#e2e_jobs[@]}))
 for job in "${e2e_jobs[@]}"; do
 	read -r name cmd <<<"$job"
-	export E2E_PORT_BASE=$port_base E2E_PORT_SPAN=2000
-	port_base=$((port_base + 2000))
+	export E2E_PORT_BASE=$port_base E2E_PORT_SPAN=$port_span E2E_JOB=$name
+	port_base=$((port_base + port_span))
 	while [ "${#lane_pids[@]}" -ge "$E2E_LANES" ]; do
 		wait -n "${lane_pids[@]}"
 		alive=()
@@ -219,9 +264,7 @@ for job in "${e2e_jobs[@]}"; do
 	name=${job%% *}
 	cat "$E2E_LOGS/$name.log"
 	# A run that never reported (its shell killed, say) is a failure.
-	label=$name
-	[ "$name" = asan ] && label=e2e-asan
-	grep -q "^$label \|^${name}-build " "$RESULTS" || echo "$label 0 1" >>"$RESULTS"
+	grep -q "^$name " "$RESULTS" || echo "$name 0 1" >>"$RESULTS"
 done
 
 wait "$packaging_pid"

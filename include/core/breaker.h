@@ -22,7 +22,6 @@ void status_set_clear(struct status_set *set);
 bool status_set_add(struct status_set *set, int status);
 /* Adds lo..hi inclusive; false (set unchanged) if reversed or out of range. */
 bool status_set_add_range(struct status_set *set, int lo, int hi);
-void status_set_remove(struct status_set *set, int status);
 /* out = a | b, a & b, a minus b. out may alias a or b. */
 void status_set_union(struct status_set *out, const struct status_set *a,
 		      const struct status_set *b);
@@ -31,8 +30,6 @@ void status_set_intersect(struct status_set *out, const struct status_set *a,
 void status_set_difference(struct status_set *out, const struct status_set *a,
 			   const struct status_set *b);
 bool status_set_is_empty(const struct status_set *set);
-bool status_set_equal(const struct status_set *a, const struct status_set *b);
-unsigned status_set_count(const struct status_set *set);
 
 /* Membership; any int is accepted, a status outside 100..599 is never in. */
 static inline bool status_set_contains(const struct status_set *set, int status)

@@ -24,7 +24,9 @@ struct faults_counters {
 };
 
 /* The previous poll of one (HAProxy, server). All-zero is "never seen":
- * zero-initialise it (or faults_baseline_reset) and it needs nothing else. */
+ * zero-initialise it and it needs nothing else. The link zeroes it with
+ * every breaker it creates (enforcer_on_created), so a server that left
+ * HAProxy's configuration and came back is a first sight again. */
 struct faults_baseline {
 	struct faults_counters last;
 	bool valid;

@@ -48,10 +48,6 @@ struct runtime_api_stat_row;
 /* Copies the counters faults.c reads from a parsed `show stat` row. */
 void faults_counters_from_stat(struct faults_counters *out, const struct runtime_api_stat_row *row);
 
-/* Forgets a server (it left HAProxy's configuration): its next sighting is
- * a first sight. */
-void faults_baseline_reset(struct faults_baseline *base);
-
 /*
  * The faults of one server since the previous poll. `restarted` is true
  * when the HAProxy polled now is another process than at the previous poll
@@ -82,8 +78,5 @@ void faults_delta(struct faults_baseline *base, const struct faults_counters *cu
  * "held" only when the server had requests waiting anyway.
  */
 void faults_split_held_retries(struct faults_delta *d, uint64_t held);
-
-/* "first_sight", "delta", "restarted", "unexplained_drop". */
-const char *faults_basis_name(enum faults_basis basis);
 
 #endif /* SPOA_FAULTS_H */

@@ -2,12 +2,14 @@
  * runtime_api.h - HAProxy's Runtime API ("stats socket ... level admin"): the
  * commands we send, the replies we read, and the client that carries them.
  *
- * Three layers, one file each:
+ * Three layers:
  *   runtime_api_cmd.c     pure command builders; a name HAProxy would not accept
  *                   (see names.h) never becomes a command
- *   runtime_api_parse.c   pure reply parsers over (buf, len), not NUL-terminated,
- *                   robust to garbage: `show stat` CSV, `show servers state`,
- *                   `show info`, and the splitter of a multi-command reply
+ *   the reply parsers, pure, over (buf, len), not NUL-terminated, robust to
+ *                   garbage, one reply a file: runtime_api_stat.c (`show stat`
+ *                   CSV), runtime_api_servers_state.c, runtime_api_info.c, and
+ *                   runtime_api_text.c (what they share, runtime_api_text.h,
+ *                   and the splitter of a multi-command reply)
  *   runtime_api_client.c  the asynchronous client on the caller's libev loop: a
  *                   bounded queue, batches of commands on one line, timeouts,
  *                   backoff; the loop never blocks on HAProxy
@@ -101,7 +103,8 @@ bool runtime_api_cmd_set_table(char *buf, size_t size, const char *table, const 
 			       const char *data);
 
 /* ------------------------------------------------------------------------
- * Replies (runtime_api_parse.c)
+ * Replies (runtime_api_text.c, runtime_api_stat.c, runtime_api_servers_state.c,
+ * runtime_api_info.c)
  * ------------------------------------------------------------------------ */
 
 /*

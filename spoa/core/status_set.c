@@ -37,12 +37,6 @@ bool status_set_add_range(struct status_set *set, int lo, int hi)
 	return true;
 }
 
-void status_set_remove(struct status_set *set, int status)
-{
-	if (in_range(status))
-		set->bits[status / 64] &= ~(UINT64_C(1) << (status % 64));
-}
-
 void status_set_union(struct status_set *out, const struct status_set *a,
 		      const struct status_set *b)
 {
@@ -70,19 +64,6 @@ bool status_set_is_empty(const struct status_set *set)
 		if (set->bits[i])
 			return false;
 	return true;
-}
-
-bool status_set_equal(const struct status_set *a, const struct status_set *b)
-{
-	return memcmp(a->bits, b->bits, sizeof(a->bits)) == 0;
-}
-
-unsigned status_set_count(const struct status_set *set)
-{
-	unsigned n = 0;
-	for (size_t i = 0; i < STATUS_SET_WORDS; i++)
-		n += (unsigned)__builtin_popcountll(set->bits[i]);
-	return n;
 }
 
 /* ---- parsing ---- */

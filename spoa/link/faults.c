@@ -20,11 +20,6 @@ void faults_counters_from_stat(struct faults_counters *out, const struct runtime
 	out->cli_abrt = row->cli_abrt;
 }
 
-void faults_baseline_reset(struct faults_baseline *base)
-{
-	memset(base, 0, sizeof(*base));
-}
-
 /* HAProxy's counters only grow within one process; a smaller value means
  * the row was reset. All its counters reset together, so one is enough. */
 static bool any_below(const struct faults_counters *cur, const struct faults_counters *last)
@@ -176,15 +171,4 @@ void faults_split_held_retries(struct faults_delta *d, uint64_t held)
 	uint64_t moved = d->capacity_retries < held ? d->capacity_retries : held;
 	d->capacity_retries -= moved;
 	d->held_retries += moved;
-}
-
-const char *faults_basis_name(enum faults_basis basis)
-{
-	switch (basis) {
-	case FAULTS_FIRST_SIGHT: return "first_sight";
-	case FAULTS_DELTA: return "delta";
-	case FAULTS_RESTARTED: return "restarted";
-	case FAULTS_UNEXPLAINED_DROP: return "unexplained_drop";
-	}
-	return "unknown";
 }

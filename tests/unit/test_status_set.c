@@ -12,6 +12,15 @@
 
 #include "core/breaker.h"
 
+/* Every bit the set holds, in range or not: a stray bit would show. */
+static unsigned count_bits(const struct status_set *set)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < STATUS_SET_WORDS; i++)
+		n += (unsigned)__builtin_popcountll(set->bits[i]);
+	return n;
+}
+
 /* (text) -> (compact form), for lists that must parse. */
 static const struct {
 	const char *text;
@@ -51,7 +60,7 @@ static void test_parse_valid(void **state)
 		if (strcmp(out, valid_lists[i].formatted) != 0)
 			fail_msg("\"%s\" formats as \"%s\", expected \"%s\"", valid_lists[i].text,
 				 out, valid_lists[i].formatted);
-		assert_int_equal(status_set_count(&set), valid_lists[i].count);
+		assert_int_equal(count_bits(&set), valid_lists[i].count);
 	}
 }
 
@@ -106,7 +115,7 @@ static void test_parse_invalid(void **state)
 			fail_msg("\"%s\": message \"%s\" lacks \"%s\"", invalid_lists[i].text, err,
 				 invalid_lists[i].message_has);
 		/* A refused list leaves the previous value in place. */
-		assert_true(status_set_equal(&set, &untouched));
+		assert_memory_equal(set.bits, untouched.bits, sizeof(set.bits));
 	}
 }
 
@@ -147,7 +156,7 @@ static void test_format_round_trip(void **state)
 		assert_int_equal(len, strlen(text));
 		if (!status_set_parse(&back, text, err, sizeof(err)))
 			fail_msg("formatted \"%s\" refused: %s", text, err);
-		assert_true(status_set_equal(&set, &back));
+		assert_memory_equal(set.bits, back.bits, sizeof(set.bits));
 	}
 }
 
@@ -223,16 +232,17 @@ static void test_set_operations(void **state)
 	status_set_union(&out, &a, &b);
 	status_set_format(&out, text, sizeof(text));
 	assert_string_equal(text, "429,500-599");
-	assert_int_equal(status_set_count(&out), 101);
+	assert_int_equal(count_bits(&out), 101);
 
 	/* In place: out aliasing an input. */
 	status_set_difference(&a, &a, &b);
 	assert_false(status_set_contains(&a, 503));
-	status_set_remove(&a, 500);
-	status_set_remove(&a, 700); /* out of range: no effect, no crash */
+	status_set_clear(&out);
+	status_set_add(&out, 500);
+	status_set_difference(&a, &a, &out);
 	assert_false(status_set_contains(&a, 500));
-	assert_int_equal(status_set_count(&a), 98);
-	assert_false(status_set_equal(&a, &b));
+	assert_int_equal(count_bits(&a), 98);
+	assert_memory_not_equal(a.bits, b.bits, sizeof(a.bits));
 }
 
 int main(void)
