@@ -558,10 +558,11 @@ class Soak:
         for line in stat.splitlines():
             f = line.split(",")
             if len(f) > 6 and f[0] == "workers" and f[1] in view:
+                view[f[1]]["scur"] = int(f[4] or 0)
                 view[f[1]]["maxconn"] = f[6]
         return view if len(view) == len(WORKERS) else None
 
-    def expected_view(self, st):
+    def expected_view(self, st, hv):
         exp = {}
         by_server = {b["server"]: b for b in st.get("breakers", []) if b["backend"] == "workers"}
         for w in WORKERS:
@@ -570,7 +571,12 @@ class Soak:
             if s == "open":
                 exp[w] = {"state": s, "drain": not b["ejection_capped"]}
             elif s == "half_open":
-                exp[w] = {"state": s, "drain": False, "maxconn": str(b["policy"]["half_open_probes"])}
+                # A half-open server is drained while its probes are all
+                # out (sessions at the probe limit: a hung probe, or the
+                # requests a hung worker still holds), so that a probe
+                # ended by `timeout server` frees no slot for a second one.
+                probes = b["policy"]["half_open_probes"]
+                exp[w] = {"state": s, "drain": hv[w].get("scur", 0) >= probes, "maxconn": str(probes)}
             else:
                 exp[w] = {"state": s, "drain": False, "maxconn": ""}
         return exp, by_server
@@ -609,7 +615,7 @@ class Soak:
                 return
             if self.possible_since is None:
                 self.possible_since = now
-            exp, by_server = self.expected_view(st)
+            exp, by_server = self.expected_view(st, hv)
             self.compared += 1
             # Invariant 1: HAProxy equals the breakers.
             diff = {}
