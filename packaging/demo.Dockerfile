@@ -15,7 +15,8 @@ COPY haproxy/haproxy.cfg haproxy/spoe-breaker.conf haproxy/spoe-breaker-steady.c
      haproxy/router-conditions.map haproxy/breaker-owned.map haproxy/breaker-retry-at.map \
      haproxy/breaker-peers.cfg /etc/haproxy/
 COPY haproxy/router-errors /etc/haproxy/router-errors
-COPY tests/lib/worker.py /usr/local/bin/worker.py
+# worker.py imports mode_file from its own directory.
+COPY tests/lib/worker.py tests/lib/mode_file.py /usr/local/bin/
 
 # compose.yaml runs HAProxy as the agent image's user (10001): the stats
 # socket HAProxy makes (mode 600, as haproxy.cfg says) in the volume they
