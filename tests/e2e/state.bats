@@ -11,7 +11,7 @@ setup() {
 	ADMIN_PORT=$(free_port)
 	export STATE ADMIN_PORT
 	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --cooldown ${COOLDOWN:-60s}
-		--state-file $STATE --state-interval 100ms --admin 127.0.0.1:$ADMIN_PORT"
+		--state-file $STATE --state-interval ${STATE_INTERVAL:-100ms} --admin 127.0.0.1:$ADMIN_PORT"
 }
 
 teardown() {
@@ -155,6 +155,50 @@ owner_map_lacks() { ! owner_map_has "$1"; }
 	start_agent_again
 	wait_until 5 is_not_drained w2
 	wait_until 3 owner_map_lacks workers/w2
+}
+
+@test "kill -9 after a failed probe, before the snapshot has the re-trip: the recorded drain is the agent's, lifted when w2 closes" {
+	# At most one snapshot write per 5 s: a re-trip right after a write
+	# stays out of the file for that long. A failed probe opens for twice
+	# the cool-down (4 s): w2 stays drained until the kill.
+	COOLDOWN=2s STATE_INTERVAL=5s
+	setup
+	start_state_scene
+	trip_w2
+	wait_until 5 state_is w2 half_open
+	wait_until 3 is_not_drained w2
+	wait_until 2 maxconn_is w2 1
+	# The snapshot says half-open: w2 ready, limited to its probe.
+	wait_until 12 state_written
+	local half_open=$BATS_TEST_TMPDIR/half-open.msgpack
+	cp "$STATE" "$half_open"
+	# A probe w2 fails (it answers 500): open again, drained, and HAProxy
+	# records the drain as the agent's, beside the limit it already had.
+	trip_w2
+	wait_until 2 is_drained w2
+	wait_until 3 owner_map_has "workers/w2 drain,maxconn=50"
+	# The snapshot has not caught up with the re-trip.
+	run state_written
+	assert_failure
+	crash_agent
+	# What the kill left: the half-open snapshot, not a later one, and
+	# HAProxy draining w2 with the record of it.
+	cmp "$STATE" "$half_open"
+	is_drained w2
+	owner_map_has "workers/w2 drain,maxconn=50"
+	start_agent_again
+	wait_until 10 agent_is_up
+	source_is snapshot
+	run state_of w2
+	assert_output half_open
+	# The record is newer than the snapshot: the drain is the agent's,
+	# not an operator's, so the half-open breaker lifts it for its probe.
+	wait_until 5 grep -q "records that the agent drained workers/w2: taken back as its own" "$RUN_DIR/agent.log"
+	wait_until 3 is_not_drained w2
+	probe_w2_until_state_closed
+	wait_until 3 maxconn_is w2 50
+	wait_until 3 owner_map_lacks workers/w2
+	is_not_drained w2
 }
 
 @test "a restored breaker of a server HAProxy no longer has is dropped; another policy keeps the states" {
