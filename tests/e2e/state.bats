@@ -158,10 +158,10 @@ owner_map_lacks() { ! owner_map_has "$1"; }
 }
 
 @test "kill -9 after a failed probe, before the snapshot has the re-trip: the recorded drain is the agent's, lifted when w2 closes" {
-	# At most one snapshot write per 5 s: a re-trip right after a write
+	# At most one snapshot write per 8 s: a re-trip right after a write
 	# stays out of the file for that long. A failed probe opens for twice
-	# the cool-down (4 s): w2 stays drained until the kill.
-	COOLDOWN=2s STATE_INTERVAL=5s
+	# the cool-down (6 s): w2 stays drained until the kill.
+	COOLDOWN=3s STATE_INTERVAL=8s
 	setup
 	start_state_scene
 	trip_w2
