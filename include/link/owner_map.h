@@ -12,9 +12,10 @@
  *     workers/w3 drain              the agent drained workers/w3
  *     workers/w1 maxconn=50         it limited w1's maxconn; w1's own is 50
  *     workers/w2 drain,maxconn=0    both (0: w2's own maxconn is unlimited)
- * A restart of HAProxy empties the runtime map like it forgets the drains
- * themselves (unless server-state-file keeps those); the next look writes
- * it again from what the agent remembers.
+ * A restart of HAProxy reloads the map from its file, as it reloads the
+ * drains from server-state-file: reload-haproxy.sh saves both (the map
+ * when haproxy.cfg loads it from BREAKER_OWNED_MAP). Whatever the file
+ * lacks, the next look writes again from what the agent remembers.
  *
  * Measured replies (2.6.12, 3.0.11, 3.2.26): add/set/del succeed with an
  * empty output; `del map` of a missing key says "Key not found.", `set

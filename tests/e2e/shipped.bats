@@ -161,6 +161,68 @@ ini_without_runtime_api() {
 	assert_output 0
 }
 
+# HAProxy again, as the shipped configuration starts it, with the agent's
+# record loaded from BREAKER_OWNED_MAP (a file of the test's own).
+restart_haproxy_with_owned_map() {
+	stop haproxy
+	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
+	wait_port "$FE_PORT"
+}
+owned_map_lists() { # ENTRY
+	haproxy_cli "show map $BREAKER_OWNED_MAP" | grep -qE "^0x[0-9a-f]+ $1\$"
+}
+owned_map_lacks() { ! haproxy_cli "show map $BREAKER_OWNED_MAP" | grep -q " $1 "; }
+trip_w1_over_spop() {
+	local i
+	for i in 1 2 3; do
+		python3 "$SPOP_CLIENT" "$BREAKER_AGENT" notify \
+			"[('breaker-observe', [('be', 'workers'), ('srv', 'w1'), ('status', 500)])]" >/dev/null
+	done
+}
+
+@test "reload-haproxy.sh save keeps the agent's record with the drains: after a restart, an agent without its snapshot lifts its own drain" {
+	export BREAKER_OWNED_MAP=$RUN_DIR/breaker-owned.map
+	: >"$BREAKER_OWNED_MAP"
+	restart_haproxy_with_owned_map
+	wait_until 10 agent_is_up
+	trip_w1_over_spop
+	wait_until 5 is_drained w1
+	wait_until 5 owned_map_lists "workers/w1 drain"
+	"$REPO/haproxy/reload-haproxy.sh" save
+	grep -qx "workers/w1 drain" "$BREAKER_OWNED_MAP"
+	# The agent dies with no snapshot (the tests' agents keep none); HAProxy
+	# restarts on the two files: w1 drained, the drain the agent's.
+	kill -9 "$(cat "$RUN_DIR/agent.pid")"
+	rm -f "$RUN_DIR/agent.pid"
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-killed.log"
+	restart_haproxy_with_owned_map
+	is_drained w1
+	owned_map_lists "workers/w1 drain"
+	# A fresh agent: its w1 breaker is closed, and the record says the
+	# drain is its own, so it lifts it (an operator's it would leave).
+	# shellcheck disable=SC2086 # a list of options
+	start_agent agent --listen "$BREAKER_AGENT" $AGENT_ARGS
+	wait_until 10 grep -q "records that the agent drained workers/w1: taken back as its own" "$RUN_DIR/agent.log"
+	wait_until 5 is_not_drained w1
+	wait_until 5 owned_map_lacks workers/w1
+}
+
+@test "reload-haproxy.sh save with a BREAKER_OWNED_MAP HAProxy did not load says so and changes neither file" {
+	export BREAKER_OWNED_MAP=$RUN_DIR/other/breaker-owned.map
+	mkdir -p "$RUN_DIR/other"
+	echo "workers/w9 drain" >"$BREAKER_OWNED_MAP"
+	cp "$BREAKER_STATE_FILE" "$RUN_DIR/state-before"
+	trip_w1_over_spop
+	wait_until 5 is_drained w1
+	run "$REPO/haproxy/reload-haproxy.sh" save
+	assert_failure 1
+	assert_output --partial "does not list the map $BREAKER_OWNED_MAP"
+	[ "$(cat "$BREAKER_OWNED_MAP")" = "workers/w9 drain" ]
+	cmp "$BREAKER_STATE_FILE" "$RUN_DIR/state-before"
+	run "$REPO/haproxy/reload-haproxy.sh" restart
+	assert_failure 2
+}
+
 @test "with every response sent and no runtime_api, a response from an open breaker's worker shows retry_after" {
 	# The setup for an agent without HAProxy's Runtime API: HAProxy sends
 	# every response (spoe-breaker.conf), and nothing drains w1, so

@@ -363,6 +363,8 @@ class Soak:
                                               else "spoe-breaker.conf"),
             "BREAKER_ADMIN_SOCKET": self.admin_sock,
             "BREAKER_STATE_FILE": os.path.join(self.dir, "server-state"),
+            # Kept across restarts with the state, as docs/haproxy.md says.
+            "BREAKER_OWNED_MAP": os.path.join(self.dir, "breaker-owned.map"),
             "HAPROXY_MASTER_SOCKET": self.master_sock,
         })
         for i, w in enumerate(WORKERS):
@@ -398,14 +400,13 @@ class Soak:
             self.possible_since = None
 
     def restart_haproxy(self, spoe):
-        # As an operator following the reload script would: the state
-        # dumped first, so that the server-state-file is not a stale one.
-        state = os.path.join(self.dir, "server-state")
-        dump = haproxy_cli.command(self.admin_sock, "show servers state")
-        if dump.startswith("1\n"):
-            with open(state + ".new", "w") as f:
-                f.write(dump)
-            os.rename(state + ".new", state)
+        # As an operator following the reload script would: the servers'
+        # state and the agent's record saved first (`reload-haproxy.sh
+        # save`), so that neither file is a stale one.
+        r = subprocess.run([os.path.join(self.dir, "haproxy", "reload-haproxy.sh"), "save"],
+                           env=self.haproxy_env(), capture_output=True, timeout=20)
+        if r.returncode != 0:
+            self.violate(0, "reload-haproxy.sh save failed: %s" % r.stderr.decode(errors="replace"))
         start = self.now()
         with self.lock:
             self.haproxy_up = False
@@ -753,6 +754,7 @@ class Soak:
         shutil.copytree(os.path.join(self.repo, "haproxy"), hdir)
         with open(os.path.join(self.dir, "server-state"), "w") as f:
             f.write("1\n")
+        open(os.path.join(self.dir, "breaker-owned.map"), "w").close()
         os.makedirs(self.state_dir, exist_ok=True)
         self.disk_full_possible = subprocess.run(
             ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "soak-state", self.state_dir],
