@@ -13,11 +13,14 @@ Run by tests/soak/soak.sh, which gives it its environment:
   SOAK_MIX      fault weights, "kind=weight,...", over the defaults below
   SOAK_BREAK    operator-drain: drain w1 behind the agent's back a third of
                 the way in, which invariant 1 must catch (shows the soak
-                failing)
+                failing); peers-same-id (SOAK_PEERS=1): node 2's agent
+                with node 1's node_id, which invariant 7 must catch
   SOAK_ASAN     1 for a sanitizer build: RSS is reported, not bounded
   SOAK_SCHEDULE a JSON file of [second, kind, parameters] to run instead of
                 the seeded schedule (tests/soak/schedules/: one case, fixed)
   SOAK_LOG_LEVEL the agent's log level (notice)
+  SOAK_PEERS    1: peers mode, a second node (HAProxy and agent) sharing
+                the breakers' verdicts with the first (PeersSoak, below)
 
 Exits 0 when every invariant held, 1 (after printing the seed, the
 schedule up to the failure and the state that differed) when one broke.
@@ -202,6 +205,8 @@ class AgentInstance:
 
 
 class Soak:
+    MIX = DEFAULT_MIX  # the kinds a schedule draws from (peers mode adds its own)
+
     def __init__(self):
         self.dir = os.environ["SOAK_DIR"]
         self.repo = os.environ["SOAK_REPO"]
@@ -216,7 +221,7 @@ class Soak:
         self.keep_going = os.environ.get("SOAK_KEEP_GOING") == "1"
         self.violations = []
         self.mismatch_reported = False
-        self.mix = dict(DEFAULT_MIX)
+        self.mix = dict(self.MIX)
         for item in filter(None, os.environ.get("SOAK_MIX", "").split(",")):
             k, _, v = item.partition("=")
             if k not in self.mix:
@@ -510,10 +515,15 @@ class Soak:
             pass
 
     # ---- traffic ----
+    def frontend(self):
+        """The node a request goes to, and its frontend's port."""
+        return 1, self.ports["fe"]
+
     def one_request(self, sent):
         rec = [sent, None, None, None, None, None]  # sent, end, status, worker, code, agent_error
+        node, port = self.frontend()
         try:
-            c = http.client.HTTPConnection("127.0.0.1", self.ports["fe"], timeout=40)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=40)
             c.request("GET", "/", headers={"x-breaker-debug": "1"})
             r = c.getresponse()
             r.read()
@@ -526,6 +536,7 @@ class Soak:
             rec[2] = "conn:" + type(e).__name__
         rec[1] = self.now()
         rec.append(tuple(self.mode_of(w) for w in WORKERS))
+        rec.append(node)
         self.records.append(rec)
         with self.lock:
             self.inflight -= 1
@@ -928,7 +939,7 @@ class Soak:
         print("\nINVARIANT %s FAILED at %.1f s: %s" % (n, at, what))
         print("replay: SOAK_SEED=%d SOAK_SECONDS=%.0f%s" % (
             self.seed, self.seconds, "".join(" %s=%s" % (k, os.environ[k]) for k in ("SOAK_MIX", "SOAK_RATE", "SOAK_BREAK",
-                                                                                     "SOAK_SCHEDULE")
+                                                                                     "SOAK_SCHEDULE", "SOAK_PEERS")
                                              if os.environ.get(k))))
         print("schedule up to the failure (second, fault, parameters):")
         for e in getattr(self, "failed_schedule", self.executed):
@@ -946,6 +957,393 @@ class Soak:
         print("run directory kept: %s" % self.dir)
         return 1
 
+# ---- peers mode (SOAK_PEERS=1) ----
+# Two nodes, each an HAProxy (master-worker, haproxy.cfg + breaker-peers.cfg)
+# with an agent of its own (node_id 1 and 2), sharing the verdict table
+# over HAProxy's peers, the same three workers behind both and the traffic
+# split between their frontends. Node 1 is the soak above, faults and all;
+# node 2 gets kills of its agent.
+
+PEERS_MIX = {
+    "node2_agent_kill": 2,        # node 2's agent: kill -9, restarted with its snapshot
+    "node2_agent_kill_fresh": 1,  # node 2's agent: kill -9, restarted without it
+}
+VERDICT_TABLE = "breaker_verdicts"
+# s: a node's verdict is held by the other node (one look of its, 500 ms,
+# after the write; more after the peers link comes back)
+SHARE_BOUND = CONVERGE_BOUND
+# s: a verdict nobody renews stops holding the other node: the table's
+# expire (breaker-peers.cfg, 5 s) counted from the owner's last write,
+# the holder's next look (0.5 s), the hold it gave at that look (two looks
+# and a second: 2 s), and 2.5 s of slack for a loaded machine.
+EXPIRE_BOUND = 10.0
+
+
+def peers_argv(name, argv, node, hdir):
+    """What peers mode adds to the command lines the soak starts: HAProxy
+    loads breaker-peers.cfg after haproxy.cfg, the agent gets the table
+    and its node_id (docs/haproxy.md, "More than one HAProxy")."""
+    if name == "haproxy":
+        return argv + ["-f", os.path.join(hdir, "breaker-peers.cfg")]
+    if name.startswith("agent-"):
+        return argv + ["--verdict-table", VERDICT_TABLE, "--node-id", str(node)]
+    return argv
+
+
+def peers_established(admin_sock, remote):
+    """HAProxy at ADMIN_SOCK has its peers session with REMOTE up."""
+    try:
+        out = haproxy_cli.command(admin_sock, "show peers breaker_peers", 1)
+    except OSError:
+        return False
+    return any("id=%s(" % remote in line and "last_status=ESTA" in line for line in out.splitlines())
+
+
+def agent_state(port):
+    """The agent's /state by server of backend workers, or None."""
+    try:
+        code, body = http_get(port, "/state", 1)
+        st = json.loads(body) if code == 200 else None
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    if st is None:
+        return None
+    return {b["server"]: b for b in st.get("breakers", []) if b["backend"] == "workers"}
+
+
+def owns_verdict(b):
+    """Open or half-open on its own evidence and held by no other node: the
+    verdict this node publishes (breaker_owns_verdict)."""
+    return b is not None and b["state"] in ("open", "half_open") and not b["peer_adopted"] \
+        and b["peer_hold_left_ms"] == 0
+
+
+def held_by_peer(b):
+    """Held open by the other node's verdict (a hold renewed at each look,
+    or one adopted whose hold just ended and which goes half-open at its
+    next tick)."""
+    return b is not None and b["state"] == "open" and (b["peer_hold_left_ms"] > 0 or b["peer_adopted"])
+
+
+def note_failing(node, w, mode, now):
+    """Invariant 3's clock of NODE for worker W switching to MODE."""
+    if mode == "failing":
+        node.pending_drain[w] = now
+    else:
+        if w in node.pending_drain:
+            node.drain_unjudged += 1
+        node.pending_drain.pop(w, None)
+
+
+class PeerNode(Soak):
+    """Node 2: its own HAProxy and agent, checked by the same invariants
+    1-3, 5 and 6 as node 1 (Soak's own methods, on this node's sockets and
+    ports), with the schedule's ground truth (the workers' modes, the
+    faults run) shared with node 1."""
+
+    def __init__(self, main):
+        self.main = main
+        self.dir = os.path.join(main.dir, "node2")
+        os.makedirs(self.dir)
+        shutil.copytree(os.path.join(main.repo, "haproxy"), os.path.join(self.dir, "haproxy"))
+        with open(os.path.join(self.dir, "server-state"), "w") as f:
+            f.write("1\n")
+        self.repo, self.spoa, self.haproxy_bin = main.repo, main.spoa, main.haproxy_bin
+        self.seconds, self.asan, self.keep_going = main.seconds, main.asan, main.keep_going
+        self.break_kind = ""
+        self.ports = {n: free_port() for n in ("fe", "agent", "admin")}
+        self.ports.update({w: main.ports[w] for w in WORKERS})
+        self.admin_sock = os.path.join(self.dir, "admin.sock")
+        self.master_sock = os.path.join(self.dir, "master.sock")
+        self.relay_sock = self.admin_sock  # no relay: node 2's Runtime API has no faults
+        self.relay_mode = "pass"
+        self.state_dir = os.path.join(self.dir, "state")
+        os.makedirs(self.state_dir)
+        self.snapshot = os.path.join(self.state_dir, "state.msgpack")
+        self.policy_file = os.path.join(self.dir, "agent.ini")
+        self.threshold = 3
+        self.write_policy()
+        # Every-response mode, while node 1 starts in steady-state mode:
+        # both SPOE modes feed the shared verdicts at once.
+        self.spoe = "every-response"
+        # Shared with node 1: the ground truth and the list of agents.
+        self.lock, self.modes, self.executed, self.agents = main.lock, main.modes, main.executed, main.agents
+        self.agent = self.haproxy = None
+        self.haproxy_up = False
+        self.samples = self.compared = self.trips_seen = self.drain_capped = self.drain_unjudged = 0
+        self.mismatch_since = self.mismatch_diff = self.possible_since = self.prev_breakers = None
+        self.mismatch_reported = False
+        self.episodes, self.drain_times, self.consistency_checks = [], [], []
+        self.pending_drain = {}
+        self.restart_windows = []
+
+    def now(self):
+        return self.main.now()
+
+    def violate(self, n, what, diff=None, recoverable=False):
+        self.main.violate(n, "node 2: " + what, diff, recoverable)
+
+    def spawn(self, name, argv, env=None):
+        # SOAK_BREAK=peers-same-id: node 2's agent takes node 1's id, so
+        # each reads the other's verdicts as its own and ignores them,
+        # which invariant 7 must report.
+        node = 1 if self.main.break_kind == "peers-same-id" else 2
+        return super().spawn(name, peers_argv(name, argv, node, os.path.join(self.dir, "haproxy")), env)
+
+    def haproxy_env(self):
+        env = super().haproxy_env()
+        env.update(self.main.peers_env("node2"))
+        return env
+
+    def figures(self):
+        worst = max(self.episodes, default=(0.0, None))
+        print("node 2, invariant 1: %d comparisons, %d mismatch episodes, worst convergence %.2f s%s"
+              % (self.compared, len(self.episodes), worst[0],
+                 " (after %s at %s s)" % (worst[1][1], worst[1][0]) if worst[1] else ""))
+        print("node 2, invariant 2: %d openings seen (its own trips and the verdicts it holds), all on a worker "
+              "bad within %.0f s" % (self.trips_seen, OPEN_LOOKBACK))
+        print("node 2, invariant 3: %d drained, worst %.2f s; %d held by the ejection cap; %d recovered or "
+              "interrupted before judged" % (len(self.drain_times), max(self.drain_times, default=0.0),
+                                              self.drain_capped, self.drain_unjudged))
+        mism = [c for c in self.consistency_checks if not c[2] <= c[1] <= c[3]]
+        print("node 2, invariant 6: %d checks, %d transitions logged in all, %d disagreements"
+              % (len(self.consistency_checks), sum(c[1] for c in self.consistency_checks), len(mism)))
+
+
+class PeersSoak(Soak):
+    """The soak in peers mode: node 1 is Soak itself, with every fault of
+    the schedule; node 2 a PeerNode; invariant 7 judges the verdicts the
+    two share."""
+    MIX = dict(DEFAULT_MIX, **PEERS_MIX)
+
+    def __init__(self):
+        super().__init__()
+        self.ports.update({"peer1": free_port(), "peer2": free_port(), "peer3": free_port()})
+        self.node2 = None
+        # invariant 7 figures
+        self.share_since = self.share_key = None
+        self.share_compared = self.share_owned = 0
+        self.share_open = {}        # server -> (second, fault before it): a verdict not held yet
+        self.share_episodes = []    # (duration, fault before it)
+        self.share_reported = set()
+        self.fallback_open = {}     # (node, server) -> (second, fault before it): held, nobody owns
+        self.fallback_episodes = []
+        self.fallback_reported = set()
+        self.fallback_key = {}
+
+    def peers_env(self, node):
+        # node3, named in breaker-peers.cfg, listens nowhere: a tier of two.
+        return {"BREAKER_NODE": node, "BREAKER_PEER1": "127.0.0.1:%d" % self.ports["peer1"],
+                "BREAKER_PEER2": "127.0.0.1:%d" % self.ports["peer2"],
+                "BREAKER_PEER3": "127.0.0.1:%d" % self.ports["peer3"]}
+
+    def spawn(self, name, argv, env=None):
+        return super().spawn(name, peers_argv(name, argv, 1, os.path.join(self.dir, "haproxy")), env)
+
+    def haproxy_env(self):
+        env = super().haproxy_env()
+        env.update(self.peers_env("node1"))
+        return env
+
+    def start_haproxy(self):
+        super().start_haproxy()
+        if self.node2 is None:
+            # The first start: node 2 joins, and both peers sessions are up
+            # before traffic.
+            self.node2 = PeerNode(self)
+            self.node2.start_agent()
+            self.node2.start_haproxy()
+            if not wait_for(lambda: peers_established(self.admin_sock, "node2")
+                            and peers_established(self.node2.admin_sock, "node1"), 15, 0.2):
+                self.violate(0, "the peers sessions of node 1 and node 2 did not come up")
+            print("soak: peers mode: node 1 (every fault) and node 2 (agent kills), frontends 127.0.0.1:%d "
+                  "and :%d, peers :%d and :%d" % (self.ports["fe"], self.node2.ports["fe"],
+                                                  self.ports["peer1"], self.ports["peer2"]), flush=True)
+
+    def frontend(self):
+        # One request in three through node 2: node 1's breakers mostly
+        # trip first, so node 2's often open on node 1's verdict alone
+        # (with an even split both trip on their own as often, and the
+        # verdict only settles which one owns it).
+        self.turn = (getattr(self, "turn", 0) + 1) % 3
+        return (2, self.node2.ports["fe"]) if self.turn == 0 else (1, self.ports["fe"])
+
+    def switch_worker(self, w, mode):
+        super().switch_worker(w, mode)
+        with self.lock:
+            note_failing(self.node2, w, mode, self.now())
+
+    def run_event(self, kind, p):
+        if kind == "node2_agent_kill":
+            self.node2.stop_agent(signal.SIGKILL)
+            self.node2.start_agent()
+        elif kind == "node2_agent_kill_fresh":
+            self.node2.stop_agent(signal.SIGKILL)
+            self.node2.start_agent(fresh=True)
+        else:
+            super().run_event(kind, p)
+
+    def sample(self):
+        super().sample()
+        self.node2.sample()
+        self.sample_verdicts()
+
+    # ---- invariant 7: the shared verdicts ----
+    def sample_verdicts(self):
+        """A verdict one node owns is held by the other within SHARE_BOUND
+        (and two owners settle on one), judged while both nodes, node 1's
+        Runtime API and both peers sessions are up; a node held by a
+        verdict that nobody owns any more (its owner's agent stopped or
+        its breaker let go) falls back on its own breaker within
+        EXPIRE_BOUND."""
+        now = self.now()
+        insts = {1: self.agent, 2: self.node2.agent}
+        views = {1: agent_state(self.ports["admin"]) if insts[1] else None,
+                 2: agent_state(self.node2.ports["admin"]) if insts[2] else None}
+        links = self.haproxy_up and self.node2.haproxy_up and self.relay_mode == "pass" \
+            and peers_established(self.admin_sock, "node2") and peers_established(self.node2.admin_sock, "node1")
+        with self.lock:
+            current = {1: self.agent, 2: self.node2.agent}
+            key = (insts[1], insts[2])
+            possible = links and views[1] is not None and views[2] is not None and current == insts
+            if not possible or key != self.share_key:
+                self.share_since = None
+                self.share_open.clear()
+                self.share_reported.clear()
+            if possible:
+                self.share_key = key
+                if self.share_since is None:
+                    self.share_since = now
+                self.share_compared += 1
+                for w in WORKERS:
+                    b = {n: views[n].get(w) for n in (1, 2)}
+                    owners = [n for n in (1, 2) if owns_verdict(b[n])]
+                    bad = None
+                    if len(owners) == 2:
+                        bad = "both nodes own the verdict (the higher node_id must yield)"
+                    elif owners:
+                        self.share_owned += 1
+                        other = 3 - owners[0]
+                        if not held_by_peer(b[other]):
+                            bad = "node %d owns the verdict (%s), node %d does not hold it (%s)" % (
+                                owners[0], b[owners[0]]["state"], other, b[other]["state"] if b[other] else "none")
+                    self.track(self.share_open, self.share_episodes, self.share_reported, w, bad, now,
+                               SHARE_BOUND, b)
+            # The fallback: judged on each node whose agent is up, while
+            # the other's agent is down or up and not owning.
+            for n in (1, 2):
+                other = 3 - n
+                judged = views[n] is not None and current[n] is insts[n] and \
+                    (current[other] is None or (views[other] is not None and current[other] is insts[other]))
+                for w in WORKERS:
+                    k = (n, w)
+                    if not judged or self.fallback_key.get(k) is not insts[n]:
+                        self.fallback_open.pop(k, None)
+                        self.fallback_reported.discard(k)
+                        self.fallback_key[k] = insts[n]
+                    if not judged:
+                        continue
+                    mine = views[n].get(w)
+                    theirs = views[other].get(w) if views[other] is not None else None
+                    bad = None
+                    if held_by_peer(mine) and not owns_verdict(theirs):
+                        bad = "node %d still held by a verdict nobody owns (node %d %s)" % (
+                            n, other, "down" if current[other] is None else theirs["state"] if theirs else "none")
+                    self.track(self.fallback_open, self.fallback_episodes, self.fallback_reported, k, bad, now,
+                               EXPIRE_BOUND, {n: mine, other: theirs})
+
+    def track(self, opened, episodes, reported, k, bad, now, bound, views):
+        if bad is None:
+            if k in opened:
+                start, after = opened.pop(k)
+                episodes.append((now - start, after))
+                reported.discard(k)
+            return
+        if k not in opened:
+            opened[k] = (now, self.last_fault())
+        start, after = opened[k]
+        if now - start > bound and k not in reported:
+            reported.add(k)
+            self.violate(7, "%s for %.1f s (bound %.1f s), since %.1f s, after %s at %s s" % (
+                bad, now - start, bound, start, after[1], after[0]),
+                {"node %d" % n: v for n, v in views.items()}, recoverable=True)
+
+    # ---- the end ----
+    def finish(self):
+        """Every fault lifted: node 2 and the verdicts must settle as node 1
+        must (Soak.finish), then node 2's agent stops as node 1's does."""
+        for w in WORKERS:
+            if self.mode_of(w) != "healthy":
+                self.switch_worker(w, "healthy")
+        self.set_relay("pass")
+        self.free_disk()
+        n2 = self.node2
+        deadline = time.monotonic() + max(CONVERGE_BOUND, EXPIRE_BOUND) * 2
+        while time.monotonic() < deadline and (n2.possible_since is None or n2.mismatch_since is not None
+                                               or n2.compared == 0 or self.share_since is None
+                                               or self.share_open or self.fallback_open):
+            time.sleep(0.1)
+        if self.failed and not self.keep_going:
+            return
+        if n2.mismatch_since is not None or n2.possible_since is None:
+            self.violate(1, "node 2: at the end, with every fault lifted, HAProxy still differs from the breakers",
+                         n2.mismatch_diff)
+        if self.share_since is None or self.share_open or self.fallback_open:
+            self.violate(7, "at the end, with every fault lifted, the nodes still disagree on a verdict",
+                         {"not held": dict(self.share_open), "held by nobody's": dict(self.fallback_open),
+                          "peers up": self.share_since is not None})
+        super().finish()
+        if self.failed and not self.keep_going:
+            return
+        n2.stop_agent(signal.SIGTERM)
+
+    def teardown(self):
+        n2 = self.node2
+        if n2 is not None:
+            if n2.agent is not None:
+                n2.agent.expected_exit = True
+                n2.stop_proc(n2.agent.proc)
+            n2.stop_proc(n2.haproxy)
+        super().teardown()
+
+    def report(self):
+        print("peers mode: node 2's figures and invariant 7 first; the lines of invariants 1-4 and 6 after "
+              "them are node 1's, invariant 5 counts the agents of both")
+        if self.node2 is not None:
+            self.node2.figures()
+        worst = max(self.share_episodes, default=(0.0, None))
+        worst_fb = max(self.fallback_episodes, default=(0.0, None))
+        logs = [a.log for a in self.agents]
+        holds = fallbacks = 0
+        for path in logs:
+            try:
+                with open(path, errors="replace") as f:
+                    for line in f:
+                        if TRANSITION.search(line):
+                            holds += "holds it open" in line
+                            fallbacks += "no longer renewed" in line
+            except OSError:
+                pass
+        print("invariant 7 (shared verdicts: one node's verdict held by the other within %.1f s, one owner; a "
+              "verdict nobody owns stops holding within %.1f s): %d comparisons, %d with a verdict owned; "
+              "%d episodes before the other held it, worst %.2f s%s; %d fallbacks from a verdict nobody owns, "
+              "worst %.2f s%s; transitions logged: %d on a peer's verdict, %d on one no longer renewed"
+              % (SHARE_BOUND, EXPIRE_BOUND, self.share_compared, self.share_owned, len(self.share_episodes),
+                 worst[0], " (after %s at %s s)" % (worst[1][1], worst[1][0]) if worst[1] else "",
+                 len(self.fallback_episodes), worst_fb[0],
+                 " (after %s at %s s)" % (worst_fb[1][1], worst_fb[1][0]) if worst_fb[1] else "",
+                 holds, fallbacks))
+        by_node = {}
+        for rec in self.records:
+            node = rec[7]
+            c = by_node.setdefault(node, [0, 0, 0])
+            c[0] += 1
+            c[1] += isinstance(rec[2], str)
+            c[2] += not isinstance(rec[2], str) and not rec[4] and rec[2] < 500
+        print("invariant 4 by node (requests / connection errors / served): %s" % ", ".join(
+            "node %d %d / %d / %d" % (n, c[0], c[1], c[2]) for n, c in sorted(by_node.items())))
+        return super().report()
+
 
 if __name__ == "__main__":
-    sys.exit(Soak().run())
+    sys.exit((PeersSoak if os.environ.get("SOAK_PEERS") == "1" else Soak)().run())
