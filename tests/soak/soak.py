@@ -21,6 +21,8 @@ Run by tests/soak/soak.sh, which gives it its environment:
   SOAK_LOG_LEVEL the agent's log level (notice)
   SOAK_PEERS    1: peers mode, a second node (HAProxy and agent) sharing
                 the breakers' verdicts with the first (PeersSoak, below)
+  SOAK_AGENT    none: the same schedule with no agent at all (AgentlessSoak,
+                below): what HAProxy alone serves, for invariant 4's figures
 
 Exits 0 when every invariant held, 1 (after printing the seed, the
 schedule up to the failure and the state that differed) when one broke.
@@ -53,6 +55,11 @@ WORKER_BEHAVIOUR = {"healthy": "200", "busy": "busy", "failing": "500", "hung": 
 # The bounds the invariants are judged by.
 # s: HAProxy equals the breakers after a fault (10 of the agent's polls)
 CONVERGE_BOUND = float(os.environ.get("SOAK_CONVERGE_BOUND", "5"))
+# s: the agent reaches HAProxy's Runtime API again once it is back: its
+# reconnect backoff doubles up to 5 s (runtime_api.h), then one attempt of
+# at most 2 s. Invariant 1's clock starts when it is reached: the agent
+# cannot act before, and this bound keeps the wait itself honest.
+RECONNECT_BOUND = 5.0 + 2.0 + 0.5
 DRAIN_BOUND = 5.0      # s: a failing worker is drained once it fails
 OPEN_LOOKBACK = 35.0   # s: a breaker may open this long after its worker was bad
                        # (timeout server 30s: a hung request's answer comes late)
@@ -205,6 +212,7 @@ class AgentInstance:
 
 
 class Soak:
+    HELD = "every invariant held"
     MIX = DEFAULT_MIX  # the kinds a schedule draws from (peers mode adds its own)
 
     def __init__(self):
@@ -260,6 +268,8 @@ class Soak:
         self.mismatch_since = None
         self.mismatch_diff = None
         self.possible_since = None
+        self.relay_back_at = None   # when the Runtime API came back, until the agent reached it
+        self.reconnects = []        # s from the Runtime API's return to the agent reaching it
         self.episodes = []          # (duration, fault before it)
         self.trips_seen = 0
         self.prev_breakers = None
@@ -355,6 +365,8 @@ class Soak:
         with open(self.relay_mode_file, "w") as f:
             f.write(mode)
         with self.lock:
+            if mode == "pass" and self.relay_mode != "pass":
+                self.relay_back_at = self.now()
             self.relay_mode = mode
             self.possible_since = None
 
@@ -618,8 +630,18 @@ class Soak:
                 hv = None
         with self.lock:
             self.samples += 1
+            reachable = st is not None and all(h.get("reachable") for h in st.get("haproxy") or [{}])
+            if self.relay_back_at is not None and self.relay_mode == "pass" and self.agent is inst:
+                waited = now - self.relay_back_at
+                if reachable:
+                    self.reconnects.append(waited)
+                    self.relay_back_at = None
+                elif waited > RECONNECT_BOUND:
+                    self.relay_back_at = None
+                    self.violate(1, "the agent did not reach the Runtime API %.1f s after it came back "
+                                 "(bound %.1f s)" % (waited, RECONNECT_BOUND), recoverable=True)
             possible = st is not None and hv is not None and self.relay_mode == "pass" \
-                and self.agent is inst and self.haproxy_up
+                and self.agent is inst and self.haproxy_up and reachable
             if not possible:
                 self.possible_since = None
                 self.mismatch_since = None
@@ -652,6 +674,12 @@ class Soak:
                                  % (now - self.mismatch_since, CONVERGE_BOUND), diff, recoverable=True)
             elif self.mismatch_since is not None:
                 self.episodes.append((now - self.mismatch_since, self.mismatch_after))
+                # Ended between two checks, yet past the bound: broken too.
+                if now - self.mismatch_since > CONVERGE_BOUND and not self.mismatch_reported:
+                    self.mismatch_reported = True
+                    self.violate(1, "HAProxy differed from the breakers for %.1f s (bound %.1f s)"
+                                 % (now - self.mismatch_since, CONVERGE_BOUND), self.mismatch_diff,
+                                 recoverable=True)
                 if self.mismatch_reported:
                     print("soak: %.1f s: HAProxy equals the breakers again, after %.1f s" % (
                         now, now - self.mismatch_since), flush=True)
@@ -838,7 +866,7 @@ class Soak:
                 self.switch_worker(w, "healthy")
         self.set_relay("pass")
         self.free_disk()
-        deadline = time.monotonic() + CONVERGE_BOUND * 2
+        deadline = time.monotonic() + RECONNECT_BOUND + CONVERGE_BOUND * 2
         while time.monotonic() < deadline and (self.possible_since is None or self.mismatch_since is not None
                                                or self.compared == 0):
             time.sleep(0.1)
@@ -872,10 +900,13 @@ class Soak:
         print("faults injected: %d: %s" % (len(self.executed), ", ".join(
             "%s %d" % kv for kv in sorted(counts.items()))))
         worst = max(self.episodes, default=(0.0, None))
-        print("invariant 1 (HAProxy's drains and maxconn equal the breakers' within %.1f s of each fault): "
-              "%d comparisons, %d mismatch episodes, worst convergence %.2f s%s"
-              % (CONVERGE_BOUND, self.compared, len(self.episodes), worst[0],
-                 " (after %s at %s s)" % (worst[1][1], worst[1][0]) if worst[1] else ""))
+        print("invariant 1 (HAProxy's drains and maxconn equal the breakers' within %.1f s of each fault, "
+              "from when the agent reaches the Runtime API, itself within %.1f s of its return): "
+              "%d comparisons, %d mismatch episodes, worst convergence %.2f s%s; Runtime API reached again "
+              "%d times, worst %.2f s after its return"
+              % (CONVERGE_BOUND, RECONNECT_BOUND, self.compared, len(self.episodes), worst[0],
+                 " (after %s at %s s)" % (worst[1][1], worst[1][0]) if worst[1] else "",
+                 len(self.reconnects), max(self.reconnects, default=0.0)))
         print("invariant 2 (no breaker opens on a busy or healthy worker): %d openings seen, all on a worker bad"
               " within %.0f s" % (self.trips_seen, OPEN_LOOKBACK))
         print("invariant 3 (a failing worker is drained within %.1f s): %d drained, worst %.2f s; "
@@ -929,7 +960,7 @@ class Soak:
             self.failed = (4, "%d requests failed by HAProxy (%s) while a serving worker was there; first at %.1f s"
                            % (len(agent_caused), rec[4], rec[0]), {"worker modes": rec[6]}, rec[0])
         if self.failed is None:
-            print("soak: every invariant held (seed %d)" % self.seed)
+            print("soak: %s (seed %d)" % (self.HELD, self.seed))
             return 0
         n, what, diff, at = self.failed
         if len(self.violations) > 1:
@@ -1046,6 +1077,7 @@ class PeerNode(Soak):
         self.dir = os.path.join(main.dir, "node2")
         os.makedirs(self.dir)
         shutil.copytree(os.path.join(main.repo, "haproxy"), os.path.join(self.dir, "haproxy"))
+        open(os.path.join(self.dir, "breaker-owned.map"), "w").close()
         with open(os.path.join(self.dir, "server-state"), "w") as f:
             f.write("1\n")
         self.repo, self.spoa, self.haproxy_bin = main.repo, main.spoa, main.haproxy_bin
@@ -1074,6 +1106,7 @@ class PeerNode(Soak):
         self.mismatch_since = self.mismatch_diff = self.possible_since = self.prev_breakers = None
         self.mismatch_reported = False
         self.episodes, self.drain_times, self.consistency_checks = [], [], []
+        self.relay_back_at, self.reconnects = None, []
         self.pending_drain = {}
         self.restart_windows = []
 
@@ -1345,5 +1378,40 @@ class PeersSoak(Soak):
         return super().report()
 
 
+# ---- the agent-less run (SOAK_AGENT=none) ----
+
+class AgentlessSoak(Soak):
+    """The same schedule, traffic and HAProxy with no agent: HAProxy's SPOE
+    filter finds nothing listening and lets every request through, the
+    agent's faults find no agent. What it serves is what HAProxy alone
+    serves under the same worker faults: the figure invariant 4 compares
+    with. Invariants 1-3, 5 and 6 judge an agent and are not judged."""
+    HELD = "agent-less run done, no error only a breaker causes"
+
+    def start_agent(self, fresh=False):
+        pass
+
+    def stop_agent(self, sig):
+        pass
+
+    def run_event(self, kind, p):
+        if kind == "agent_hup":
+            return
+        super().run_event(kind, p)
+
+    def finish(self):
+        self.executed.append((round(self.now(), 1), "end: all faults lifted", {}))
+        self.stop.set()
+
+    def report(self):
+        print("agent-less run (SOAK_AGENT=none): no agent started, its faults skipped; only invariant 4's "
+              "request figures apply, and none may be an error only a breaker causes")
+        return super().report()
+
+
 if __name__ == "__main__":
-    sys.exit((PeersSoak if os.environ.get("SOAK_PEERS") == "1" else Soak)().run())
+    if os.environ.get("SOAK_AGENT") == "none" and os.environ.get("SOAK_PEERS") == "1":
+        sys.exit("SOAK_AGENT=none and SOAK_PEERS=1: the agent-less run has one node")
+    kind = AgentlessSoak if os.environ.get("SOAK_AGENT") == "none" else \
+        PeersSoak if os.environ.get("SOAK_PEERS") == "1" else Soak
+    sys.exit(kind().run())

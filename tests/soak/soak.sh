@@ -9,6 +9,7 @@
 #   SOAK_SECONDS (600)  SOAK_SEED (random, printed)  SOAK_RATE (60 requests/s)
 #   SOAK_MIX ("kind=weight,...")  SOAK_BREAK (operator-drain: must fail)
 #   SOAK_PEERS (1: peers mode, two nodes sharing verdicts; docs/soak.md)
+#   SOAK_AGENT (none: the same schedule without the agent, for comparison)
 #   HAPROXY_BIN (haproxy; tests/haproxy-versions.sh lists others)
 set -u
 cd "$(dirname "$0")/../.."
