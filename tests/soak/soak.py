@@ -631,7 +631,8 @@ class Soak:
         with self.lock:
             self.samples += 1
             reachable = st is not None and all(h.get("reachable") for h in st.get("haproxy") or [{}])
-            if self.relay_back_at is not None and self.relay_mode == "pass" and self.agent is inst:
+            if self.relay_back_at is not None and self.relay_mode == "pass" and inst is not None \
+                    and self.agent is inst:
                 waited = now - self.relay_back_at
                 if reachable:
                     self.reconnects.append(waited)
