@@ -168,11 +168,21 @@ static msgpack_sbuffer *encode(struct state_store *s)
 	     e = breaker_table_next(t, e)) {
 		memset(b, 0, sizeof(*b));
 		enforcer_memories(*s->enforcer, breaker_table_index(t, e), add_memory, b);
-		if (!worth_keeping(b, &e->breaker))
+		/* Open on another node's verdict alone: no evidence of its own
+		 * to keep, so it is written closed (its drains stay the agent's
+		 * own, in the memory). A restarted agent reads the verdicts
+		 * again at its first look: held again while the owner's verdict
+		 * stands, or it lifts its drain once the verdict is gone - not
+		 * open until a cool-down of its own. A breaker held by a peer
+		 * with a trip of its own keeps its state. */
+		struct breaker saved = e->breaker;
+		if (saved.state == BREAKER_OPEN && saved.peer_adopted)
+			saved.state = BREAKER_CLOSED;
+		if (!worth_keeping(b, &saved))
 			continue;
 		snprintf(b->backend, sizeof(b->backend), "%s", e->backend);
 		snprintf(b->server, sizeof(b->server), "%s", e->server);
-		b->state = e->breaker.state;
+		b->state = saved.state;
 		b->failure_streak = e->breaker.failure_streak;
 		b->since_wall_ms = wall - (int64_t)(mono - e->breaker.state_since_ms);
 		b->trips = e->breaker.trips;

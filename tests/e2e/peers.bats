@@ -73,18 +73,26 @@ start_workers() { # W1_BEHAVIOUR
 	touch "$RUN_DIR/w1.arrivals"
 }
 
-# Node NODE: its agent (AGENT_ARGS: peers options) and its HAProxy on the
-# shipped files.
-start_node() { # NODE
-	local node=$1 n fe agent admin peers_args
+# Node NODE's agent (AGENT_ARGS: peers options; COOLDOWN_<node> and
+# AGENT_EXTRA_<node>: that node's own cool-down and further options).
+start_node_agent() { # NODE
+	local node=$1 n agent admin cooldown extra peers_args
 	n=$(node_number "$node")
-	fe=FE_$node agent=AGENT_$node admin=ADMIN_$node
+	agent=AGENT_$node admin=ADMIN_$node cooldown=COOLDOWN_$node extra=AGENT_EXTRA_$node
 	peers_args=${AGENT_ARGS-"--verdict-table breaker_verdicts --node-id $n"}
 	# shellcheck disable=SC2086 # options, split on purpose
 	start_agent "agent_$node" --listen "127.0.0.1:${!agent}" --admin "127.0.0.1:${!admin}" \
-		--runtime-api "unix:$RUN_DIR/$node/admin.sock" --cooldown "$COOLDOWN" \
-		--poll-interval "${POLL:-500ms}" $peers_args
+		--runtime-api "unix:$RUN_DIR/$node/admin.sock" --cooldown "${!cooldown:-$COOLDOWN}" \
+		--poll-interval "${POLL:-500ms}" $peers_args ${!extra:-}
 	wait_port "${!agent}"
+}
+
+# Node NODE: its agent and its HAProxy on the shipped files.
+start_node() { # NODE
+	local node=$1 n fe agent
+	n=$(node_number "$node")
+	fe=FE_$node agent=AGENT_$node
+	start_node_agent "$node"
 	BREAKER_NODE=node$n BREAKER_FRONTEND=127.0.0.1:${!fe} BREAKER_AGENT=127.0.0.1:${!agent} \
 		BREAKER_ADMIN_SOCKET=$RUN_DIR/$node/admin.sock \
 		BREAKER_STATE_FILE=$RUN_DIR/$node/server-state \
@@ -123,6 +131,13 @@ trip_through() { # NODE
 	done
 	on "$1" breaker_field workers/w1 state
 	return 1
+}
+
+# NODE's snapshot on disk holds every change its agent has seen.
+state_written() { # NODE
+	local admin=ADMIN_$1
+	curl -s -m 2 "http://127.0.0.1:${!admin}/state" |
+		python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["state"]["up_to_date"] else 1)'
 }
 
 looks() { on "$1" metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
@@ -265,6 +280,55 @@ sent_to_w1() { on "$1" haproxy_cli "show stat" | awk -F, '$1=="workers" && $2=="
 	wait_until 5 on b is_not_drained w1
 	wait_until 5 on c is_not_drained w1
 	cat "$RUN_DIR"/agent_[bc].log | grep -q "open -> half_open (another node's verdict was no longer renewed"
+}
+
+@test "peers: a node restarted from its snapshot while held by A's verdict lifts the drain once A closes" {
+	# B's own cool-down is long: a B that came back open as if on its own
+	# evidence would keep w1 drained far past the waits below.
+	COOLDOWN=3s COOLDOWN_b=60s
+	AGENT_EXTRA_b="--state-file $RUN_DIR/b/state.msgpack --state-interval 100ms"
+	start_tier 500
+	trip_through a
+	wait_until 5 on b is_drained w1
+	run on b breaker_field workers/w1 peer_adopted
+	assert_output true
+	wait_until 5 state_written b
+	# kill -9: no goodbye, no last snapshot; B's HAProxy keeps running.
+	kill -9 "$(cat "$RUN_DIR/agent_b.pid")"
+	rm -f "$RUN_DIR/agent_b.pid"
+	mv "$RUN_DIR/agent_b.log" "$RUN_DIR/agent_b-crashed.log"
+	on b is_drained w1
+	# The worker recovers; A probes it and closes while B is away.
+	stop W1
+	spawn W1 python3 "$WORKER" --name W1 --port "${BREAKER_W1##*:}" --behaviour 200
+	wait_port "${BREAKER_W1##*:}"
+	local i
+	for i in $(seq 100); do
+		[ "$(on a breaker_field workers/w1 state)" = closed ] && break
+		get a / >/dev/null
+		sleep 0.1
+	done
+	run on a breaker_field workers/w1 state
+	assert_output closed
+	wait_until 5 on a is_not_drained w1
+	# B comes back with its snapshot: A's verdict no longer holds w1, and
+	# the drain, remembered as B's own, is lifted at B's first looks.
+	start_node_agent b
+	wait_until 10 on b agent_is_up
+	grep -q "restored 1 breaker(s) from $RUN_DIR/b/state.msgpack" "$RUN_DIR/agent_b.log"
+	wait_until 5 on b is_not_drained w1
+	run on b breaker_field workers/w1 state
+	assert_output closed
+	run on b breaker_field workers/w1 peer_adopted
+	assert_output false
+	# And it stays so: B took no verdict of its own from the snapshot.
+	local at
+	at=$(looks b)
+	wait_until 5 on b metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((at + 2))
+	on b is_not_drained w1
+	on a is_not_drained w1
+	run get b /
+	assert_output 200
 }
 
 @test "peers: a node without the table says so and keeps its own breakers" {
