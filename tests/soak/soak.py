@@ -260,6 +260,7 @@ class Soak:
         self.stop = threading.Event()
         self.records = []
         self.restart_windows = []   # (start, end) seconds HAProxy was down
+        self.script_retries = 0     # reload-haproxy.sh runs again after a refused socket
         self.inflight = 0
         self.unsent = 0
         # invariant figures
@@ -405,12 +406,24 @@ class Soak:
             self.haproxy_up = True
             self.possible_since = None
 
+    def reload_script(self, *args):
+        """Runs the shipped reload-haproxy.sh. HAProxy's stats socket may
+        refuse a connection for a moment (seen on 3.4 right after a
+        start): the script then changes nothing and says so, and an
+        operator runs it again; so does the soak, a few times."""
+        for attempt in range(5):
+            r = subprocess.run([os.path.join(self.dir, "haproxy", "reload-haproxy.sh"), *args],
+                               env=self.haproxy_env(), capture_output=True, timeout=20)
+            if r.returncode == 0:
+                return
+            self.script_retries += 1
+            time.sleep(0.5)
+        self.violate(0, "reload-haproxy.sh %s failed 5 times: %s"
+                     % (" ".join(args), r.stderr.decode(errors="replace")))
+
     def reload_haproxy(self):
         old = self.haproxy_pid()
-        r = subprocess.run([os.path.join(self.dir, "haproxy", "reload-haproxy.sh")],
-                           env=self.haproxy_env(), capture_output=True, timeout=20)
-        if r.returncode != 0:
-            self.violate(0, "reload-haproxy.sh failed: %s" % r.stderr.decode(errors="replace"))
+        self.reload_script()
         if not wait_for(lambda: (self.haproxy_pid() or old) != old, 10):
             self.violate(0, "HAProxy's worker did not change on reload")
         with self.lock:
@@ -420,10 +433,7 @@ class Soak:
         # As an operator following the reload script would: the servers'
         # state and the agent's record saved first (`reload-haproxy.sh
         # save`), so that neither file is a stale one.
-        r = subprocess.run([os.path.join(self.dir, "haproxy", "reload-haproxy.sh"), "save"],
-                           env=self.haproxy_env(), capture_output=True, timeout=20)
-        if r.returncode != 0:
-            self.violate(0, "reload-haproxy.sh save failed: %s" % r.stderr.decode(errors="replace"))
+        self.reload_script("save")
         start = self.now()
         with self.lock:
             self.haproxy_up = False
@@ -898,8 +908,9 @@ class Soak:
             key = kind + ("(%s)" % p["mode"] if kind == "worker" else "(%s)" % p["spoe"]
                           if kind == "haproxy_restart" else "")
             counts[key] = counts.get(key, 0) + 1
-        print("faults injected: %d: %s" % (len(self.executed), ", ".join(
-            "%s %d" % kv for kv in sorted(counts.items()))))
+        print("faults injected: %d: %s; reload-haproxy.sh run again %d times (HAProxy's socket refused)"
+              % (len(self.executed), ", ".join("%s %d" % kv for kv in sorted(counts.items())),
+                 self.script_retries))
         worst = max(self.episodes, default=(0.0, None))
         print("invariant 1 (HAProxy's drains and maxconn equal the breakers' within %.1f s of each fault, "
               "from when the agent reaches the Runtime API, itself within %.1f s of its return): "
@@ -1110,6 +1121,7 @@ class PeerNode(Soak):
         self.relay_back_at, self.reconnects = None, []
         self.pending_drain = {}
         self.restart_windows = []
+        self.script_retries = 0
 
     def now(self):
         return self.main.now()
