@@ -140,6 +140,12 @@ state_written() { # NODE
 		python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["state"]["up_to_date"] else 1)'
 }
 
+# w1 answers 200 again: a new worker on its port.
+heal_w1() {
+	stop W1
+	spawn W1 python3 "$WORKER" --name W1 --port "${BREAKER_W1##*:}" --behaviour 200
+	wait_port "${BREAKER_W1##*:}"
+}
 looks() { on "$1" metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
 arrivals() { wc -l <"$RUN_DIR/w1.arrivals"; }
 # Requests HAProxy on NODE sent to w1 (stot).
@@ -258,9 +264,7 @@ sent_to_w1() { on "$1" haproxy_cli "show stat" | awk -F, '$1=="workers" && $2=="
 	on b is_drained w1
 	on c is_drained w1
 	# The worker recovers while A is away.
-	stop W1
-	spawn W1 python3 "$WORKER" --name W1 --port "${BREAKER_W1##*:}" --behaviour 200
-	wait_port "${BREAKER_W1##*:}"
+	heal_w1
 	# A's verdict expires; B and C fall back on their own breakers, probe,
 	# and take w1 back - and agree.
 	local i
@@ -299,9 +303,7 @@ sent_to_w1() { on "$1" haproxy_cli "show stat" | awk -F, '$1=="workers" && $2=="
 	mv "$RUN_DIR/agent_b.log" "$RUN_DIR/agent_b-crashed.log"
 	on b is_drained w1
 	# The worker recovers; A probes it and closes while B is away.
-	stop W1
-	spawn W1 python3 "$WORKER" --name W1 --port "${BREAKER_W1##*:}" --behaviour 200
-	wait_port "${BREAKER_W1##*:}"
+	heal_w1
 	local i
 	for i in $(seq 100); do
 		[ "$(on a breaker_field workers/w1 state)" = closed ] && break
