@@ -40,9 +40,10 @@ head -n1 "$STATE.new" | grep -qx 1 || {
 
 if [ -n "$OWNED" ]; then
 	# `show map` lines are "0xADDR KEY VALUE"; a map file holds "KEY VALUE".
-	# Anything else (an unknown map, an error) is no record to keep.
+	# Anything else (an unknown map, an error) is no record to keep, and
+	# neither is no answer at all: an empty map's is one empty line.
 	ask "show map $OWNED" >"$OWNED.reply"
-	if grep -qv -e '^0x[0-9a-f]* ' -e '^$' "$OWNED.reply"; then
+	if [ ! -s "$OWNED.reply" ] || grep -qv -e '^0x[0-9a-f]* ' -e '^$' "$OWNED.reply"; then
 		echo "reload-haproxy: $ADMIN does not list the map $OWNED" \
 			"(does haproxy.cfg load it from BREAKER_OWNED_MAP?): $(head -n1 "$OWNED.reply"), left as it was" >&2
 		rm -f "$OWNED.reply" "$STATE.new"
