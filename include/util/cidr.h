@@ -5,8 +5,12 @@
  * "10.0.0.0/8, 192.168.1.7, fd00::/8, ::1" or the one word "any". IPv4 is
  * kept in its IPv4-mapped IPv6 form (::ffff:a.b.c.d, the prefix plus 96),
  * so an IPv4 entry also matches a peer that reaches an IPv6 socket with an
- * IPv4-mapped address, and one match does for both families. Numeric only:
- * a name would need a lookup, and the answer can change under the list.
+ * IPv4-mapped address. Each entry belongs to one family: an IPv4 entry, or
+ * one written ::ffff:a.b.c.d/96..128, matches IPv4 peers (plain or mapped)
+ * only; any other IPv6 entry matches IPv6 peers only, so "::/0" or
+ * "::/80" does not let every IPv4 client in through the mapped range.
+ * Numeric only: a name would need a lookup, and the answer can change
+ * under the list.
  */
 #ifndef SPOA_CIDR_H
 #define SPOA_CIDR_H
@@ -22,6 +26,7 @@
 struct cidr {
 	uint8_t addr[16]; /* IPv6, or IPv4-mapped; the bits past the prefix are zero */
 	uint8_t prefix;   /* 0..128, over the 16 bytes */
+	bool v4;          /* matches IPv4 peers (plain or mapped), else IPv6 ones */
 	char text[CIDR_TEXT_MAX]; /* as written, for messages and --check */
 };
 
@@ -42,9 +47,9 @@ bool cidr_parse(const char *text, struct cidr *out, char *err, size_t err_size);
  * refused (one of them would mean nothing). */
 bool cidr_list_add(struct cidr_list *l, const char *text, char *err, size_t err_size);
 
-/* Whether an AF_INET or AF_INET6 peer address is in l (any: always).
- * Other families (unix) never match: their sockets are guarded by their
- * file mode, not by an address. */
+/* Whether an AF_INET or AF_INET6 peer address is in l (any: always). An
+ * IPv4-mapped AF_INET6 peer is an IPv4 one. Other families (unix) never
+ * match: their sockets are guarded by their file mode, not by an address. */
 bool cidr_list_allows(const struct cidr_list *l, const struct sockaddr *peer);
 
 /* "any", "none" (empty) or the entries as written, joined by ", ".

@@ -20,6 +20,11 @@ static void map_v4(const void *in4, uint8_t out[16])
 	memcpy(out + 12, in4, 4);
 }
 
+static bool is_v4_mapped(const uint8_t addr[16])
+{
+	return memcmp(addr, v4_mapped_prefix, sizeof(v4_mapped_prefix)) == 0;
+}
+
 /* Clears the bits past the prefix. */
 static void mask(uint8_t addr[16], unsigned prefix)
 {
@@ -67,7 +72,7 @@ bool cidr_parse(const char *text, struct cidr *out, char *err, size_t err_size)
 	if (slash)
 		*slash = '\0';
 
-	struct cidr c = {{0}, 0, ""};
+	struct cidr c = {{0}, 0, false, ""};
 	unsigned prefix;
 	struct in_addr in4;
 	struct in6_addr in6;
@@ -78,6 +83,7 @@ bool cidr_parse(const char *text, struct cidr *out, char *err, size_t err_size)
 		}
 		map_v4(&in4, c.addr);
 		c.prefix = (uint8_t)(96 + (slash ? prefix : 32));
+		c.v4 = true;
 	} else if (inet_pton(AF_INET6, addr, &in6) == 1) {
 		if (slash && !parse_prefix(slash + 1, 128, &prefix)) {
 			errmsg_set(err, err_size, "'%s': an IPv6 prefix is 0..128", text);
@@ -85,6 +91,9 @@ bool cidr_parse(const char *text, struct cidr *out, char *err, size_t err_size)
 		}
 		memcpy(c.addr, &in6, 16);
 		c.prefix = (uint8_t)(slash ? prefix : 128);
+		/* ::ffff:a.b.c.d/96 and longer names IPv4 addresses on purpose;
+		 * a shorter prefix only covers the mapped range by accident. */
+		c.v4 = c.prefix >= 96 && is_v4_mapped(c.addr);
 	} else {
 		errmsg_set(err, err_size,
 			   "'%s': expected a numeric IPv4 or IPv6 address, with /PREFIX or "
@@ -158,8 +167,11 @@ bool cidr_list_allows(const struct cidr_list *l, const struct sockaddr *peer)
 		return false;
 	if (l->any)
 		return true;
+	/* A dual-stack socket's IPv4 client arrives mapped: still IPv4. */
+	bool v4 = is_v4_mapped(a);
 	for (unsigned i = 0; i < l->n; i++)
-		if (in_prefix(a, l->entries[i].addr, l->entries[i].prefix))
+		if (l->entries[i].v4 == v4 &&
+		    in_prefix(a, l->entries[i].addr, l->entries[i].prefix))
 			return true;
 	return false;
 }

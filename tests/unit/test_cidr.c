@@ -1,6 +1,7 @@
 /*
  * test_cidr.c - allowlists as operators write them: which peers each entry
- * lets in (IPv4, IPv6, IPv4-mapped IPv6, /0, /32, /128), what is refused
+ * lets in (IPv4, IPv6, IPv4-mapped IPv6, /0, /32, /128; an IPv6 entry
+ * never an IPv4 peer unless written ::ffff:a.b.c.d/96+), what is refused
  * with which message, and which listening addresses count as loopback.
  */
 #include <arpa/inet.h>
@@ -69,11 +70,28 @@ static const struct {
 	{"2001:db8::/32", "2001:db8:ffff::1", true},
 	{"2001:db8::/33", "2001:db8:8000::1", false},
 	{"::/0", "2001:db8::1", true},
-	{"::/0", "10.0.0.1", true}, /* IPv4 is mapped into IPv6: /0 holds both */
+	/* An IPv6 entry is for IPv6 peers: the mapped range it spans by its
+	 * short prefix does not let IPv4 clients in, plain or mapped. */
+	{"::/0", "10.0.0.1", false},
+	{"::/0", "::ffff:10.0.0.1", false},
+	{"::/80", "10.0.0.1", false},
+	{"::/80", "::ffff:10.0.0.1", false},
+	{"::/80", "::1", true},
+	{"::ffff:0:0/95", "10.0.0.1", false},
 	/* An IPv4 peer on an IPv6 socket arrives IPv4-mapped. */
 	{"10.0.0.0/8", "::ffff:10.1.2.3", true},
 	{"10.0.0.0/8", "::ffff:11.1.2.3", false},
+	{"0.0.0.0/0", "::ffff:203.0.113.9", true},
+	{"0.0.0.0/0", "::1", false},
+	/* The mapped form written out, /96 or longer, names IPv4 on purpose. */
 	{"::ffff:10.0.0.0/104", "10.1.2.3", true},
+	{"::ffff:10.0.0.0/104", "::ffff:10.1.2.3", true},
+	{"::ffff:10.0.0.0/104", "11.1.2.3", false},
+	{"::ffff:0:0/96", "203.0.113.9", true},
+	{"::ffff:0:0/96", "2001:db8::1", false},
+	{"::ffff:127.0.0.1", "127.0.0.1", true},
+	{"::/0, 10.0.0.0/8", "10.1.2.3", true},
+	{"::/0, 10.0.0.0/8", "11.1.2.3", false},
 	{"127.0.0.1, ::1", "::1", true},
 	{"127.0.0.1,::1", "127.0.0.1", true},
 	{" 10.0.0.1 ,\t10.0.0.2 ", "10.0.0.2", true},
