@@ -49,6 +49,7 @@
 #include "util/log.h"
 #include "spop/spop.h"
 #include "spop/tls.h"
+#include "util/clock.h"
 #include "util/container_of.h"
 
 enum conn_state {
@@ -63,7 +64,7 @@ struct conn {
 	struct agent *agent;
 	struct conn_list *list;   /* &agent->fresh or &agent->used */
 	struct conn *prev, *next; /* in it, most recent first */
-	ev_tstamp last_active;    /* of the last read that brought bytes */
+	double last_active;       /* clock_mono_s() of the last read that brought bytes */
 	int fd;
 	enum conn_state state;
 	bool write_shut;
@@ -157,7 +158,7 @@ void conn_accept(struct agent *a, int fd, const char *peer)
 		free(c);
 		return;
 	}
-	c->last_active = ev_now(a->loop);
+	c->last_active = clock_mono_s();
 
 	list_push_front(c, &a->fresh);
 	a->nb_conns++;
@@ -564,7 +565,7 @@ static bool read_input(struct conn *c)
 			tls_handshake_done(c);
 		if (c->state != CONN_CLOSING) {
 			c->in_len += (size_t)n;
-			c->last_active = ev_now(c->agent->loop);
+			c->last_active = clock_mono_s();
 		}
 		return true;
 	}
@@ -621,12 +622,15 @@ void conn_release_hold(struct conn *c)
 
 /* READY: closes a connection silent for idle_timeout_ms; the timer is
  * re-armed for what is left when bytes came meanwhile (cheaper than
- * restarting it on every read). */
+ * restarting it on every read). The silence is measured on the monotonic
+ * clock, as the timer runs: ev_now() follows the wall clock, and a step of
+ * it would close a busy connection (forward) or keep a silent one for
+ * hours (back). */
 static void idle_check(struct conn *c)
 {
 	struct agent *a = c->agent;
 	double idle = (double)a->settings.idle_timeout_ms / 1000.0;
-	double left = c->last_active + idle - ev_now(a->loop);
+	double left = c->last_active + idle - clock_mono_s();
 
 	if (left > 0.001) {
 		ev_timer_set(&c->timer, left, 0.);
@@ -648,7 +652,7 @@ bool conn_evict_longest_idle(struct agent *a, const char *why)
 	a->stats.connections_evicted++;
 	log_info("%s: closing it to make room (%s, silent for %.1fs): %s", c->peer,
 		 c->list == &a->fresh ? "no NOTIFY yet" : "the oldest last NOTIFY",
-		 ev_now(a->loop) - c->last_active, why);
+		 clock_mono_s() - c->last_active, why);
 	/* A goodbye HAProxy can read, if the socket takes it now; no waiting. */
 	if (c->state == CONN_READY) {
 		conn_disconnect(c, SPOP_STATUS_NORMAL, "making room for a new connection");

@@ -1,5 +1,5 @@
 /*
- * clock.c - the monotonic clock in milliseconds (see clock.h).
+ * clock.c - the monotonic clock in milliseconds and seconds (see clock.h).
  */
 #include <time.h>
 
@@ -10,4 +10,11 @@ uint64_t clock_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+double clock_mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
