@@ -5,14 +5,25 @@
  * Draining every server of a backend turns a partial outage into a total
  * one: HAProxy answers 503 at once. So a backend's drains are capped, per
  * HAProxy, by two rules of its policy:
- *   max_ejection_percent  at most this share of the servers HAProxy lists
+ *   max_ejection_percent  at most this share of the backend's capacity
  *                         may be out of rotation (rounded down);
  *   drain_last_server     off (the default): never take out the last
  *                         server still serving.
  * An open breaker whose drain the cap holds back stays open (its verdict
  * says so: ejection_capped) and waits; when room frees, the one that has
  * waited longest is drained first. A resting worker (its Retry-After)
- * counts as out of rotation, and waits for room the same way.
+ * counts as out of rotation, and waits for room the same way; so does a
+ * half-open server (limited to its probes, drained while they are out).
+ *
+ * The cap counts capacity, not slots. A server in maintenance is not
+ * counted at all: whether a controller parked it (the HAProxy Kubernetes
+ * Ingress Controller keeps 42 slots a backend, the unused ones at
+ * 127.0.0.1:1 in maintenance; haproxy-ingress writes `disabled` lines at
+ * 127.0.0.1:1023), the configuration says `disabled`, or an operator took
+ * it out, it is not capacity the backend has, and counting it as lost
+ * capacity switched the cap shut for any backend with more spare slots
+ * than pods. A server down by health check, or drained by anyone, is
+ * capacity lost for now: it counts, as out.
  */
 #ifndef SPOA_EJECTION_H
 #define SPOA_EJECTION_H
@@ -25,10 +36,10 @@
 
 /* One backend as one HAProxy lists it. */
 struct ejection_count {
-	uint32_t listed; /* servers HAProxy lists for the backend */
-	/* Servers not serving, whoever took them out: the agent's drains,
-	 * and servers down by health check, in maintenance or drained by an
-	 * operator. See ejection_room() for why all of them count. */
+	uint32_t listed; /* servers HAProxy lists for the backend, less maintenance */
+	/* Of those, servers not serving, whoever took them out: the agent's
+	 * drains, and servers down by health check or drained by an operator.
+	 * See ejection_room() for why all of them count. */
 	uint32_t out;
 };
 

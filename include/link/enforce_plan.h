@@ -10,7 +10,8 @@
  *   closed     state ready (if we drained it) and the server's own maxconn
  *              back (if we changed it)
  *   open       state drain (also a resting worker's: enforce_wanted_state())
- *   half_open  state ready (if we drained it) and maxconn = half_open_probes
+ *   half_open  state ready (if we drained it) and maxconn = half_open_probes;
+ *              state drain while the probes are out, if guard_room
  *
  * An operator's hand is never undone: a server in maintenance is left
  * alone, and a drain the agent did not set is never lifted.
@@ -42,9 +43,13 @@ enum breaker_state enforce_wanted_state(const struct breaker *b);
  * The commands that bring HAProxy from `seen` to what a breaker in `want`
  * needs, given `mem`, which it updates as if the commands will land (the
  * caller re-plans after the next look at HAProxy if they do not).
+ * guard_room: whether half-open's in-flight guard may drain the server
+ * while its probes are out - a drain like any other, which the backend's
+ * ejection cap may refuse (the server then stays at its probes' maxconn).
  */
 struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_probes,
-				 const struct enforce_seen *seen, struct enforce_memory *mem);
+				 bool guard_room, const struct enforce_seen *seen,
+				 struct enforce_memory *mem);
 
 /* What HAProxy holds once the plan's commands have landed: seen is updated
  * as the next look would report it. */

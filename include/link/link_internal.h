@@ -69,6 +69,8 @@ struct ejection_backend *link_group_in_slot(struct haproxy_link *link,
 					    const struct enforce_entry *en, int slot);
 void link_count_change(struct haproxy_link *link, const struct enforce_entry *en, bool was_out,
 		       bool was_drained);
+bool link_cap_room_for_guard(struct haproxy_link *link, struct breaker_table_entry *entry,
+			     struct enforce_entry *en);
 bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en);
 void link_release_waiting(struct haproxy_link *link, uint64_t be_id);

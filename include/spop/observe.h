@@ -51,7 +51,7 @@ enum observe_var {
  * the handler by `observed`: the answer says so (ejection_capped). */
 enum observe_drain {
 	OBSERVE_DRAIN_NOT_HELD, /* drained, or no drain wanted, or no link at all */
-	OBSERVE_DRAIN_CAPPED,   /* open, its drain held back by the backend's ejection cap */
+	OBSERVE_DRAIN_CAPPED,   /* open or half-open, kept in full rotation by the backend's ejection cap */
 };
 
 /* What the handler needs from its surroundings, all borrowed. */

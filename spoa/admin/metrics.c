@@ -182,7 +182,7 @@ static void window_failures_of(struct strbuf *o, const struct breaker_table_entr
 static void ejection_capped_of(struct strbuf *o, const struct breaker_table_entry *e, bool capped)
 {
 	server_sample_begin(o, "breaker_ejection_capped", e);
-	server_sample_end(o, e->breaker.state == BREAKER_OPEN && capped);
+	server_sample_end(o, e->breaker.state != BREAKER_CLOSED && capped);
 }
 
 /* The worker's own Retry-After (core/rest.c): rests it started, and
@@ -228,7 +228,8 @@ static const struct {
 	 window_volume_of},
 	{"breaker_window_failures", "gauge", "Failures among them.", window_failures_of},
 	{"breaker_ejection_capped", "gauge",
-	 "1 while the breaker is open but the backend's ejection cap keeps its server in rotation.",
+	 "1 while the breaker is open or half-open but the backend's ejection cap keeps its server "
+	 "in full rotation.",
 	 ejection_capped_of},
 	{"worker_rests_total", "counter",
 	 "Rests the worker asked for with Retry-After on a capacity status (bounded by "

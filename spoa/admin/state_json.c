@@ -122,9 +122,10 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	string_field(o, "backend", e->backend, false);
 	string_field(o, "server", e->server, false);
 	string_field(o, "state", breaker_state_name(b->state), false);
-	/* Open, but the backend's ejection cap keeps the server in rotation. */
+	/* Open or half-open, but the backend's ejection cap keeps the server
+	 * in full rotation. */
 	key(o, "ejection_capped");
-	strbuf_puts(o, b->state == BREAKER_OPEN && capped ? "true," : "false,");
+	strbuf_puts(o, b->state != BREAKER_CLOSED && capped ? "true," : "false,");
 	u64_field(o, "failure_streak", b->failure_streak, false);
 	u64_field(o, "since_ms", since, false);
 	u64_field(o, "cooldown_left_ms", left, false);

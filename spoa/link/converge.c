@@ -25,8 +25,10 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	bool was_out = link_entry_out(en);
 	bool was_drained = en->mem.drained_by_us;
 	enum breaker_state want = enforce_wanted_state(b);
-	struct enforce_plan plan = enforce_plan(want, b->policy->half_open_probes, &en->seen,
-						&en->mem);
+	bool guard_room = want != BREAKER_HALF_OPEN || e->mode == ENFORCE_AGENT_CHECK ||
+			  link_cap_room_for_guard(link, entry, en);
+	struct enforce_plan plan = enforce_plan(want, b->policy->half_open_probes, guard_room,
+						&en->seen, &en->mem);
 	char command[RUNTIME_API_CMD_MAX];
 	char why[64];
 
@@ -149,7 +151,7 @@ static void forget_on_link(struct haproxy_link *link, struct breaker_table_entry
 		struct enforce_seen seen = en->seen;
 		seen.known = true;
 		seen.maint = false;
-		struct enforce_plan plan = enforce_plan(BREAKER_CLOSED, 1, &seen, &en->mem);
+		struct enforce_plan plan = enforce_plan(BREAKER_CLOSED, 1, true, &seen, &en->mem);
 		if (plan.set_ready &&
 		    runtime_api_cmd_set_state(command, sizeof(command), entry->backend, entry->server,
 					      "ready"))

@@ -76,11 +76,29 @@ void link_count_change(struct haproxy_link *link, const struct enforce_entry *en
 			   en->mem.drained_by_us);
 }
 
-/* The breaker wants its server out of rotation: open, or its worker
- * resting (enforce_wanted_state()). */
+/* The breaker wants its server out of full rotation: open, its worker
+ * resting (enforce_wanted_state()), or half-open. A half-open server is
+ * limited to its probes and drained while they are out (enforce_plan.c):
+ * for a backend whose other servers are gone that is a drain like any
+ * other, so it waits for room too - without it, the last serving server
+ * went to maxconn 1 and then to a drain the moment its breaker turned
+ * half-open with requests in flight, and HAProxy answered every request
+ * with its own 503. */
 static bool wants_out(const struct breaker *b)
 {
-	return enforce_wanted_state(b) == BREAKER_OPEN;
+	return enforce_wanted_state(b) != BREAKER_CLOSED;
+}
+
+static bool only_half_open(const struct breaker *b)
+{
+	return enforce_wanted_state(b) == BREAKER_HALF_OPEN;
+}
+
+/* The agent already took the server out, or limited it to its probes:
+ * the room was found then. */
+static bool already_taken(const struct breaker *b, const struct enforce_entry *en)
+{
+	return en->mem.drained_by_us || (only_half_open(b) && en->mem.maxconn_by_us);
 }
 
 /* Only a worker's rest, the breaker itself not open. */
@@ -89,10 +107,11 @@ static bool only_resting(const struct breaker *b)
 	return b->state != BREAKER_OPEN && breaker_is_resting(b);
 }
 
-/* Since when it wants out: the trip, or the rest's start. */
+/* Since when it wants out: the trip or the switch to half-open, or the
+ * rest's start. */
 static uint64_t wants_out_since(const struct breaker *b)
 {
-	return b->state == BREAKER_OPEN ? b->state_since_ms : breaker_rest_since_ms(b);
+	return b->state != BREAKER_CLOSED ? b->state_since_ms : breaker_rest_since_ms(b);
 }
 
 /* Entry `index` still waits for room on this link. */
@@ -166,6 +185,22 @@ static void hold_back(struct haproxy_link *link, struct breaker_table_entry *ent
 	e->stats.ejections_held_back++;
 	refresh_entry_capped(e, entry);
 	const struct breaker_policy *p = entry->breaker.policy;
+	if (only_half_open(&entry->breaker)) {
+		if (g)
+			log_notice("breaker %s/%s is half-open, kept in full rotation on HAProxy %s: "
+				   "ejection cap of backend %s (%u of %u servers out of rotation, at "
+				   "most %u%%%s)",
+				   entry->backend, entry->server,
+				   runtime_api_client_address(link->client), entry->backend,
+				   g->count.out, g->count.listed, p->max_ejection_percent,
+				   p->drain_last_server ? "" : ", never the last serving one");
+		else
+			log_notice("breaker %s/%s is half-open, kept in full rotation on HAProxy %s "
+				   "until a look counts backend %s for its ejection cap",
+				   entry->backend, entry->server,
+				   runtime_api_client_address(link->client), entry->backend);
+		return;
+	}
 	if (only_resting(&entry->breaker)) {
 		if (g)
 			log_notice("worker %s/%s asked to rest (Retry-After), not drained on HAProxy "
@@ -211,10 +246,11 @@ static void stop_holding_back(struct haproxy_link *link, struct breaker_table_en
 	refresh_entry_capped(e, entry);
 	if (wants_out(&entry->breaker)) {
 		e->stats.ejections_released++;
-		log_notice("%s %s/%s: room under the ejection cap of backend %s, drained on "
+		log_notice("%s %s/%s: room under the ejection cap of backend %s, %s on "
 			   "HAProxy %s after waiting %llu ms",
 			   only_resting(&entry->breaker) ? "resting worker" : "breaker",
 			   entry->backend, entry->server, entry->backend,
+			   only_half_open(&entry->breaker) ? "limited to its probes" : "drained",
 			   runtime_api_client_address(link->client),
 			   (unsigned long long)(clock_now_ms() - wants_out_since(&entry->breaker)));
 	}
@@ -225,7 +261,7 @@ static void stop_holding_back(struct haproxy_link *link, struct breaker_table_en
 bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en)
 {
-	if (!wants_out(&entry->breaker) || en->mem.drained_by_us) {
+	if (!wants_out(&entry->breaker) || already_taken(&entry->breaker, en)) {
 		/* Not wanting a drain, or one in place: a drain is never lifted
 		 * for the cap (traffic would go back to a server known to fail,
 		 * and two open breakers could take turns); the cool-down, or
@@ -240,6 +276,7 @@ bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *
 		return false;
 	}
 	struct ejection_backend *g = group_of(link, en);
+	/* A half-open server is judged as a drain: its breaker's. */
 	bool (*may)(const struct breaker_policy *, const struct ejection_count *, uint32_t) =
 		only_resting(&entry->breaker) ? ejection_may_rest : ejection_may_drain;
 	if (g && may(entry->breaker.policy, &g->count,
@@ -250,6 +287,23 @@ bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *
 	}
 	hold_back(link, entry, en, g);
 	return true;
+}
+
+/* Whether the half-open in-flight guard may drain the server now (its
+ * probes are out): a drain in place stays; a new one needs room under the
+ * cap, like an open breaker's, behind those that waited longer. Without
+ * room the server stays at its probes' maxconn, serving. */
+bool link_cap_room_for_guard(struct haproxy_link *link, struct breaker_table_entry *entry,
+			     struct enforce_entry *en)
+{
+	if (en->seen.drained)
+		return true;
+	struct ejection_backend *g = group_of(link, en);
+	return g && ejection_may_drain(entry->breaker.policy, &g->count,
+				       count_waiting_before(link,
+							    breaker_table_index(link->owner->table,
+										entry),
+							    en->be_id));
 }
 
 /* Room may have freed in backend be_id: the servers waiting there are

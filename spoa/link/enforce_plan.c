@@ -22,7 +22,8 @@ enum breaker_state enforce_wanted_state(const struct breaker *b)
 }
 
 struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_probes,
-				 const struct enforce_seen *seen, struct enforce_memory *mem)
+				 bool guard_room, const struct enforce_seen *seen,
+				 struct enforce_memory *mem)
 {
 	struct enforce_plan plan = {0};
 
@@ -60,9 +61,11 @@ struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_pro
 		 * with no outcome (a 503 under half_open_backpressure = ignore)
 		 * leaves scur below the limit, so the next look opens the door
 		 * again. A probe that hangs for less than poll_interval can
-		 * still be followed by a second one.
+		 * still be followed by a second one. The guard is a drain like
+		 * any other: where the ejection cap has no room for it (the
+		 * last serving server), the server stays at maxconn only.
 		 */
-		if (seen->sessions >= half_open_probes) {
+		if (seen->sessions >= half_open_probes && (seen->drained || guard_room)) {
 			if (!seen->drained)
 				plan.set_drain = true;
 			mem->drained_by_us = true;

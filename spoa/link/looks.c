@@ -52,14 +52,17 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	}
 	uint32_t group_index = 0;
 	struct ejection_backend *group = link_count_row_backend(link, row, &group_index);
-	/* Every server the backend lists counts, with a breaker or not (a
-	 * full table); a server is out when down by health check, in
-	 * maintenance or drained, by anyone. */
+	/* The cap counts capacity, not slots (ejection.h): a server in
+	 * maintenance is not the backend's capacity at all - a controller's
+	 * parked slot, a `disabled` line, an operator's - so it is neither
+	 * listed nor out. Every other server counts, with a breaker or not
+	 * (a full table); it is out when down by health check or drained,
+	 * by anyone. */
+	bool row_capacity = !(row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT));
 	bool row_out = row->op_state == RUNTIME_API_SRV_STOPPED ||
-		       (row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT |
-					    RUNTIME_API_ADMF_DRAIN));
+		       (row->admin_state & RUNTIME_API_ADMF_DRAIN);
 	if (!entry) {
-		if (group) {
+		if (group && row_capacity) {
 			group->count.listed++;
 			group->count.out += row_out;
 		}
@@ -69,6 +72,8 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	en->seen.known = true;
 	en->seen_in_look = link->look_id;
 	en->be_id = row->be_id;
+	if (!row_capacity)
+		group = NULL; /* not counted, nor moved by its drains (none: hands off) */
 	if (group) {
 		int slot = (int)(link->look_id & 1);
 		en->group_look[slot] = link->look_id;

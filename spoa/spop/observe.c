@@ -198,7 +198,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 		dispatch_set_int(reply, "failures", b->failure_streak);
 	if ((vars & OBSERVE_VAR_TRANSITION) && breaker_event_is_transition(&ev))
 		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
-	if ((vars & OBSERVE_VAR_EJECTION_CAPPED) && b->state == BREAKER_OPEN &&
+	if ((vars & OBSERVE_VAR_EJECTION_CAPPED) && b->state != BREAKER_CLOSED &&
 	    drain == OBSERVE_DRAIN_CAPPED)
 		dispatch_set_int(reply, "ejection_capped", 1);
 	if (vars & OBSERVE_VAR_RETRY_AFTER) {

@@ -79,7 +79,7 @@ static void test_plan_table(void **state)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *r = &rows[i];
 		struct enforce_memory mem = r->before;
-		struct enforce_plan p = enforce_plan(r->want, PROBES, &r->seen, &mem);
+		struct enforce_plan p = enforce_plan(r->want, PROBES, true, &r->seen, &mem);
 
 		print_message("row: %s\n", r->name);
 		assert_int_equal(p.set_ready, r->ready);
@@ -106,7 +106,7 @@ static void test_cycle_converges(void **state)
 					    BREAKER_HALF_OPEN, BREAKER_CLOSED};
 
 	for (size_t i = 0; i < sizeof(cycle) / sizeof(cycle[0]); i++) {
-		struct enforce_plan p = enforce_plan(cycle[i], PROBES, &seen, &mem);
+		struct enforce_plan p = enforce_plan(cycle[i], PROBES, true, &seen, &mem);
 		assert_null(p.hands_off);
 		/* HAProxy applies the commands. */
 		if (p.set_drain)
@@ -115,7 +115,7 @@ static void test_cycle_converges(void **state)
 			seen.drained = false;
 		if (p.set_maxconn)
 			seen.maxconn = p.maxconn;
-		struct enforce_plan again = enforce_plan(cycle[i], PROBES, &seen, &mem);
+		struct enforce_plan again = enforce_plan(cycle[i], PROBES, true, &seen, &mem);
 		assert_false(again.set_drain || again.set_ready || again.set_maxconn);
 	}
 	assert_false(seen.drained);
@@ -164,12 +164,12 @@ static void test_plans_chain_without_a_look(void **state)
 	struct enforce_seen seen = {.known = true, .maxconn = 0};
 	struct enforce_memory mem = {0};
 
-	struct enforce_plan p = enforce_plan(BREAKER_OPEN, 2, &seen, &mem);
+	struct enforce_plan p = enforce_plan(BREAKER_OPEN, 2, true, &seen, &mem);
 	assert_true(p.set_drain);
 	enforce_plan_assume_applied(&p, &seen);
 	assert_true(seen.drained);
 
-	p = enforce_plan(BREAKER_HALF_OPEN, 2, &seen, &mem);
+	p = enforce_plan(BREAKER_HALF_OPEN, 2, true, &seen, &mem);
 	assert_true(p.set_ready);
 	assert_true(p.set_maxconn);
 	assert_int_equal(p.maxconn, 2);
@@ -177,15 +177,41 @@ static void test_plans_chain_without_a_look(void **state)
 	assert_false(seen.drained);
 	assert_int_equal(seen.maxconn, 2);
 
-	p = enforce_plan(BREAKER_HALF_OPEN, 2, &seen, &mem);
+	p = enforce_plan(BREAKER_HALF_OPEN, 2, true, &seen, &mem);
 	assert_false(p.set_ready || p.set_drain || p.set_maxconn); /* nothing twice */
 
-	p = enforce_plan(BREAKER_CLOSED, 2, &seen, &mem);
+	p = enforce_plan(BREAKER_CLOSED, 2, true, &seen, &mem);
 	assert_false(p.set_ready);
 	assert_true(p.set_maxconn);
 	assert_int_equal(p.maxconn, 0); /* its own, unlimited */
 	enforce_plan_assume_applied(&p, &seen);
 	assert_int_equal(seen.maxconn, 0);
+}
+
+/* Half-open's in-flight guard is a drain like any other: with no room
+ * under the ejection cap (guard_room false) the server keeps serving at
+ * its probes' maxconn; a drain already in place is kept either way. */
+static void test_half_open_guard_needs_room(void **state)
+{
+	(void)state;
+	struct enforce_seen seen = {.known = true, .maxconn = 0, .sessions = 2};
+	struct enforce_memory mem = {0};
+
+	struct enforce_plan p = enforce_plan(BREAKER_HALF_OPEN, 2, false, &seen, &mem);
+	assert_false(p.set_drain);
+	assert_false(mem.drained_by_us);
+	assert_true(p.set_maxconn);
+	assert_int_equal(p.maxconn, 2);
+	enforce_plan_assume_applied(&p, &seen);
+
+	p = enforce_plan(BREAKER_HALF_OPEN, 2, true, &seen, &mem);
+	assert_true(p.set_drain); /* room now: the guard drains */
+	enforce_plan_assume_applied(&p, &seen);
+	assert_true(mem.drained_by_us);
+
+	p = enforce_plan(BREAKER_HALF_OPEN, 2, false, &seen, &mem);
+	assert_false(p.set_ready); /* never lifted for the cap */
+	assert_true(mem.drained_by_us);
 }
 
 /* A resting worker's server (core/rest.c) is planned as an open one's,
@@ -208,12 +234,12 @@ static void test_resting_is_planned_as_open(void **state)
 
 		struct enforce_seen seen = {.known = true, .maxconn = 0};
 		struct enforce_memory mem = {0};
-		struct enforce_plan p = enforce_plan(enforce_wanted_state(&b), PROBES, &seen, &mem);
+		struct enforce_plan p = enforce_plan(enforce_wanted_state(&b), PROBES, true, &seen, &mem);
 		assert_true(p.set_drain);
 		assert_false(p.set_maxconn);
 		enforce_plan_assume_applied(&p, &seen);
 		breaker_rest_tick(&b, 3000);
-		p = enforce_plan(enforce_wanted_state(&b), PROBES, &seen, &mem);
+		p = enforce_plan(enforce_wanted_state(&b), PROBES, true, &seen, &mem);
 		if (s == BREAKER_OPEN) {
 			assert_false(p.set_ready || p.set_drain); /* still open: stays drained */
 		} else {
@@ -241,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_cycle_converges),
 		cmocka_unit_test(test_agent_check_answers),
 		cmocka_unit_test(test_plans_chain_without_a_look),
+		cmocka_unit_test(test_half_open_guard_needs_room),
 		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_resting_is_planned_as_open),
 	};
