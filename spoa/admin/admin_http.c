@@ -32,6 +32,7 @@
 #include "spop/agent.h"
 #include "util/log.h"
 #include "admin/metrics.h"
+#include "util/clock.h"
 #include "util/container_of.h"
 #include "util/listen_socket.h"
 #include "util/errmsg.h"
@@ -43,7 +44,7 @@
 /* One connection, for the request timeout. */
 struct admin_client {
 	struct MHD_Connection *conn; /* NULL: a free slot */
-	ev_tstamp deadline;          /* to send a request and read its answer */
+	double deadline;             /* clock_mono_s() to send a request and read its answer */
 	bool cut;                    /* shut down, waiting for MHD to close it */
 };
 
@@ -302,16 +303,19 @@ static void pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* Cuts the clients past their deadline; MHD then sees their sockets
- * closed and frees their slots. */
+ * closed and frees their slots. On the monotonic clock, not ev_now(): a
+ * step of the wall clock would cut every client at once (forward) or none
+ * for hours (back). */
 static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct admin_http *h = container_of(w, struct admin_http, sweep);
 	bool cut = false;
+	double now = clock_mono_s();
 	(void)revents;
 
 	for (unsigned i = 0; i < ADMIN_HTTP_MAX_CONNECTIONS; i++) {
 		struct admin_client *c = &h->clients[i];
-		if (!c->conn || c->cut || ev_now(loop) < c->deadline)
+		if (!c->conn || c->cut || now < c->deadline)
 			continue;
 		const union MHD_ConnectionInfo *info =
 			MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -348,7 +352,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			continue;
 		*c = (struct admin_client){
 			.conn = conn,
-			.deadline = ev_now(h->loop) + ADMIN_HTTP_REQUEST_TIMEOUT_S,
+			.deadline = clock_mono_s() + ADMIN_HTTP_REQUEST_TIMEOUT_S,
 		};
 		*socket_context = c;
 		if (h->nb_clients++ == 0)
@@ -362,14 +366,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode code)
 {
-	struct admin_http *h = cls;
+	(void)cls;
 	(void)con_cls;
 	(void)code;
 	const union MHD_ConnectionInfo *info =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct admin_client *c = info ? info->socket_context : NULL;
 	if (c)
-		c->deadline = ev_now(h->loop) + ADMIN_HTTP_REQUEST_TIMEOUT_S;
+		c->deadline = clock_mono_s() + ADMIN_HTTP_REQUEST_TIMEOUT_S;
 }
 
 /* MHD's accept policy: MHD_NO closes the connection before it is read. */
