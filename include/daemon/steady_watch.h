@@ -23,9 +23,9 @@ struct steady_watch {
 	 * every-response mode sends none any more, and its missing watched
 	 * map is then no mistake. */
 	uint64_t messages_seen;  /* the count at the last tick */
-	ev_tstamp last_message;  /* when the count last grew (0: never) */
+	double last_message;     /* clock_mono_s() when the count last grew (0: never) */
 	uint64_t unkept_since_messages; /* the count when UNKEPT began */
-	ev_tstamp said_at;              /* the last time UNKEPT was logged */
+	double said_at;                 /* clock_mono_s() when UNKEPT was last logged */
 };
 
 void steady_watch_start(struct steady_watch *w, struct ev_loop *loop,

@@ -5,6 +5,7 @@
 #include "daemon/steady_watch.h"
 #include "link/runtime_api.h"
 #include "link/wiring.h"
+#include "util/clock.h"
 #include "util/container_of.h"
 #include "util/log.h"
 
@@ -58,20 +59,24 @@ static void tick(struct ev_loop *loop, ev_timer *t, int revents)
 	struct steady_watch *w = container_of(t, struct steady_watch, timer);
 	struct steady_links l = steady_watch_links(*w->enforcer);
 	enum steady_support was = w->now;
+	/* Ages on the monotonic clock: a step of the wall clock (ev_now())
+	 * would make recent messages old, or old ones recent for hours. */
+	double now = clock_mono_s();
+	(void)loop;
 	if (w->observe->steady_messages != w->messages_seen) {
 		w->messages_seen = w->observe->steady_messages;
-		w->last_message = ev_now(loop);
+		w->last_message = now;
 	}
-	bool recent = w->last_message != 0 && ev_now(loop) - w->last_message <= STEADY_WATCH_RECENT_S;
+	bool recent = w->last_message != 0 && now - w->last_message <= STEADY_WATCH_RECENT_S;
 	w->now = steady_support_judge(recent ? w->observe->steady_messages : 0, l);
 
 	if (w->now == STEADY_SUPPORT_UNKEPT && was != STEADY_SUPPORT_UNKEPT) {
 		w->unkept_since_messages = w->observe->steady_messages;
-		w->said_at = ev_now(loop);
+		w->said_at = now;
 		say_unkept(w, &l, false);
 	} else if (w->now == STEADY_SUPPORT_UNKEPT &&
-		   ev_now(loop) - w->said_at >= STEADY_WATCH_REPEAT_S) {
-		w->said_at = ev_now(loop);
+		   now - w->said_at >= STEADY_WATCH_REPEAT_S) {
+		w->said_at = now;
 		say_unkept(w, &l, true);
 		w->unkept_since_messages = w->observe->steady_messages;
 	} else if (was == STEADY_SUPPORT_UNKEPT && w->now == STEADY_SUPPORT_KEPT) {
