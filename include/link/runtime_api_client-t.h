@@ -27,7 +27,7 @@ struct runtime_api_entry {
 	runtime_api_stream_fn stream; /* NULL: the reply is handed over whole */
 	runtime_api_reply_fn fn;
 	void *ctx;
-	ev_tstamp queued_at;
+	double queued_at; /* clock_mono_s() */
 };
 
 struct runtime_api_client {
@@ -56,7 +56,7 @@ struct runtime_api_client {
 	bool streaming;	      /* the exchange is one streamed command */
 	size_t streamed;      /* bytes of its reply so far */
 	char stream_tail[2];  /* its last two bytes: "\n\n" ends a whole output */
-	ev_tstamp started;    /* when the exchange began */
+	double started;       /* clock_mono_s() when the exchange began */
 	struct runtime_api_str *parts; /* max_batch outputs of the split reply */
 
 	bool down;		  /* unreachable since the last failed attempt */

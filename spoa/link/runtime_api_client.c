@@ -33,6 +33,7 @@
 
 #include "link/runtime_api.h"
 #include "link/runtime_api_client-t.h"
+#include "util/clock.h"
 #include "util/sockaddr.h"
 #include "util/log.h"
 #include "util/container_of.h"
@@ -218,7 +219,7 @@ static bool submit(struct runtime_api_client *c, const char *command, runtime_ap
 	memcpy(copy, command, len + 1);
 
 	struct runtime_api_entry *e = &c->queue[(c->head + c->count) % c->settings.max_queue];
-	*e = (struct runtime_api_entry){copy, len, stream, fn, ctx, ev_now(c->loop)};
+	*e = (struct runtime_api_entry){copy, len, stream, fn, ctx, clock_mono_s()};
 	c->count++;
 
 	if (c->phase == PHASE_IDLE && !ev_is_active(&c->kick))
@@ -356,7 +357,7 @@ static void start_batch(struct runtime_api_client *c)
 
 	build_line(c);
 	c->in_len = 0;
-	c->started = ev_now(c->loop);
+	c->started = clock_mono_s();
 	c->stats.connects++;
 	c->fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
@@ -581,8 +582,9 @@ static void read_stream(struct runtime_api_client *c)
 	}
 	/* The deadline bounds a silence, not a reply that keeps coming; a
 	 * reply that trickles on is cut at RUNTIME_API_STREAM_TIMEOUTS times
-	 * the timeout. */
-	ev_tstamp now = ev_now(c->loop);
+	 * the timeout. On the monotonic clock: a step of the wall clock would
+	 * cut a reply that just began, or let one trickle on for hours. */
+	double now = clock_mono_s();
 	if (now - c->started > c->settings.timeout * RUNTIME_API_STREAM_TIMEOUTS) {
 		c->stats.timeouts++;
 		snprintf(reason, sizeof(reason), "reply still coming after %.1fs",

@@ -9,6 +9,7 @@
 
 #include "link/runtime_api.h"
 #include "link/runtime_api_client-t.h"
+#include "util/clock.h"
 #include "util/container_of.h"
 #include "util/log.h"
 
@@ -43,11 +44,14 @@ void runtime_api_mark_down(struct runtime_api_client *c, const char *reason)
  * of up to backoff_max, and will re-plan when HAProxy is back. A command
  * in an attempt under way is left to that attempt, which ends within
  * `timeout` too, so no command waits much more than twice `timeout`.
+ * Waits are measured on the monotonic clock (queued_at), as the expire
+ * timer runs: a step of the wall clock would fail every waiting command at
+ * once (forward) or hold them all for as long as the step (back).
  */
 void runtime_api_expire_waiting(struct runtime_api_client *c)
 {
 	char reason[160];
-	ev_tstamp now = ev_now(c->loop);
+	double now = clock_mono_s();
 
 	snprintf(reason, sizeof(reason), "not sent within %.1fs: HAProxy is unreachable",
 		 c->settings.timeout);
@@ -64,7 +68,7 @@ void runtime_api_arm_expire(struct runtime_api_client *c)
 	}
 	if (ev_is_active(&c->expire))
 		return; /* already set for the oldest command */
-	ev_tstamp wait = runtime_api_queue_at(c, 0)->queued_at + c->settings.timeout - ev_now(c->loop);
+	double wait = runtime_api_queue_at(c, 0)->queued_at + c->settings.timeout - clock_mono_s();
 	ev_timer_set(&c->expire, wait > 0 ? wait : 0., 0.);
 	ev_timer_start(c->loop, &c->expire);
 }
