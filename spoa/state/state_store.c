@@ -33,7 +33,7 @@ struct state_store {
 	double interval; /* seconds */
 	bool changed;    /* something worth writing since the last snapshot */
 	uint64_t generation; /* changes seen so far */
-	double last_write; /* ev_now() of the last hand-over */
+	double last_write; /* clock_mono_s() of the last hand-over */
 	ev_timer timer;
 	struct state_store_stats stats;
 
@@ -51,6 +51,10 @@ struct state_store {
 	ev_async done;
 };
 
+/* The wall clock, for the dates a snapshot carries (they must mean the
+ * same to the next process, whose monotonic clock starts elsewhere, and
+ * after a reboot anew) and the name of one moved aside (read by a person).
+ * Never for the interval between writes. */
 static int64_t wall_now_ms(void)
 {
 	struct timespec ts;
@@ -217,7 +221,7 @@ static void write_now(struct state_store *s)
 	msgpack_sbuffer *buf = encode(s);
 
 	s->changed = false;
-	s->last_write = ev_now(s->loop);
+	s->last_write = clock_mono_s();
 	if (!buf) {
 		s->stats.write_failures++;
 		log_warning("state snapshot %s not written: out of memory", s->path);
@@ -251,7 +255,9 @@ static void mark_changed(struct state_store *s)
 	s->stats.up_to_date = false;
 	if (ev_is_active(&s->timer))
 		return;
-	double wait = s->last_write + s->interval - ev_now(s->loop);
+	/* On the monotonic clock, as the timer runs: with ev_now() (the wall
+	 * clock) a step back would hold every change for as long as the step. */
+	double wait = s->last_write + s->interval - clock_mono_s();
 	ev_timer_set(&s->timer, wait > 0 ? wait : 0., 0.);
 	ev_timer_start(s->loop, &s->timer);
 }
