@@ -28,6 +28,8 @@ static void publish_verdict(struct haproxy_link *link, struct breaker_table_entr
 		return;
 	enum verdict_state state = owns ? verdicts_state_of(b) : VERDICT_CLOSED;
 	int64_t left = breaker_retry_after_s(b, now_ms);
+	/* A date, on the wall clock: other nodes read it, and no monotonic
+	 * clock is shared between machines. */
 	uint64_t deadline = (uint64_t)time(NULL) + (uint64_t)(left > 0 ? left : 0);
 	const struct link_record_why why = {
 		state == VERDICT_CLOSED ? "verdict for the other nodes: closed"

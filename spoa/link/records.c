@@ -367,6 +367,8 @@ void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_en
 	struct ejection_backend *g = link_group_in_slot(link, en, link->groups_current);
 	if (!g)
 		return;
+	/* A date, on the wall clock: HAProxy subtracts its own date from it
+	 * for Retry-After. */
 	int64_t at = retry_map_moment((int64_t)time(NULL),
 				      breaker_retry_after_s(&entry->breaker, clock_now_ms()));
 	if (at != RETRY_AT_NONE && (g->retry_at_s == RETRY_AT_NONE || at < g->retry_at_s))
