@@ -51,6 +51,7 @@
 #include "spop/tls.h"
 #include "util/clock.h"
 #include "util/container_of.h"
+#include "util/log_escape.h"
 
 enum conn_state {
 	CONN_HELLO,
@@ -80,7 +81,7 @@ struct conn {
 	struct tls_session *tls; /* NULL: plaintext */
 	bool tls_established;    /* its handshake was counted */
 	char peer[64];
-	char engine_id[48];
+	char engine_id[48]; /* the peer's, escaped for the log and cut to fit */
 };
 
 static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -288,8 +289,7 @@ static void handle_hello(struct conn *c, const struct spop_frame *f)
 	}
 	c->out_len = w.len;
 	c->max_frame_size = hs.max_frame_size;
-	snprintf(c->engine_id, sizeof(c->engine_id), "%.*s", (int)hs.engine_id.len,
-		 (const char *)hs.engine_id.ptr);
+	log_escape(c->engine_id, sizeof(c->engine_id), hs.engine_id.ptr, hs.engine_id.len);
 
 	if (hs.healthcheck) {
 		/* `option spop-check`: the answer is the whole conversation. */
@@ -385,9 +385,12 @@ static void handle_haproxy_disconnect(struct conn *c, const struct spop_frame *f
 	struct spop_slice message;
 
 	c->agent->stats.haproxy_disconnects++;
-	if (spop_disconnect_decode(f->payload, &status, &message))
-		log_info("%s: HAProxy disconnects: status %u, \"%.*s\"", c->peer, status,
-			 (int)message.len, (const char *)message.ptr);
+	if (spop_disconnect_decode(f->payload, &status, &message)) {
+		/* The peer's text: a newline in it must not start a line. */
+		char text[LOG_ESCAPE_SIZE];
+		log_info("%s: HAProxy disconnects: status %u, \"%s\"", c->peer, status,
+			 log_escape(text, sizeof(text), message.ptr, message.len));
+	}
 	conn_disconnect(c, SPOP_STATUS_NORMAL, "answering HAPROXY-DISCONNECT");
 }
 

@@ -116,6 +116,17 @@ client() {
 	assert_output --partial "disconnect status=0 closed=True"
 }
 
+@test "a peer's engine-id and DISCONNECT message reach the log escaped: a newline forges no line" {
+	local forged='2000-01-01T00:00:00.000Z [notice] FORGED by the peer'
+	run client disconnect $'bye\r\n'"$forged"
+	assert_output --partial "disconnect status=0 closed=True"
+	wait_until 5 grep -qF "HAProxy disconnects: status 0, \"bye\\r\\n$forged\"" "$RUN_DIR/agent.log"
+	# The engine-id, cut to its room, says so.
+	grep -qE 'engine-id bye\\r\\n2000-01-01T[^"]*\.\.\.$' "$RUN_DIR/agent.log"
+	run grep -c -e '^2000-01-01T' -e $'\r' "$RUN_DIR/agent.log"
+	assert_output "0"
+}
+
 @test "hostile peers get a DISCONNECT with a meaningful status, then a close" {
 	run client garbage
 	assert_output --partial "disconnect status=3 closed=True"

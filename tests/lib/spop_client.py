@@ -128,13 +128,14 @@ def frame(ftype, payload, sid=0, fid=0, flags=FIN):
     return struct.pack(">I", len(body)) + body
 
 
-def hello_frame(healthcheck=False, max_frame=16380, caps="pipelining,async"):
+def hello_frame(healthcheck=False, max_frame=16380, caps="pipelining,async",
+                engine_id="e2e-test-engine"):
     pairs = [("supported-versions", "2.0"), ("max-frame-size", ("uint32", max_frame)),
              ("capabilities", caps)]
     if healthcheck:
         pairs.append(("healthcheck", True))
     else:
-        pairs.append(("engine-id", "e2e-test-engine"))
+        pairs.append(("engine-id", engine_id))
     return frame(HAPROXY_HELLO, kv_list(pairs))
 
 
@@ -316,9 +317,10 @@ def scenario_truncated(peer, arg):
 
 
 def scenario_disconnect(peer, arg):
-    peer.hello()
+    """ARG, when given: the HELLO's engine-id and the DISCONNECT's message."""
+    peer.hello(**({"engine_id": arg} if arg else {}))
     peer.send(frame(HAPROXY_DISCONNECT, kv_list([("status-code", ("uint32", 0)),
-                                                 ("message", "normal")])))
+                                                 ("message", arg or "normal")])))
     expect_disconnect(peer)
 
 
