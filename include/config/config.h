@@ -64,7 +64,7 @@ struct config {
 	unsigned nb_listen; /* 0: the default address */
 	/* Who may connect (util/cidr.h): to SPOP, and to the admin pages
 	 * (empty: allow's list). Empty on a listener that is not loopback
-	 * is refused: see config_check_exposure(). */
+	 * is refused, at start and at a reload: see config_check_exposure(). */
 	struct cidr_list allow;
 	struct cidr_list admin_allow;
 	/* The unix sockets `listen` creates: their file mode and group
@@ -166,6 +166,33 @@ bool config_haproxy_changed(const struct config *a, const struct config *b);
 /* For a reload: every key only a restart applies takes its running value
  * in next (what runs keeps describing what runs), by the key table. */
 void config_keep_restart_only(struct config *next, const struct config *running);
+
+/*
+ * Who may connect, checked on a whole configuration: each listen,
+ * agent_check or admin address other hosts can reach (TCP, not loopback)
+ * with no allowlist for it (allow; admin_allow or allow for admin) is
+ * refused, one line to errors each, at the line of origins that set the
+ * key ("spoa-breaker: " when origins is NULL or it was not set in the
+ * file). Returns the number of refusals. config_from_args() runs it on
+ * every start and --check; a reload on what will run after it.
+ */
+struct config_origins;
+int config_check_exposure(const struct config *c, const struct config_origins *origins,
+			  FILE *errors);
+
+/*
+ * For a reload: checks what would run after it, not the new file alone.
+ * A key only a restart applies (listen, admin, ...) keeps its running
+ * value, so the new file's allow and admin_allow are checked against the
+ * running listeners (config_check_exposure); and while TLS runs with
+ * client certificates (running tls_ca) and stays on, tls_ca may change
+ * but not go away. next is as loaded (its TLS keys as given, or already
+ * set back to the running ones when TLS was turned on or off: either
+ * gives the same answer); neither is changed. Writes one line per
+ * problem to errors; returns how many. 0: the reload may go on.
+ */
+int config_check_reload(const struct config *running, const struct config *next,
+			FILE *errors);
 
 /*
  * Resolves every policy into c->policies through breaker_policies_build(),

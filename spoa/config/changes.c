@@ -1,7 +1,9 @@
 /*
  * changes.c - what a reload may change, decided by the key table: a key
  * without CONFIG_KEY_RELOADABLE takes effect at the next restart, and the
- * [haproxy] keys tell whether the links to HAProxy must be rebuilt.
+ * [haproxy] keys tell whether the links to HAProxy must be rebuilt. And
+ * what a reload must not do: leave a running listener open to everyone, or
+ * let it stop asking for client certificates.
  *
  * Values are compared as the file would spell them (config_key_format is
  * canonical), so every type compares the same way.
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "config/keys.h"
+#include "config/sources.h"
 
 /* Enough for the longest value of a key kept in struct config (policy
  * keys all reload): a full list of addresses and their separators. A
@@ -71,4 +74,32 @@ bool config_haproxy_changed(const struct config *a, const struct config *b)
 			return true;
 	}
 	return false;
+}
+
+int config_check_reload(const struct config *running, const struct config *next, FILE *errors)
+{
+	/* What would run: the file's allow lists, the running listeners. The
+	 * new file alone passed its own check, but its listen or admin (say
+	 * unix:PATH and none, which need no allowlist) is not what keeps
+	 * running: a TCP listener on 0.0.0.0 would stay, with nothing left to
+	 * say who may connect. A shallow copy, only read: next keeps owning
+	 * its overrides and policies. */
+	struct config after = *next;
+	config_keep_restart_only(&after, running);
+	int problems = config_check_exposure(&after, NULL, errors);
+
+	/* The CA is a guard like allow is ("allow = any" is fair behind it):
+	 * dropped live, every client would get past the handshake without a
+	 * certificate on a listener opened for certified peers only. Another
+	 * CA is a rotation and reloads; adding one only narrows; turning TLS
+	 * off waits for a restart anyway (reload.c), and so does this. */
+	if (running->tls_cert[0] && running->tls_ca[0] && after.tls_cert[0] && !after.tls_ca[0]) {
+		fprintf(errors,
+			"%s: tls_ca removed while the SPOP listeners serve TLS: they would stop "
+			"asking clients for a certificate; keep tls_ca = %s, or restart to serve "
+			"TLS without client certificates\n",
+			CONFIG_PROGRAM, running->tls_ca);
+		problems++;
+	}
+	return problems;
 }

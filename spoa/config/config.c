@@ -180,15 +180,13 @@ static bool allowlist_set(const struct cidr_list *l)
 	return l->any || l->n > 0;
 }
 
-/*
- * SPOP has no authentication: whoever connects may open breakers. A
- * listener other hosts can reach needs an allowlist, even if only "any"
- * said on purpose; loopback and unix sockets (guarded by their file mode)
- * need none. The admin pages the same, by admin_allow or allow. A TCP
- * runtime_api elsewhere than loopback is the operator's choice, but the
- * socket it reaches can drain every server: a warning. Returns the number
- * of problems.
- */
+/* Where key was set, when the caller knows (origins may be NULL: a
+ * reload checks values that no single file line set). */
+static int origin_of(const struct config_origins *origins, const struct config_key *key)
+{
+	return origins ? origins->line[config_key_index(key)] : 0;
+}
+
 /* One listener other hosts can reach with no allowlist: said at the line
  * that sets it, naming the key that would let it through. */
 static void refuse_exposed(const struct config *c, const struct config_origins *origins,
@@ -197,7 +195,7 @@ static void refuse_exposed(const struct config *c, const struct config_origins *
 			   FILE *errors)
 {
 	char what[256];
-	int at = origins->line[config_key_index(key)];
+	int at = origin_of(origins, key);
 	spell(what, sizeof(what), key, spec, at, 0, c);
 	report_at(errors, c, at);
 	fprintf(errors,
@@ -206,13 +204,17 @@ static void refuse_exposed(const struct config *c, const struct config_origins *
 		what, verb, allow_keys, peers, any_key);
 }
 
-static int check_exposure(const struct config *c, const struct config_origins *origins,
+/*
+ * SPOP has no authentication: whoever connects may open breakers. A
+ * listener other hosts can reach needs an allowlist, even if only "any"
+ * said on purpose; loopback and unix sockets (guarded by their file mode)
+ * need none. The admin pages the same, by admin_allow or allow.
+ */
+int config_check_exposure(const struct config *c, const struct config_origins *origins,
 			  FILE *errors)
 {
 	const struct config_key *listen = config_key_find("listen");
 	const struct config_key *admin = config_key_find("admin");
-	const struct config_key *runtime_api = config_key_find("runtime_api");
-	char what[256];
 	int problems = 0;
 
 	for (unsigned i = 0; i < c->nb_listen && !allowlist_set(&c->allow); i++) {
@@ -237,10 +239,21 @@ static int check_exposure(const struct config *c, const struct config_origins *o
 			       "admin_allow", "scrapers", errors);
 		problems++;
 	}
+	return problems;
+}
+
+/* A TCP runtime_api elsewhere than loopback is the operator's choice, but
+ * the socket it reaches can drain every server: a warning. */
+static void warn_remote_runtime_api(const struct config *c,
+				    const struct config_origins *origins, FILE *errors)
+{
+	const struct config_key *runtime_api = config_key_find("runtime_api");
+	char what[256];
+
 	for (unsigned i = 0; i < c->nb_runtime_api; i++) {
 		if (!reachable_from_elsewhere(c->runtime_api[i]))
 			continue;
-		int at = origins->line[config_key_index(runtime_api)];
+		int at = origin_of(origins, runtime_api);
 		spell(what, sizeof(what), runtime_api, c->runtime_api[i], at, 0, c);
 		report_at(errors, c, at);
 		fprintf(errors,
@@ -249,7 +262,6 @@ static int check_exposure(const struct config *c, const struct config_origins *o
 			"(docs/security.md)\n",
 			what);
 	}
-	return problems;
 }
 
 /* ---- TLS: the files are read now, so --check and a reload see them ---- */
@@ -340,7 +352,8 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 	/* Even after other problems: what did parse may still conflict. */
 	problems += check_enforcement(c, &origins, errors);
 	problems += check_verdicts(c, &origins, errors);
-	problems += check_exposure(c, &origins, errors);
+	problems += config_check_exposure(c, &origins, errors);
+	warn_remote_runtime_api(c, &origins, errors);
 	problems += check_tls(c, &origins, errors);
 	problems += config_resolve_policies(c, errors);
 	if (problems > 0) {
