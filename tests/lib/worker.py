@@ -12,9 +12,9 @@ form /status/NNN overrides for one request:
   close     close the connection before any response (closed before headers)
   garbage   answer bytes that are not HTTP (invalid response)
   midbody   send a 200 head announcing a long body, then close mid-body
-  slow:SECONDS
-            a whole 200 answer, head and body, after SECONDS (a long
-            completion that is not streamed)
+  slow:SECONDS[:NNN]
+            a whole 200 answer (or status NNN), head and body, after
+            SECONDS (a long completion that is not streamed; a late refusal)
   stream:FIRST:TOTAL
             a 200 head after FIRST seconds (the first token), then a chunked
             body of server-sent events, one every 100 ms, ending TOTAL
@@ -93,8 +93,9 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         if behaviour.startswith("slow:"):
-            time.sleep(float(behaviour.split(":")[1]))
-            behaviour = "200"
+            parts = behaviour.split(":")
+            time.sleep(float(parts[1]))
+            behaviour = parts[2] if len(parts) > 2 else "200"
         elif behaviour.startswith("stream:"):
             _, first, total = behaviour.split(":")
             self.stream(arrived, float(first), float(total))

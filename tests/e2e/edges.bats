@@ -1,0 +1,138 @@
+#!/usr/bin/env bats
+# The promise at the edges where rules meet, with the shipped haproxy.cfg,
+# its default SPOE file (steady-state mode) and the agent on its defaults:
+# - a Kubernetes ingress controller's parked server slots (in maintenance)
+#   are not capacity: the ejection cap still drains a failing worker;
+# - half-open never takes the last serving server out of rotation;
+# - a half-open probe refused with a late 503, retried elsewhere by the
+#   shipped `retry-on`, is backpressure and closes the breaker.
+
+load helpers
+load fleet_scene
+
+teardown() {
+	stop_all
+}
+
+# The shipped haproxy.cfg with its files, copied to $RUN_DIR/haproxy, with
+# COUNT more server lines in backend `workers` after w3: FORMAT is a printf
+# format given each slot's number (4 on).
+shipped_cfg_with_slots() { # COUNT FORMAT
+	mkdir -p "$RUN_DIR/haproxy"
+	cp -r "$REPO/haproxy/." "$RUN_DIR/haproxy/"
+	local i
+	for i in $(seq 4 $((3 + $1))); do
+		# shellcheck disable=SC2059 # the format is the argument
+		printf "    $2\n" "$i"
+	done >"$RUN_DIR/slots.cfg"
+	sed "/^ *server w3 /r $RUN_DIR/slots.cfg" "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/haproxy/haproxy.cfg"
+	[ "$(grep -c "^ *server " "$RUN_DIR/haproxy/haproxy.cfg")" -ge $((4 + $1)) ]
+}
+
+# shipped_cfg_env, then the workers W1 W2 W3 (each a behaviour), the agent on
+# its defaults (AGENT_EXTRA: more options) and HAProxy on CFG, up once the
+# agent's first looks have set the counters' baseline.
+edge_scene() { # CFG W1 W2 W3
+	local cfg=$1 name port behaviour i=0
+	shift
+	for behaviour in "$@"; do
+		i=$((i + 1))
+		name=W$i
+		port=$(free_port)
+		export "BREAKER_$name=127.0.0.1:$port"
+		start_worker "$name" "$port" "$behaviour"
+	done
+	# shellcheck disable=SC2086 # AGENT_EXTRA is a list of options
+	start_agent agent --listen "$BREAKER_AGENT" --admin "127.0.0.1:$ADMIN_PORT" \
+		--runtime-api "unix:$BREAKER_ADMIN_SOCKET" ${AGENT_EXTRA:-}
+	wait_port "$AGENT_PORT"
+	"$HAPROXY_BIN" -c -f "$cfg" >"$RUN_DIR/check.log" 2>&1
+	spawn haproxy "$HAPROXY_BIN" -db -f "$cfg"
+	wait_port "$FE_PORT"
+	wait_until 10 agent_is_up
+	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
+}
+
+# Requests, a few at a time, until workers/SERVER is drained (bounded: the
+# loop watches HAProxy, so a changed threshold cannot make it vacuous).
+drive_until_drained() { # SERVER
+	local i
+	for i in $(seq 60); do
+		for _ in 1 2 3 4 5 6; do curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"; done
+		is_drained "$1" && return 0
+	done
+	return 1
+}
+
+# A backend of the shipped three workers and 39 parked slots, w3 failing
+# every request: the slots are in maintenance, not capacity lost, so w3 is
+# drained as in a backend of three, and the others keep serving.
+slots_scene_drains_failing_worker() { # FORMAT
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
+	shipped_cfg_with_slots 39 "$1"
+	edge_scene "$RUN_DIR/haproxy/haproxy.cfg" 200 200 500
+	drive_until_drained w3
+	is_not_drained w1
+	is_not_drained w2
+	grep -q "breaker workers/w3: closed -> open" "$RUN_DIR/agent.log"
+	run grep "not drained on HAProxy" "$RUN_DIR/agent.log"
+	assert_output ""
+	# The clients are served by the two others.
+	local i
+	for i in $(seq 6); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/")" = 200 ]
+	done
+}
+
+@test "HAProxy Kubernetes Ingress Controller slots (42 a backend, unused ones disabled at 127.0.0.1:1): a failing worker is drained" {
+	slots_scene_drains_failing_worker 'server SRV_%d 127.0.0.1:1 disabled'
+}
+
+@test "haproxy-ingress slots (disabled at 127.0.0.1:1023): a failing worker is drained" {
+	slots_scene_drains_failing_worker 'server srv%03d 127.0.0.1:1023 disabled weight 1'
+}
+
+@test "slots parked at run time (set server state maint, as a controller does between reloads): a failing worker is drained" {
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
+	shipped_cfg_with_slots 39 'server SRV_%d 127.0.0.1:1'
+	edge_scene "$RUN_DIR/haproxy/haproxy.cfg" 200 200 500
+	local i
+	for i in $(seq 4 42); do
+		haproxy_cli "set server workers/SRV_$i state maint" >/dev/null
+	done
+	[ "$(haproxy_cli "show servers state workers" | awk '$4 ~ /^SRV_/ && int($7) % 2 == 1' | wc -l)" -eq 39 ]
+	drive_until_drained w3
+	is_not_drained w1
+	is_not_drained w2
+}
+
+# w2 and w3 in maintenance (an operator's), w1 failing slowly: w1 is the
+# last serving server. Its breaker opens and the cap keeps it in rotation;
+# when the cool-down ends with requests in flight, half-open must not drain
+# it either, nor limit it to its probes: HAProxy would answer every request
+# with its own 503.
+@test "half-open never drains the last serving server, requests in flight" {
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
+	AGENT_EXTRA="--cooldown 1s" edge_scene "$REPO/haproxy/haproxy.cfg" slow:0.5:500 200 200
+	haproxy_cli "set server workers/w2 state maint" >/dev/null
+	haproxy_cli "set server workers/w3 state maint" >/dev/null
+	start_load 6 100000 60 /
+	# Open, kept in rotation by the cap, then half-open (at least twice:
+	# each episode's answers are w1's 500s, which re-open it).
+	wait_until 40 grep -q "breaker workers/w1: closed -> open" "$RUN_DIR/agent.log"
+	wait_until 40 bash -c "[ \$(grep -c 'breaker workers/w1: half_open -> open' '$RUN_DIR/agent.log') -ge 2 ]"
+	two_more_looks
+	stop load
+	# Never drained, never limited: no such command was sent, and HAProxy
+	# holds neither.
+	run grep -E "set server workers/w1 state drain|set maxconn server workers/w1" "$RUN_DIR/agent.log"
+	assert_output ""
+	is_not_drained w1
+	[ "$(maxconn_of w1)" = "" ]
+	# Held back by the cap as it opened, and so through half-open.
+	grep -q "breaker workers/w1 is open, not drained on HAProxy" "$RUN_DIR/agent.log"
+	# Every answer the clients got was w1's own (HAProxy's 503 names no worker).
+	[ "$(awk '$1 != 0' "$RUN_DIR/load.out" | wc -l)" -ge 10 ]
+	run awk '$1 != 0 && $2 != "W1"' "$RUN_DIR/load.out"
+	assert_output ""
+}
