@@ -7,6 +7,8 @@
  * succeeded is it swapped in. A step that fails leaves the running
  * configuration whole, and says why. Breakers keep their state; only their
  * policies change. Keys only a restart can change are named in a warning.
+ * A reload never leaves a running listener with nobody named to let in,
+ * nor drops client certificates: those are refused as a start would be.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,19 @@ static void refuse(struct config *fresh, const char *why)
 	config_free(fresh);
 }
 
+/* Logs each line of a report (then freed) after "reload: ": problems as
+ * errors, warnings as warnings. */
+static void log_report(char *report, bool problems)
+{
+	for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		if (problems)
+			log_error("reload: %s", line);
+		else
+			log_warning("reload: %s", line);
+	}
+	free(report);
+}
+
 void daemon_reload(struct daemon *d)
 {
 	struct config fresh;
@@ -47,19 +62,34 @@ void daemon_reload(struct daemon *d)
 	if (errors)
 		fclose(errors);
 	/* Refused: each line is a problem. Accepted: each is a warning. */
-	for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n")) {
-		if (status >= 0)
-			log_error("reload: %s", line);
-		else
-			log_warning("reload: %s", line);
-	}
-	free(report);
+	log_report(report, status >= 0);
 	if (status >= 0) {
 		log_error("reload refused: the running configuration stays in effect");
 		return;
 	}
 
-	/* 2. TLS: the files again, even under the same names (a renewed
+	/* 2. Who may connect, on what will run: the new file passed the
+	 * check a start makes, but on its own listen and admin, which a
+	 * reload does not open. The running ones stay, and the new allow
+	 * lists and TLS files must still guard them. Refused whole rather
+	 * than the old lists kept: a reload applies the file, or none of it.
+	 * (--check, another process, cannot know what runs: this is the one
+	 * place that can say it.) */
+	report = NULL;
+	errors = open_memstream(&report, &report_len);
+	/* No memory to check with: refused, never let through unchecked. */
+	int exposed = errors ? config_check_reload(&d->config, &fresh, errors) : 1;
+	if (errors)
+		fclose(errors);
+	log_report(report, true);
+	if (exposed > 0) {
+		refuse(&fresh, "listen and admin stay as they run until a restart, and the new "
+			       "file would leave a running listener open to every address or "
+			       "without client certificates");
+		return;
+	}
+
+	/* 3. TLS: the files again, even under the same names (a renewed
 	 * certificate). Turning it on or off would refuse every HAProxy whose
 	 * server line still says otherwise: that waits for a restart. */
 	bool tls_running = d->config.tls_cert[0] != '\0', tls_next = fresh.tls_cert[0] != '\0';
@@ -79,7 +109,7 @@ void daemon_reload(struct daemon *d)
 		}
 	}
 
-	/* 3. The HAProxy link, when [haproxy] changed. An agent-check
+	/* 4. The HAProxy link, when [haproxy] changed. An agent-check
 	 * listener cannot be opened twice on one address, so in that mode a
 	 * change waits for a restart. */
 	struct enforcer *enforcer = NULL;
