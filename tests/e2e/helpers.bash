@@ -421,3 +421,24 @@ sys.exit(1)
 
 # The agent has a breaker for BACKEND/SERVER: for wait_until.
 breaker_known() { breaker_field "$1" state >/dev/null; }
+
+# looks_ok: the agent's successful looks at HAProxy so far (needs its
+# --admin on ADMIN_PORT).
+looks_ok() { metric 'spoa_breaker_haproxy_looks_total{result="ok"}'; }
+
+# Waits until the agent has made N more successful looks at HAProxy than
+# now. The first may have begun before this call; with N >= 3 the second
+# read HAProxy's state as it is now, and the commands it decided on (sent
+# on their own socket as that look ended) had a poll interval to land
+# before the third ended. For "nothing undid it" checks, in place of a
+# sleep. The bound is generous for a loaded machine: waiting longer never
+# changes the verdict.
+wait_more_looks() { # N
+	local from
+	from=$(looks_ok)
+	[ -n "$from" ] || {
+		echo "no look counter on 127.0.0.1:$ADMIN_PORT/metrics" >&2
+		return 1
+	}
+	wait_until 20 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((from + $1))
+}
