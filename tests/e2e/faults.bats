@@ -9,7 +9,8 @@ load helpers
 
 setup() {
 	TIMEOUT_SERVER=300ms
-	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --cooldown 60s"
+	ADMIN_PORT=$(free_port) # its /metrics count the looks
+	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --cooldown 60s --admin 127.0.0.1:$ADMIN_PORT"
 }
 
 teardown() {
@@ -20,8 +21,10 @@ scene() { # W2_BEHAVIOUR
 	W2_BEHAVIOUR=$1
 	start_enforce_scene
 	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
-	# The first looks at HAProxy (every 500 ms) set the counters' baseline.
-	sleep 1
+	# The first looks at HAProxy set the counters' baseline: a fault
+	# counted before it would be taken for history. (The looks before
+	# HAProxy was up failed, and count apart.)
+	wait_until 20 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
 }
 
 # Requests until w2 is drained (bounded: the loop watches HAProxy, not a
@@ -97,15 +100,14 @@ drives_w2_to_drain() { # REASON_PATTERN
 		for i in $(seq 20000); do printf '    server s%d 127.0.0.1:9 disabled\n' "$i"; done
 	} >"$fleet"
 	HAPROXY_EXTRA_ARGS="-f $fleet"
-	ADMIN_PORT=$(free_port)
-	AGENT_ARGS="$AGENT_ARGS --max-breakers 30000 --admin 127.0.0.1:$ADMIN_PORT"
+	AGENT_ARGS="$AGENT_ARGS --max-breakers 30000"
 	scene refused
 	local bytes failed ok
 	bytes=$(haproxy_cli "show stat -1 4 -1" | wc -c)
 	echo "show stat -1 4 -1: $bytes bytes"
 	[ "$bytes" -gt $((4 << 20)) ]
-	# (A look before HAProxy was up failed: count from the first good one.)
-	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 1
+	# (A look before HAProxy was up failed: count from the good ones,
+	# which scene waited for.)
 	failed=$(metric 'spoa_breaker_haproxy_looks_total{result="failed"}')
 	drives_w2_to_drain "connect errors (econ)"
 	ok=$(metric 'spoa_breaker_haproxy_looks_total{result="ok"}')
