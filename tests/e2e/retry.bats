@@ -31,11 +31,11 @@ retries_429() {
 		assert_output 200
 	done
 	# HAProxy did retry it: the busy worker was chosen and refused.
-	wait_until 5 metric_at_least 'spoa_breaker_capacity_retries_total' 2
+	wait_until 10 metric_at_least 'spoa_breaker_capacity_retries_total' 2
 	# Two more looks: every counter of those requests has been read.
 	local ok
 	ok=$(metric 'spoa_breaker_haproxy_looks_total{result="ok"}')
-	wait_until 5 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((ok + 2))
+	wait_until 10 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((ok + 2))
 	run breaker_field workers/w1 state
 	assert_output closed
 	run breaker_field workers/w1 failure_streak
@@ -56,7 +56,7 @@ retries_429() {
 	refute_line --regexp '^x-router-'
 	local i
 	for i in $(seq 6); do curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"; done
-	wait_until 5 metric_at_least 'spoa_breaker_capacity_retries_total' 14
+	wait_until 10 metric_at_least 'spoa_breaker_capacity_retries_total' 14
 	is_not_drained w1
 	is_not_drained w2
 	is_not_drained w3
@@ -75,7 +75,9 @@ retries_429() {
 	else
 		[ "$codes" = "429 200 200 " ]
 	fi
-	sleep 1
+	# Three more looks: the counters of those requests have been read,
+	# and anything they made the agent send has landed.
+	wait_more_looks 3
 	run breaker_field workers/w1 failure_streak
 	assert_output 0
 	is_not_drained w1
@@ -90,7 +92,7 @@ retries_429() {
 		is_drained w1 && break
 		sleep 0.1
 	done
-	wait_until 5 is_drained w1
+	wait_until 10 is_drained w1
 	is_not_drained w2
 	is_not_drained w3
 	grep -q "breaker workers/w1: closed -> open (.*redispatched (wredis)" "$RUN_DIR/agent.log"
@@ -108,44 +110,61 @@ retries_429() {
 		python3 "$SPOP_CLIENT" "$BREAKER_AGENT" notify \
 			"[('breaker-observe', [('be', 'workers'), ('srv', 'w1'), ('status', 500)])]" >/dev/null
 	done
-	wait_until 5 is_drained w1
-	wait_until 5 bash -c "grep -q 'breaker workers/w1: open -> half_open' '$RUN_DIR/agent.log'"
-	wait_until 5 is_not_drained w1
+	# Open, then half-open: read from the log, as the drain between them
+	# lasts only the 1 s cool-down, which a loaded machine can look past.
+	wait_until 10 bash -c "grep -q 'breaker workers/w1: closed -> open' '$RUN_DIR/agent.log'"
+	wait_until 10 bash -c "grep -q 'breaker workers/w1: open -> half_open' '$RUN_DIR/agent.log'"
+	wait_until 10 is_not_drained w1
 	for i in $(seq 12); do
 		run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/"
 		assert_output 200
 		grep -q "breaker workers/w1: half_open -> closed" "$RUN_DIR/agent.log" && break
 		sleep 0.2
 	done
-	wait_until 5 bash -c "grep -q 'breaker workers/w1: half_open -> closed (backpressure, HAProxy counters: [0-9]* capacity statuses retried' '$RUN_DIR/agent.log'"
+	wait_until 10 bash -c "grep -q 'breaker workers/w1: half_open -> closed (backpressure, HAProxy counters: [0-9]* capacity statuses retried' '$RUN_DIR/agent.log'"
 	run breaker_field workers/w1 state
 	assert_output closed
 }
 
+# The default cool-down (60 s) keeps the breaker open, and w1 drained, for
+# as long as the test needs: with a short one the drain lasts only until
+# the half-open, and a test slowed by a loaded machine may ask HAProxy
+# only after that.
 @test "a worker wedged at 503 is found though HAProxy retries every one of its 503s elsewhere" {
-	AGENT_COOLDOWN=1s AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" shipped_scene 503 200 200
+	AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" shipped_scene 503 200 200
 	local i
 	for i in $(seq 300); do
 		[ "$(breaker_field workers/w1 state)" = open ] && break
 		run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/"
 		assert_output 200 # the retries: no client ever sees the 503
-		sleep 0.02
+		sleep 0.02 # paces the traffic: the wedged rule counts time, not requests
 	done
 	run breaker_field workers/w1 opened_by
 	assert_output wedged
-	wait_until 5 is_drained w1
+	wait_until 10 is_drained w1
 	# From the counters: the 503s reached SPOP never.
 	grep -q "breaker workers/w1: closed -> open (backpressure, HAProxy counters: [0-9]* capacity statuses retried.*: wedged" \
 		"$RUN_DIR/agent.log"
 	is_not_drained w2
 	is_not_drained w3
-	# Its half-open probe gets a 503 again: still wedged, open again - a
-	# capacity status is no sign of life from a worker opened for them.
-	for i in $(seq 300); do
+}
+
+# Its half-open probe gets a 503 again: still wedged, open again - a
+# capacity status is no sign of life from a worker opened for them. Read
+# from the log, which keeps every transition: the drain of a 1 s cool-down
+# can come and go between two questions of a slowed test.
+@test "a worker opened as wedged whose half-open probe gets a 503 is still wedged" {
+	AGENT_COOLDOWN=1s AGENT_EXTRA="--wedged-after 1s --minimum-volume 5" shipped_scene 503 200 200
+	local i
+	for i in $(seq 600); do
 		grep -q "breaker workers/w1: half_open -> open .*still wedged" "$RUN_DIR/agent.log" && break
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
-		sleep 0.02
+		run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/"
+		assert_output 200
+		sleep 0.02 # paces the traffic, as above
 	done
+	grep -q "breaker workers/w1: closed -> open (backpressure, HAProxy counters: [0-9]* capacity statuses retried.*: wedged" \
+		"$RUN_DIR/agent.log"
+	grep -q "breaker workers/w1: open -> half_open" "$RUN_DIR/agent.log"
 	grep -q "breaker workers/w1: half_open -> open .*still wedged: the half-open probe got a capacity status" \
 		"$RUN_DIR/agent.log"
 	run grep -c "breaker workers/w1: half_open -> closed" "$RUN_DIR/agent.log"
@@ -194,6 +213,14 @@ retry_moment_gone() { [ -z "$(retry_moment)" ]; }
 
 every_server_drained() { is_drained w1 && is_drained w2 && is_drained w3; }
 
+# One request a worker answers 200, then whether every breaker is closed:
+# for wait_until.
+one_probe_then_all_closed() {
+	curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
+	[ "$(breaker_field workers/w1 state)" = closed ] && [ "$(breaker_field workers/w2 state)" = closed ] &&
+		[ "$(breaker_field workers/w3 state)" = closed ]
+}
+
 # Failing requests until every breaker is open and its server drained.
 open_every_breaker() {
 	local i
@@ -208,7 +235,7 @@ open_every_breaker() {
 	AGENT_COOLDOWN=40s AGENT_EXTRA="--max-ejection-percent 100 --drain-last-server" \
 		shipped_scene 500 500 500
 	open_every_breaker
-	wait_until 5 retry_moment_set
+	wait_until 10 retry_moment_set
 	local moment now seconds
 	moment=$(retry_moment)
 	now=$(date +%s)
@@ -221,27 +248,25 @@ open_every_breaker() {
 }
 
 @test "the backend's retry moment is written again when HAProxy loses it, and goes when its breakers close" {
-	AGENT_COOLDOWN=2s AGENT_EXTRA="--max-ejection-percent 100 --drain-last-server" \
+	# The entry lasts while every breaker is open: the cool-down leaves a
+	# loaded machine seconds to look, delete and look again before the
+	# first half-open takes it away.
+	AGENT_COOLDOWN=6s AGENT_EXTRA="--max-ejection-percent 100 --drain-last-server" \
 		shipped_scene 500 500 500
 	open_every_breaker
-	wait_until 5 retry_moment_set
+	wait_until 10 retry_moment_set
 	# Lost (an HAProxy restarted without the agent's entries starts from
 	# the shipped, empty file; here an operator deletes it): the next
-	# look writes it again.
-	haproxy_cli "del map breaker-retry-at.map workers" >/dev/null
-	retry_moment_gone
-	wait_until 5 retry_moment_set
+	# look writes it again. HAProxy's empty answer says it deleted it (a
+	# `show map` after it could already see the agent's new entry).
+	run haproxy_cli "del map breaker-retry-at.map workers"
+	assert_output ""
+	wait_until 10 retry_moment_set
 	# Half-open after the cool-down: successful probes close every breaker.
-	local i
-	for i in $(seq 100); do
-		[ "$(breaker_field workers/w1 state)" = closed ] && [ "$(breaker_field workers/w2 state)" = closed ] &&
-			[ "$(breaker_field workers/w3 state)" = closed ] && break
-		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/200"
-		sleep 0.1
-	done
+	wait_until 60 one_probe_then_all_closed
 	run breaker_field workers/w3 state
 	assert_output closed
 	# Gone from HAProxy's map: the agent deleted it (its log may not say
 	# so: command lines are rate-limited).
-	wait_until 5 retry_moment_gone
+	wait_until 10 retry_moment_gone
 }
