@@ -15,8 +15,24 @@
 #define SNAPSHOT_MAGIC "spoa-breaker/state"
 /* Bumped when a reader of an older format could not read the new one. */
 #define SNAPSHOT_FORMAT 1
-/* A file larger than this is not a snapshot of ours: refused unread
- * (a breaker takes well under 1 KiB; BREAKER_TABLE_MAX_ENTRIES of them fit). */
+/*
+ * The memory a snapshot may cost, fixed before a byte of it is parsed.
+ * A breaker at its largest (127-byte names, a 63-byte endpoint, eight
+ * HAProxy sockets of 127 bytes, every number at its widest, the agent
+ * check) encodes to about 1.9 KiB (test_snapshot.c pins it under half of
+ * SNAPSHOT_BREAKER_MAX_BYTES); the other half is room for keys a later
+ * agent adds, which this one skips. The header takes about 110 bytes.
+ * Each object is skimmed within its limit before msgpack-c sees it, since
+ * msgpack-c spends tens of bytes per byte it reads: a file is decoded
+ * for the memory of one breaker at a time, however big it is.
+ */
+#define SNAPSHOT_HEADER_MAX_BYTES 512u
+#define SNAPSHOT_BREAKER_MAX_BYTES 4096u
+/* A file larger than this is refused unread, whatever its header says: the
+ * file is read whole, so this is the most memory a snapshot can take. A
+ * breaker of typical names and two HAProxy sockets takes ~200 bytes, so a
+ * full table (BREAKER_TABLE_MAX_ENTRIES) fits, as do 250,000 breakers at
+ * their largest. snapshot_max_bytes() is the limit for a given number. */
 #define SNAPSHOT_MAX_BYTES (512u * 1024 * 1024)
 /* Longest Runtime API address kept (config's CONFIG_LISTEN_MAX_LEN). */
 #define SNAPSHOT_ADDRESS_MAX 127
@@ -66,7 +82,7 @@ struct snapshot_breaker {
 enum snapshot_status {
 	SNAPSHOT_OK,
 	SNAPSHOT_EMPTY,     /* a file of zero bytes */
-	SNAPSHOT_TOO_BIG,   /* over SNAPSHOT_MAX_BYTES */
+	SNAPSHOT_TOO_BIG,   /* over snapshot_max_bytes(count), or an object over its limit */
 	SNAPSHOT_TRUNCATED, /* ends inside an object, or fewer breakers than announced */
 	SNAPSHOT_CORRUPT,   /* not msgpack, or not the shape of a snapshot */
 	SNAPSHOT_FOREIGN,   /* msgpack, but not ours (no magic) */

@@ -19,6 +19,7 @@
 #define SPOA_SNAPSHOT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <msgpack.h>
 
@@ -42,10 +43,37 @@ typedef bool (*snapshot_breaker_fn)(void *ctx, const struct snapshot_breaker *b)
  * them (the agent keeps none: a snapshot is used whole or not at all).
  * Container sizes are checked against the bytes left before msgpack-c
  * allocates anything for them, so a few hostile bytes cannot ask for
- * gigabytes. Never reads outside buf.
+ * gigabytes; a file longer than its count allows (snapshot_check_size), a
+ * header over SNAPSHOT_HEADER_MAX_BYTES or a breaker over
+ * SNAPSHOT_BREAKER_MAX_BYTES is SNAPSHOT_TOO_BIG before msgpack-c reads
+ * it, so the decoding costs a bounded memory whatever buf holds. Never
+ * reads outside buf.
  */
 enum snapshot_status snapshot_decode(const char *buf, size_t len, struct snapshot_header *h,
 				     snapshot_breaker_fn fn, void *ctx, char *err, size_t err_size);
+
+/* The most bytes a snapshot of `breakers` breakers can take: its header
+ * and each breaker at SNAPSHOT_BREAKER_MAX_BYTES, and never more than
+ * SNAPSHOT_MAX_BYTES. For max_breakers, the limit of a table's file. */
+static inline uint64_t snapshot_max_bytes(uint64_t breakers)
+{
+	uint64_t max = SNAPSHOT_HEADER_MAX_BYTES + breakers * SNAPSHOT_BREAKER_MAX_BYTES;
+	return breakers > SNAPSHOT_MAX_BYTES / SNAPSHOT_BREAKER_MAX_BYTES || max > SNAPSHOT_MAX_BYTES
+		       ? SNAPSHOT_MAX_BYTES
+		       : max;
+}
+
+/*
+ * Whether a file of file_size bytes whose first bytes are head[0..head_len)
+ * is within snapshot_max_bytes() of the count its header announces: the
+ * check to make before reading the rest (SNAPSHOT_HEADER_MAX_BYTES of head
+ * are enough). SNAPSHOT_TOO_BIG with err set ("1048700 bytes, over the
+ * limit of 4608 for the 1 breaker(s) its header announces"); SNAPSHOT_OK
+ * when it is within, or when head holds no header of ours (snapshot_decode
+ * then says what is wrong with it).
+ */
+enum snapshot_status snapshot_check_size(const char *head, size_t head_len, uint64_t file_size,
+					 char *err, size_t err_size);
 
 /* "ok", "empty", "too big", "truncated", "corrupt", "foreign", "newer". */
 const char *snapshot_status_name(enum snapshot_status status);

@@ -3,10 +3,11 @@
  * snapshot.h), through msgpack-c.
  *
  * Reading trusts nothing: each top-level object is first skimmed (its
- * container sizes checked against the bytes left, its depth bounded)
- * before msgpack-c sees it, because msgpack-c's C API allocates what a
- * container header announces; then every field is checked for its type
- * and range.
+ * container sizes checked against the bytes left, its depth bounded, its
+ * length within the limit of a header or a breaker) before msgpack-c sees
+ * it, because msgpack-c's C API allocates what a container header
+ * announces, tens of bytes for each byte of the object; then every field
+ * is checked for its type and range.
  */
 #include <stdio.h>
 #include <string.h>
@@ -285,14 +286,24 @@ static bool get_memory(const msgpack_object *map, struct enforce_memory *m)
 	return true;
 }
 
-/* Skims then unpacks the next top-level object into *u. */
-static enum snapshot_status next_object(struct reader *r, msgpack_unpacked *u)
+/* Skims then unpacks the next top-level object into *u, refusing it unread
+ * when it is longer than limit bytes: what msgpack-c allocates for it is
+ * then bounded by the limit, not by the file. */
+static enum snapshot_status next_object(struct reader *r, msgpack_unpacked *u, size_t limit)
 {
 	size_t end = r->off;
-	switch (skim((const uint8_t *)r->buf, r->len, &end, 0)) {
+	/* The skim sees only the first limit bytes: an object running past
+	 * them is too big, however many bytes the file still has. */
+	size_t window = r->len - r->off > limit ? r->off + limit : r->len;
+	switch (skim((const uint8_t *)r->buf, window, &end, 0)) {
 	case SKIM_OK:
 		break;
 	case SKIM_SHORT:
+		if (window < r->len) {
+			char detail[80];
+			snprintf(detail, sizeof(detail), "longer than the limit of %zu bytes", limit);
+			return fail(r, SNAPSHOT_TOO_BIG, detail);
+		}
 		return fail(r, SNAPSHOT_TRUNCATED, "the file ends inside it");
 	case SKIM_BAD:
 		return fail(r, SNAPSHOT_CORRUPT, "not msgpack, or sizes larger than the file");
@@ -313,7 +324,7 @@ static enum snapshot_status read_header(struct reader *r, struct snapshot_header
 
 	snprintf(r->where, sizeof(r->where), "header at byte 0");
 	msgpack_unpacked_init(&u);
-	enum snapshot_status st = next_object(r, &u);
+	enum snapshot_status st = next_object(r, &u, SNAPSHOT_HEADER_MAX_BYTES);
 	if (st != SNAPSHOT_OK) {
 		/* Not even one object: most likely not a snapshot at all. */
 		msgpack_unpacked_destroy(&u);
@@ -355,7 +366,7 @@ static enum snapshot_status read_breaker(struct reader *r, struct snapshot_break
 
 	memset(b, 0, sizeof(*b));
 	msgpack_unpacked_init(&u);
-	st = next_object(r, &u);
+	st = next_object(r, &u, SNAPSHOT_BREAKER_MAX_BYTES);
 	if (st != SNAPSHOT_OK)
 		goto out;
 	const msgpack_object *o = &u.data;
@@ -433,25 +444,58 @@ out:
 	return st;
 }
 
+/* "N bytes, over the limit of M for ...": the file is longer than its
+ * header's count allows. */
+static bool over_limit(uint64_t file_size, uint32_t count, char *detail, size_t size)
+{
+	uint64_t max = snapshot_max_bytes(count);
+	if (file_size <= max)
+		return false;
+	snprintf(detail, size, "%llu bytes, over the limit of %llu for the %u breaker(s) its "
+		 "header announces", (unsigned long long)file_size, (unsigned long long)max, count);
+	return true;
+}
+
+enum snapshot_status snapshot_check_size(const char *head, size_t head_len, uint64_t file_size,
+					 char *err, size_t err_size)
+{
+	char scratch[128];
+	struct reader r = {.buf = head, .len = head_len, .err = scratch,
+			   .err_size = sizeof(scratch)};
+	struct snapshot_header h;
+
+	if (head_len == 0 || read_header(&r, &h) != SNAPSHOT_OK)
+		return SNAPSHOT_OK; /* no count to judge by: the decoding says why */
+	if (over_limit(file_size, h.count, err, err_size))
+		return SNAPSHOT_TOO_BIG;
+	return SNAPSHOT_OK;
+}
+
 enum snapshot_status snapshot_decode(const char *buf, size_t len, struct snapshot_header *h,
 				     snapshot_breaker_fn fn, void *ctx, char *err, size_t err_size)
 {
 	struct reader r = {.buf = buf, .len = len, .err = err, .err_size = err_size};
 	struct snapshot_breaker b;
+	char detail[128];
 
 	memset(h, 0, sizeof(*h));
 	snprintf(r.where, sizeof(r.where), "the file");
 	if (len == 0)
 		return fail(&r, SNAPSHOT_EMPTY, "it is empty");
-	if (len > SNAPSHOT_MAX_BYTES)
-		return fail(&r, SNAPSHOT_TOO_BIG, "larger than 512 MiB");
+	if (len > SNAPSHOT_MAX_BYTES) {
+		snprintf(detail, sizeof(detail), "%zu bytes, over the limit of %u", len,
+			 SNAPSHOT_MAX_BYTES);
+		return fail(&r, SNAPSHOT_TOO_BIG, detail);
+	}
 	enum snapshot_status st = read_header(&r, h);
 	if (st != SNAPSHOT_OK)
 		return st;
+	snprintf(r.where, sizeof(r.where), "the file");
+	if (over_limit(len, h->count, detail, sizeof(detail)))
+		return fail(&r, SNAPSHOT_TOO_BIG, detail);
 	for (uint32_t i = 0; i < h->count; i++) {
 		snprintf(r.where, sizeof(r.where), "breaker %u at byte %zu", i + 1, r.off);
 		if (r.off >= len) {
-			char detail[80];
 			snprintf(detail, sizeof(detail), "the file ends after %u of %u breakers", i,
 				 h->count);
 			return fail(&r, SNAPSHOT_TRUNCATED, detail);

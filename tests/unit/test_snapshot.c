@@ -4,7 +4,8 @@
  * sizes that lie are each refused with their status and a place, never
  * read outside the buffer; restoring a breaker, its backoff and its
  * failure-rate window (and an older snapshot without them); the policy
- * fingerprint.
+ * fingerprint; the size limits hold what is written, and a file or a
+ * breaker over them is refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -378,6 +379,137 @@ static void test_history_survives_a_round_trip(void **state)
 	assert_int_equal(back.last_trip_rule, BREAKER_TRIP_PROBE_FAILED);
 }
 
+/* A breaker at its largest: the longest names, endpoint and sockets, the
+ * most HAProxys, every number at its widest msgpack encoding. */
+static struct snapshot_breaker largest(void)
+{
+	struct snapshot_breaker b;
+	memset(&b, 0, sizeof(b));
+	memset(b.backend, 'b', BREAKER_NAME_MAX);
+	memset(b.server, 's', BREAKER_NAME_MAX);
+	memset(b.endpoint, '1', ENDPOINT_TEXT_MAX - 1);
+	b.state = BREAKER_HALF_OPEN;
+	b.failure_streak = UINT32_MAX;
+	b.since_wall_ms = INT64_MIN;
+	b.trips = UINT32_MAX;
+	b.has_history = true;
+	b.trips_in_a_row = UINT32_MAX;
+	b.window_failures = UINT64_MAX;
+	b.window_volume = BREAKER_MAX_WINDOW;
+	b.last_trip_rule = (enum breaker_trip_rule)(BREAKER_NB_TRIP_RULES - 1);
+	b.policy_fingerprint = UINT64_MAX;
+	struct enforce_memory all = {.drained_by_us = true, .maxconn_by_us = true,
+				     .own_maxconn_known = true, .own_maxconn = UINT32_MAX};
+	b.nb_haproxy = ENFORCE_MAX_HAPROXY;
+	for (unsigned i = 0; i < ENFORCE_MAX_HAPROXY; i++) {
+		memset(b.haproxy[i].address, 'a', SNAPSHOT_ADDRESS_MAX);
+		b.haproxy[i].mem = all;
+	}
+	b.has_agent_check = true;
+	b.agent_check = all;
+	return b;
+}
+
+/* The limits of snapshot-t.h hold what the agent writes: the largest
+ * header and breaker in half of theirs (the other half is for keys a
+ * later agent adds), a breaker of two HAProxys in the share of
+ * SNAPSHOT_MAX_BYTES a full table leaves it. */
+static void test_limits_hold_what_is_written(void **state)
+{
+	msgpack_sbuffer *buf = msgpack_sbuffer_new();
+	struct snapshot_header hd = {.format = SNAPSHOT_FORMAT, .written_at_ms = INT64_MIN,
+				     .count = BREAKER_TABLE_MAX_ENTRIES};
+	memset(hd.agent_version, '9', SNAPSHOT_VERSION_MAX);
+	assert_true(snapshot_encode_header(buf, &hd));
+	size_t header = buf->size;
+	struct snapshot_breaker big = largest();
+	assert_true(snapshot_encode_breaker(buf, &big));
+	size_t breaker = buf->size - header;
+	struct snapshot_breaker two = sample(1);
+	assert_true(snapshot_encode_breaker(buf, &two));
+	size_t typical = buf->size - header - breaker;
+	printf("header %zu bytes, largest breaker %zu, a breaker of two HAProxys %zu\n", header,
+	       breaker, typical);
+	assert_true(header <= SNAPSHOT_HEADER_MAX_BYTES / 2);
+	assert_true(breaker <= SNAPSHOT_BREAKER_MAX_BYTES / 2);
+	assert_true(typical <= SNAPSHOT_MAX_BYTES / BREAKER_TABLE_MAX_ENTRIES);
+	msgpack_sbuffer_free(buf);
+
+	/* The largest reads back whole. */
+	buf = msgpack_sbuffer_new();
+	hd.count = 1;
+	assert_true(snapshot_encode_header(buf, &hd));
+	assert_true(snapshot_encode_breaker(buf, &big));
+	struct snapshot_header h;
+	struct collected got = {0};
+	char err[256];
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, collect, &got, err, sizeof(err)),
+			 SNAPSHOT_OK);
+	assert_memory_equal(&got.items[0], &big, sizeof(big));
+	msgpack_sbuffer_free(buf);
+
+	assert_int_equal(snapshot_max_bytes(0), SNAPSHOT_HEADER_MAX_BYTES);
+	assert_int_equal(snapshot_max_bytes(1), SNAPSHOT_HEADER_MAX_BYTES + SNAPSHOT_BREAKER_MAX_BYTES);
+	assert_int_equal(snapshot_max_bytes(BREAKER_TABLE_MAX_ENTRIES), SNAPSHOT_MAX_BYTES);
+	assert_int_equal(snapshot_max_bytes(UINT64_MAX), SNAPSHOT_MAX_BYTES);
+}
+
+/* A file longer than its header's count allows is refused from its first
+ * bytes (snapshot_check_size, before the file layer reads the rest) and by
+ * the decoding; so is one breaker longer than a breaker can be, before
+ * msgpack-c reads it. Each says the size and the limit. */
+static void test_oversized_is_refused(void **state)
+{
+	struct snapshot_header h;
+	char err[256];
+
+	/* One breaker announced, 8000 bytes after it. */
+	msgpack_sbuffer *buf = make(1);
+	char zeros[8000] = {0};
+	msgpack_sbuffer_write(buf, zeros, sizeof(zeros));
+	char want[160];
+	snprintf(want, sizeof(want), "%zu bytes, over the limit of %u for the 1 breaker(s) its "
+		 "header announces", buf->size, SNAPSHOT_HEADER_MAX_BYTES + SNAPSHOT_BREAKER_MAX_BYTES);
+	assert_int_equal(snapshot_check_size(buf->data, SNAPSHOT_HEADER_MAX_BYTES, buf->size, err,
+					     sizeof(err)),
+			 SNAPSHOT_TOO_BIG);
+	assert_string_equal(err, want);
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_TOO_BIG);
+	assert_non_null(strstr(err, want));
+	/* Within its count, or no header to judge by: the decoding says. */
+	assert_int_equal(snapshot_check_size(buf->data, SNAPSHOT_HEADER_MAX_BYTES,
+					     snapshot_max_bytes(1), err, sizeof(err)),
+			 SNAPSHOT_OK);
+	assert_int_equal(snapshot_check_size(zeros, sizeof(zeros), UINT64_MAX, err, sizeof(err)),
+			 SNAPSHOT_OK);
+	msgpack_sbuffer_free(buf);
+
+	/* Two announced, the first one 5000 bytes long (a key no agent writes). */
+	buf = msgpack_sbuffer_new();
+	struct snapshot_header hd = {.format = SNAPSHOT_FORMAT, .count = 2};
+	assert_true(snapshot_encode_header(buf, &hd));
+	size_t at = buf->size;
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str(&pk, 7);
+	msgpack_pack_str_body(&pk, "padding", 7);
+	char filler[5000];
+	memset(filler, 'x', sizeof(filler));
+	msgpack_pack_str(&pk, sizeof(filler));
+	msgpack_pack_str_body(&pk, filler, sizeof(filler));
+	struct snapshot_breaker b = sample(0);
+	assert_true(snapshot_encode_breaker(buf, &b));
+	assert_true(buf->size <= snapshot_max_bytes(2));
+	assert_int_equal(snapshot_decode(buf->data, buf->size, &h, NULL, NULL, err, sizeof(err)),
+			 SNAPSHOT_TOO_BIG);
+	snprintf(want, sizeof(want), "breaker 1 at byte %zu: longer than the limit of %u bytes", at,
+		 SNAPSHOT_BREAKER_MAX_BYTES);
+	assert_string_equal(err, want);
+	msgpack_sbuffer_free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +521,8 @@ int main(void)
 		cmocka_unit_test(test_bad_fields),
 		cmocka_unit_test(test_restore_and_fingerprint),
 		cmocka_unit_test(test_history_survives_a_round_trip),
+		cmocka_unit_test(test_limits_hold_what_is_written),
+		cmocka_unit_test(test_oversized_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
