@@ -24,7 +24,7 @@ libssl-dev haproxy python3 curl socat"
 # use (tests/packaging/: the manual page, the systemd unit, the Debian
 # package, the container image).
 ALL="$DEMO libcmocka-dev clang libclang-rt-14-dev bats bats-assert bats-support iproute2 mmdebstrap
-python3-yaml dnsmasq-base openssl scdoc man-db systemd build-essential debhelper lintian podman runc catatonit"
+python3-yaml dnsmasq-base openssl scdoc man-db systemd build-essential debhelper lintian podman runc catatonit libfaketime"
 
 case "${1:-all}" in
 demo) PACKAGES=$DEMO ;;
