@@ -165,6 +165,11 @@ struct breaker_policy {
 	 * them), as a share of servers is a property of the backend. */
 	uint32_t max_ejection_percent;   /* 0..100 */
 	bool drain_last_server;          /* false: never drain the last serving server */
+	/* The backend's `retry-on` lists response-timeout (or
+	 * all-retryable-errors): a request a server held unanswered may come
+	 * back retried elsewhere, looking like a capacity retry (link/
+	 * signals.c). Off, every capacity retry is backpressure. */
+	bool retried_timeouts;
 	/* False: a backend left out of the breakers on purpose (HAProxy sends
 	 * no SPOP message for it): no breaker is kept for its servers, from
 	 * SPOP or from HAProxy's counters, so nothing ever drains them, and
@@ -195,6 +200,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_STALLED_REQUESTS = 1u << 18,
 	BREAKER_FIELD_STALLED_SHARE = 1u << 19,
 	BREAKER_FIELD_RETRY_AFTER_MAX = 1u << 20,
+	BREAKER_FIELD_RETRIED_TIMEOUTS = 1u << 21,
 };
 
 /* One level of configuration (global, a backend, a server): the fields

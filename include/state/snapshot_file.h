@@ -12,18 +12,29 @@
 enum snapshot_read {
 	SNAPSHOT_READ_OK,      /* *data holds the file (malloc'd: the caller frees it) */
 	SNAPSHOT_READ_MISSING, /* no such file: a first start */
-	SNAPSHOT_READ_TOO_BIG, /* larger than max_bytes: not a snapshot of ours */
-	SNAPSHOT_READ_FAILED,  /* err says why (permissions, a directory, too big, I/O) */
+	SNAPSHOT_READ_TOO_BIG, /* over max_bytes, or over what its header's count allows */
+	SNAPSHOT_READ_FAILED,  /* err says why (permissions, not a regular file, I/O) */
 };
 
-/* Reads path whole, refusing anything larger than max_bytes unread. */
+/*
+ * Reads path whole. Never blocks on what is at the path: a FIFO, a
+ * socket, a device, a directory or a symbolic link is refused unread
+ * (FAILED, err "a FIFO, not a regular file: not read"). A file larger than
+ * max_bytes, or than snapshot_max_bytes() of the count its header
+ * announces, is refused before the rest of it is read (TOO_BIG, err "N
+ * bytes, over the limit of M..."), so reading costs at most
+ * min(max_bytes, that limit) of memory. err never names path: the caller
+ * does.
+ */
 enum snapshot_read snapshot_file_read(const char *path, size_t max_bytes, char **data,
 				      size_t *len, char *err, size_t err_size);
 
-/* Replaces path by data as one step: PATH.tmp written and fsync'ed, renamed
- * over PATH, the directory fsync'ed. A crash at any point leaves the old
- * file or the new one, never half of either. False with err set (the old
- * file is then untouched). Blocking: call it off the event loop. */
+/* Replaces path by data as one step: PATH.tmp created anew (whatever was
+ * there, a link included, is removed first and never written through),
+ * written and fsync'ed, renamed over PATH, the directory fsync'ed. A crash
+ * at any point leaves the old file or the new one, never half of either.
+ * False with err set (the old file is then untouched). Blocking: call it
+ * off the event loop. */
 bool snapshot_file_write(const char *path, const void *data, size_t len, char *err,
 			 size_t err_size);
 

@@ -451,6 +451,19 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.help = "let the breakers drain a backend's last serving server too (off: "
 			"never, whatever max_ejection_percent allows)",
 	},
+	/* Per backend, as HAProxy's retry-on is: what HAProxy may retry there
+	 * decides how a retry is read. Off by default, as the shipped
+	 * haproxy.cfg retries conn-failure and capacity statuses only. */
+	{
+		.name = "retried_timeouts",
+		.sections = CONFIG_SECTION_BREAKER | CONFIG_SECTION_BACKEND, .type = CONFIG_BOOL,
+		IN_POLICY(retried_timeouts, BREAKER_FIELD_RETRIED_TIMEOUTS),
+		.flags = CONFIG_KEY_RELOADABLE, .option = "retried-timeouts",
+		.help = "the backend's retry-on lists response-timeout (or "
+			"all-retryable-errors): a request a worker held unanswered across a look "
+			"and then retried elsewhere is no sign of life (off: every retry of a "
+			"capacity status is backpressure, however late the status)",
+	},
 	/* Per backend, in its own section only: a backend left out of the
 	 * breakers on purpose. No command-line flag: a flag could only turn
 	 * it on, and every backend is guarded unless its section says not. */

@@ -55,6 +55,8 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	policy->retry_after_max_ms = BREAKER_DEFAULT_RETRY_AFTER_MAX_MS;
 	policy->max_ejection_percent = BREAKER_DEFAULT_MAX_EJECTION_PERCENT;
 	policy->drain_last_server = false;
+	/* Off, as the shipped haproxy.cfg retries no response timeout. */
+	policy->retried_timeouts = false;
 	policy->guarded = true;
 }
 
@@ -197,6 +199,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->max_ejection_percent = v->max_ejection_percent;
 	if (f & BREAKER_FIELD_DRAIN_LAST_SERVER)
 		p->drain_last_server = v->drain_last_server;
+	if (f & BREAKER_FIELD_RETRIED_TIMEOUTS)
+		p->retried_timeouts = v->retried_timeouts;
 	if (f & BREAKER_FIELD_GUARDED)
 		p->guarded = v->guarded;
 }

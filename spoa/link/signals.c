@@ -37,22 +37,30 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	faults_counters_from_stat(&counters, row);
 	faults_delta(&en->faults, &counters, link->restarted, &d);
 	/*
-	 * Which of its capacity-looking retries the server may have sat on:
-	 * the requests it had in flight at the previous look, if it gave no
-	 * head at all since. A capacity status comes back at once; a request
-	 * HAProxy gave up on at `timeout server` (retry-on response-timeout)
-	 * was in flight, unanswered, at the looks before, and a server that
-	 * holds requests that long answers nothing. One that gave a head since
-	 * is alive and answering: its retries are refusals, even with long
-	 * completions in flight (an inference engine at its concurrency
-	 * refuses at once while its batch runs on; counting those as held
-	 * made its neighbours look silent and slowed the stall rule for the
-	 * one really hung). Without a baseline none: read as capacity
-	 * statuses.
+	 * Which of its capacity-looking retries the server may have sat on.
+	 * No counter of HAProxy's tells a capacity status retried elsewhere
+	 * from a response timeout retried elsewhere: both move wretr and
+	 * wredis alone (the timeout's eresp is counted only when it is not
+	 * retried). So only where the backend's retry-on retries timeouts at
+	 * all (retried_timeouts) is any retry read as held; elsewhere - the
+	 * shipped retry-on - a hung worker's timeout is an eresp, a failure,
+	 * and every capacity retry is backpressure, however late the status
+	 * came: a busy worker refusing after 0.4 s is busy, and reading its
+	 * refusal as held re-opened its half-open breaker whenever a look
+	 * fell between the probe's start and its 503.
+	 * Where timeouts are retried: the requests it had in flight at the
+	 * previous look, if it gave no head at all since. A request HAProxy
+	 * gave up on at `timeout server` was in flight, unanswered, at the
+	 * looks before, and a server that holds requests that long answers
+	 * nothing. One that gave a head since is alive and answering: its
+	 * retries are refusals, even with long completions in flight (an
+	 * inference engine at its concurrency refuses at once while its batch
+	 * runs on). Without a baseline none: read as capacity statuses.
 	 */
 	bool baseline = stall_baseline(link, en, row);
 	uint64_t heads = baseline ? responses_of(row) - en->responses_counted : 0;
-	faults_split_held_retries(&d, baseline && heads == 0 ? en->stall_scur : 0);
+	bool may_hold = entry->breaker.policy->retried_timeouts && baseline && heads == 0;
+	faults_split_held_retries(&d, may_hold ? en->stall_scur : 0);
 	e->stats.connect_errors += d.connect_errors;
 	e->stats.response_errors += d.response_errors;
 	e->stats.aborted_bodies += d.aborted_bodies;

@@ -10,65 +10,113 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "state/snapshot.h"
 #include "state/snapshot_file.h"
 #include "util/errmsg.h"
+
+/* What a path that is not a regular file is, for the message. */
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "not a regular file";
+}
+
+/* Reads exactly len bytes at offset (fewer only at the end of the file). */
+static ssize_t read_at(int fd, char *buf, size_t len, off_t offset)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, offset + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
 
 enum snapshot_read snapshot_file_read(const char *path, size_t max_bytes, char **data,
 				      size_t *len, char *err, size_t err_size)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put at the path would block open() until a
+	 * writer came, and the agent with it; the fstat() below refuses it.
+	 * O_NOFOLLOW: the agent reads only the regular file it writes (its
+	 * rename() replaces a link at the path, it never writes through one). */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 
 	*data = NULL;
 	*len = 0;
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return SNAPSHOT_READ_MISSING;
-		errmsg_set(err, err_size, "cannot open: %s", strerror(errno));
+		if (errno == ELOOP)
+			errmsg_set(err, err_size, "a symbolic link, not a regular file: not read");
+		else
+			errmsg_set(err, err_size, "cannot open: %s", strerror(errno));
 		return SNAPSHOT_READ_FAILED;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		errmsg_set(err, err_size, "not a regular file");
+	if (fstat(fd, &st) != 0) {
+		errmsg_set(err, err_size, "fstat: %s", strerror(errno));
+		close(fd);
+		return SNAPSHOT_READ_FAILED;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errmsg_set(err, err_size, "%s, not a regular file: not read", file_kind(st.st_mode));
 		close(fd);
 		return SNAPSHOT_READ_FAILED;
 	}
 	if ((uint64_t)st.st_size > max_bytes) {
-		errmsg_set(err, err_size, "%lld bytes, more than a snapshot can be (%zu)",
+		errmsg_set(err, err_size, "%lld bytes, over the limit of %zu",
 			   (long long)st.st_size, max_bytes);
 		close(fd);
 		return SNAPSHOT_READ_TOO_BIG;
 	}
+	/* The header says how many breakers follow, so how long the file can
+	 * be: judged on its first bytes, before the rest is read. */
+	char head[SNAPSHOT_HEADER_MAX_BYTES];
+	ssize_t head_len = read_at(fd, head, sizeof(head), 0);
+	if (head_len < 0) {
+		errmsg_set(err, err_size, "read: %s", strerror(errno));
+		close(fd);
+		return SNAPSHOT_READ_FAILED;
+	}
+	if (snapshot_check_size(head, (size_t)head_len, (uint64_t)st.st_size, err, err_size) !=
+	    SNAPSHOT_OK) {
+		close(fd);
+		return SNAPSHOT_READ_TOO_BIG;
+	}
 	/* One byte more than announced: a file that grew meanwhile is noticed. */
-	size_t cap = (size_t)st.st_size + 1, got = 0;
+	size_t cap = (size_t)st.st_size + 1;
 	char *buf = malloc(cap);
 	if (!buf) {
 		errmsg_set(err, err_size, "out of memory for %zu bytes", cap);
 		close(fd);
 		return SNAPSHOT_READ_FAILED;
 	}
-	for (;;) {
-		ssize_t n = read(fd, buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
+	ssize_t got = read_at(fd, buf, cap, 0);
+	if (got < 0 || (size_t)got == cap) {
+		if (got < 0)
 			errmsg_set(err, err_size, "read: %s", strerror(errno));
-			free(buf);
-			close(fd);
-			return SNAPSHOT_READ_FAILED;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got == cap) {
+		else
 			errmsg_set(err, err_size, "the file grew while it was read");
-			free(buf);
-			close(fd);
-			return SNAPSHOT_READ_FAILED;
-		}
+		free(buf);
+		close(fd);
+		return SNAPSHOT_READ_FAILED;
 	}
 	close(fd);
 	*data = buf;
-	*len = got;
+	*len = (size_t)got;
 	return SNAPSHOT_READ_OK;
 }
 
@@ -107,7 +155,15 @@ bool snapshot_file_write(const char *path, const void *data, size_t len, char *e
 		errmsg_set(err, err_size, "path too long");
 		return false;
 	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	/* A new file, never one found there: whatever is at PATH.tmp (left by
+	 * a crash, or a link planted to make the agent write elsewhere) is
+	 * removed, not opened; O_EXCL then creates without following a link,
+	 * and fails if something was put back meanwhile. */
+	if (unlink(tmp) != 0 && errno != ENOENT) {
+		errmsg_set(err, err_size, "cannot remove the old %s: %s", tmp, strerror(errno));
+		return false;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		errmsg_set(err, err_size, "cannot create %s: %s", tmp, strerror(errno));
 		return false;

@@ -136,3 +136,44 @@ slots_scene_drains_failing_worker() { # FORMAT
 	run awk '$1 != 0 && $2 != "W1"' "$RUN_DIR/load.out"
 	assert_output ""
 }
+
+# w3 fails (500) until its breaker opens and its server is drained, then
+# turns busy: it refuses every request with a 503 after DELAY seconds (a
+# late refusal: an engine that queues a moment before it gives up). The
+# shipped `retry-on ... 503` retries each refusal on w1 or w2, so the agent
+# hears of it from HAProxy's counters alone. The half-open probe's late 503
+# is backpressure whatever its latency: the breaker closes, as with an
+# instant one, never re-opens.
+late_503_probe_closes() { # DELAY
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
+	local port
+	port=$(free_port)
+	export BREAKER_W3=127.0.0.1:$port
+	spawn W3 python3 "$WORKER" --name W3 --port "$port" --behaviour 500 \
+		--mode-file "$RUN_DIR/w3.mode"
+	wait_port "$port"
+	AGENT_EXTRA="--cooldown 2s ${AGENT_MORE:-}" edge_scene "$REPO/haproxy/haproxy.cfg" 200 200
+	drive_until_drained w3
+	echo "slow:$1:503" >"$RUN_DIR/w3.mode"
+	# Requests until the first half-open episode has an outcome (bounded).
+	local i
+	for i in $(seq 300); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		grep -q -E "breaker workers/w3: half_open -> (open|closed)" "$RUN_DIR/agent.log" && break
+		sleep 0.05
+	done
+	grep -E "breaker workers/w3: half_open -> " "$RUN_DIR/agent.log" | head -n1 >"$RUN_DIR/first-outcome"
+	run cat "$RUN_DIR/first-outcome"
+	assert_output --partial "half_open -> closed"
+	wait_until 5 is_not_drained w3
+	# Not vacuous: the probe reached w3 and was refused there, retried.
+	[ "$(metric spoa_breaker_capacity_retries_total)" -ge 1 ]
+}
+
+@test "a half-open probe refused with a 503 after 1.5 s (retried elsewhere) closes the breaker" {
+	late_503_probe_closes 1.5
+}
+
+@test "a half-open probe refused with a 503 after 0.4 s (retried elsewhere) closes the breaker" {
+	late_503_probe_closes 0.4
+}

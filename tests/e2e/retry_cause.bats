@@ -43,12 +43,16 @@ only_w2_touched() {
 }
 
 # A hung w2 (it accepts, never answers): opened, then each half-open probe
-# hangs, times out and - under a retry-on that covers response timeouts -
-# is retried elsewhere; the agent reads that retry as no sign of life (the
-# probe was held across a look) and opens it again. Watched over two probe
-# rounds, never closed. The clients are served by the three others.
+# hangs and times out. Under a retry-on that covers response timeouts the
+# probe is retried elsewhere, and the agent, told so (retried_timeouts),
+# reads that retry as no sign of life (the probe was held across a look)
+# and opens it again; under one that does not, the timeout is an eresp, a
+# failure. Watched over two probe rounds, never closed. The clients are
+# served by the three others.
 hung_stays_open() { # SETTING
-	AGENT_ARGS="--cooldown 1s --max-cooldown 2s" retry_scene "$1" 200 'hang!' 200 200
+	local told=""
+	[[ "$1" == *response-timeout* || "$1" == all-retryable-errors* ]] && told=--retried-timeouts
+	AGENT_ARGS="--cooldown 1s --max-cooldown 2s $told" retry_scene "$1" 200 'hang!' 200 200
 	start_load 8 100000 45 /
 	wait_until 30 logged_at_least "breaker workers/w2: closed -> open" 1
 	# The first round may end on requests sent before it opened, timing
@@ -91,9 +95,12 @@ retried_by() { # SETTING STATUS
 # 200 answers to 8 clients: nothing is opened or drained. When HAProxy
 # retries the status the clients never see it, and the agent counts it a
 # capacity status retried; when it does not, it reaches the client and
-# SPOE as itself.
+# SPOE as itself. The agent is told what the retry-on retries, as an
+# operator would tell it (retried_timeouts).
 busy_never_charged() { # SETTING STATUS
-	retry_scene "$1" 200 "$2" 200 200
+	local told=""
+	[[ "$1" == *response-timeout* || "$1" == all-retryable-errors* ]] && told=--retried-timeouts
+	AGENT_ARGS="$told" retry_scene "$1" 200 "$2" 200 200
 	start_load 8 200 30 /
 	watch_drains_while_loaded
 	[ "$(load_answered)" -ge 200 ]

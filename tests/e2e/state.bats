@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # The breakers' state survives the agent: a snapshot brings back a drained
 # worker's open breaker with what is left of its cool-down after kill -9,
-# and a snapshot that cannot be used is said, moved aside, and ignored.
+# and a snapshot that cannot be used is said, moved aside, and ignored;
+# what is at the path is never waited on, written through, or read past
+# its limit.
 
 load helpers
 
@@ -280,6 +282,80 @@ owner_map_lacks() { ! owner_map_has "$1"; }
 		[ "$output" != open ]
 		stop agent
 	done
+}
+
+# The agent reached HAProxy and answers on its admin port: it serves.
+agent_serves() {
+	wait_until 5 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 1
+}
+
+@test "a FIFO at the snapshot path: not waited on, said once, the agent serves and its first snapshot replaces it" {
+	mkfifo "$STATE"
+	# Opening a FIFO for reading waits for a writer: the agent would never
+	# reach its listeners.
+	start_state_scene
+	agent_serves
+	source_is fresh
+	grep "state snapshot" "$RUN_DIR/agent.log"
+	[ "$(grep -c "state snapshot $STATE: a FIFO, not a regular file: not read; starting clean" \
+		"$RUN_DIR/agent.log")" -eq 1 ]
+	trip_w2
+	wait_until 5 state_written
+	[ -f "$STATE" ]
+	[ ! -p "$STATE" ]
+}
+
+@test "a link planted at the snapshot's .tmp is removed, never written through: its target stays as it was" {
+	local target=$BATS_TEST_TMPDIR/not-the-agents
+	echo "left alone" >"$target"
+	chmod 0644 "$target"
+	ln -s "$target" "$STATE.tmp"
+	start_state_scene
+	trip_w2
+	wait_until 5 state_written
+	run cat "$target"
+	assert_output "left alone"
+	[ "$(stat -c %a "$target")" = 644 ]
+	# The snapshot is a file of its own, and the link is gone.
+	[ -f "$STATE" ]
+	[ ! -L "$STATE" ]
+	[ ! -e "$STATE.tmp" ]
+	[ ! -L "$STATE.tmp" ]
+	grep -q "spoa-breaker/state" "$STATE"
+	[ "$(grep -c "state snapshot $STATE not written" "$RUN_DIR/agent.log")" -eq 0 ]
+}
+
+@test "a snapshot longer than its header's count allows is refused unread with its size and the limit; the agent serves, clean" {
+	start_state_scene
+	trip_w2
+	wait_until 5 state_written
+	stop agent
+	# The same snapshot, its breaker carrying a key no agent writes and
+	# 1 MiB of it: skipped by a reader that does not bound the file, so
+	# read and restored.
+	python3 - "$STATE" <<-'PY'
+	import struct, sys
+	p = sys.argv[1]
+	data = bytearray(open(p, "rb").read())
+	assert data.count(b"\xa2be") == 1, data
+	at = data.index(b"\xa2be") - 1  # the breaker's map, "be" its first key
+	assert 0x80 <= data[at] < 0x8f, data[at]
+	data[at] += 1
+	pad = b"\xa7padding" + b"\xdb" + struct.pack(">I", 1 << 20) + b"x" * (1 << 20)
+	data[at + 1:at + 1] = pad
+	open(p, "wb").write(data)
+	PY
+	local size
+	size=$(stat -c %s "$STATE")
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-before.log"
+	start_agent_again
+	agent_serves
+	wait_until 5 source_is refused
+	grep "state snapshot" "$RUN_DIR/agent.log"
+	grep -q "state snapshot $STATE: $size bytes, over the limit of 4608 for the 1 breaker(s) its header announces; moved aside to $STATE.corrupt-" \
+		"$RUN_DIR/agent.log"
+	run state_of w2
+	[ "$output" != open ]
 }
 
 @test "a state_file in a directory that cannot be written stops the agent when set, warns by default" {

@@ -839,6 +839,33 @@ static void test_ejection_keys_per_backend(void **state)
 	assert_errors_have("expected 0..100");
 }
 
+/* retried_timeouts follows the backend's retry-on: per backend, off by
+ * default (the shipped retry-on retries no timeout), a flag that turns it
+ * on everywhere, and no [server] level. */
+static void test_retried_timeouts_per_backend(void **state)
+{
+	(void)state;
+	struct config c;
+	char line[512];
+
+	const char *path = file("[backend be]\n"
+				"retried_timeouts = true\n");
+	assert_int_equal(RUN(&c, "-f", path), -1);
+	assert_true(breaker_policies_for(&c.policies, "be", 2, "w1", 2)->retried_timeouts);
+	assert_false(breaker_policies_for(&c.policies, "other", 5, "w1", 2)->retried_timeouts);
+	config_free(&c);
+
+	assert_int_equal(RUN(&c, "--retried-timeouts"), -1);
+	assert_true(breaker_policies_for(&c.policies, "any", 3, "w1", 2)->retried_timeouts);
+	config_free(&c);
+
+	path = file("[server be/w1]\n"
+		    "retried_timeouts = true\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line), "%s:2: [server be/w1]: unknown key 'retried_timeouts'", path);
+	assert_errors_have(line);
+}
+
 /* ---- reload ---- */
 
 static void collect(void *ctx, const char *key)
@@ -916,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_policy_problems_at_their_sections),
 		cmocka_unit_test(test_backoff_and_rate_keys_checked_together),
 		cmocka_unit_test(test_ejection_keys_per_backend),
+		cmocka_unit_test(test_retried_timeouts_per_backend),
 		cmocka_unit_test(test_reload_decision),
 	};
 	int failed = cmocka_run_group_tests(tests, setup, teardown);
