@@ -105,8 +105,9 @@ void breaker_restore_history(struct breaker *b, uint32_t trips_in_a_row, uint64_
  *                 HALF_OPEN => CLOSED (policy close) or no sample (policy
  *                 ignore: HAProxy frees the probe's maxconn slot when the
  *                 request ends, so a busy worker cannot wedge the breaker);
- *                 but a breaker opened as wedged => OPEN again, still
- *                 wedged (a capacity status is its symptom).
+ *                 but a breaker opened as wedged (the rule still on)
+ *                 keeps the run instead, and breaker_judge_wedged_probe()
+ *                 decides with its neighbours.
  */
 struct breaker_event breaker_record_success(struct breaker *b, uint64_t now_ms);
 struct breaker_event breaker_record_failure(struct breaker *b, uint64_t now_ms);
@@ -150,13 +151,27 @@ void breaker_confirm_successes(struct breaker *b);
  * HALF_OPEN, at most half_open_probes at once, which HAProxy's maxconn
  * enforces), OPEN takes none. */
 /*
- * Whether a CLOSED breaker's server is wedged at capacity statuses: only
+ * Whether a CLOSED breaker's server is wedged at capacity statuses (or a
+ * HALF_OPEN one's opened as wedged, its probes refused again): only
  * those for policy->wedged_after_ms, at least minimum_volume of them, and
  * another server of its backend succeeded since the run began
  * (others_succeeded_ms, from breaker_table_others_succeeded(); 0: never).
  * False whenever wedged_after_ms is 0.
  */
 bool breaker_is_wedged(const struct breaker *b, uint64_t now_ms, uint64_t others_succeeded_ms);
+
+/*
+ * A half-open breaker opened as wedged (wedged_after still on) after a
+ * capacity status answered its probe, its backend's other servers last
+ * succeeding at others_succeeded_ms (0: never). Under half_open_backpressure
+ * = close: OPEN again, still wedged, when a neighbour succeeded within
+ * wedged_after - the symptom again; else CLOSED, provisionally, as any
+ * probe answered by a capacity status (a global overload: busy among busy
+ * ones). Under ignore nothing: the run decides (breaker_is_wedged()).
+ * Nothing for any other breaker.
+ */
+struct breaker_event breaker_judge_wedged_probe(struct breaker *b, uint64_t now_ms,
+						uint64_t others_succeeded_ms);
 /* Opens a CLOSED breaker with trip rule "wedged"; no-op in other states. */
 struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms);
 

@@ -420,6 +420,30 @@ void breaker_confirm_successes(struct breaker *b)
 	b->erased_streak = 0;
 }
 
+/* Opened by the wedged rule, and the rule still on: a reload that turns
+ * wedged_after off makes it a breaker like any other, whatever its last
+ * trip was. */
+static bool opened_as_wedged(const struct breaker *b)
+{
+	return b->last_trip_rule == BREAKER_TRIP_WEDGED && b->policy->wedged_after_ms > 0;
+}
+
+/* Where a run of capacity statuses is kept for the wedged rule: closed,
+ * and half-open after a wedged trip (the probes are judged by it too). */
+static bool keeps_capacity_run(const struct breaker *b)
+{
+	return b->state == BREAKER_CLOSED ||
+	       (b->state == BREAKER_HALF_OPEN && opened_as_wedged(b));
+}
+
+static void extend_capacity_run(struct breaker *b, uint64_t now_ms)
+{
+	if (b->capacity_run == 0)
+		b->capacity_run_since_ms = now_ms;
+	if (b->capacity_run < UINT32_MAX)
+		b->capacity_run++;
+}
+
 struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now_ms)
 {
 	struct before before = event_begin(b);
@@ -433,20 +457,20 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 		 * success it would hide a failing worker behind its own 503s,
 		 * counted as a failure it would open the busiest workers.
 		 * Only the run of them is kept, for breaker_is_wedged(). */
-		if (b->capacity_run == 0)
-			b->capacity_run_since_ms = now_ms;
-		if (b->capacity_run < UINT32_MAX)
-			b->capacity_run++;
+		extend_capacity_run(b, now_ms);
 		break;
 	case BREAKER_OPEN:
 		/* A late 503 must not reset a breaker that has already tripped. */
 		break;
 	case BREAKER_HALF_OPEN:
-		if (b->last_trip_rule == BREAKER_TRIP_WEDGED) {
+		if (opened_as_wedged(b)) {
 			/* Opened for answering nothing but capacity statuses: one
-			 * more is the symptom, not a sign of life. Still wedged,
-			 * and the wedged reason stays for the next probe. */
-			trip(b, BREAKER_TRIP_WEDGED, now_ms);
+			 * more is the symptom, not a sign of life - while its
+			 * neighbours serve. Under a global overload nobody serves,
+			 * and it is as busy as the rest. Only the neighbours tell,
+			 * which this breaker does not know: the run is kept, and
+			 * breaker_judge_wedged_probe() decides with them. */
+			extend_capacity_run(b, now_ms);
 			break;
 		}
 		if (b->policy->half_open_backpressure == BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE) {
@@ -469,10 +493,10 @@ struct breaker_event breaker_record_backpressure(struct breaker *b, uint64_t now
 struct breaker_event breaker_record_backpressure_n(struct breaker *b, uint32_t count,
 						   uint64_t now_ms)
 {
-	bool was_closed = b->state == BREAKER_CLOSED;
+	bool keeps_run = keeps_capacity_run(b);
 	struct breaker_event ev = breaker_record_backpressure(b, now_ms);
-	/* Only a closed breaker keeps the run; the first of them counted. */
-	if (was_closed && count > 1)
+	/* Only where the run is kept; the first of them counted. */
+	if (keeps_run && keeps_capacity_run(b) && count > 1)
 		b->capacity_run = count - 1 > UINT32_MAX - b->capacity_run ? UINT32_MAX
 									 : b->capacity_run + count - 1;
 	return ev;
@@ -509,7 +533,7 @@ bool breaker_is_wedged(const struct breaker *b, uint64_t now_ms, uint64_t others
 {
 	const struct breaker_policy *p = b->policy;
 
-	return p->wedged_after_ms > 0 && b->state == BREAKER_CLOSED &&
+	return p->wedged_after_ms > 0 && keeps_capacity_run(b) &&
 	       b->capacity_run >= p->minimum_volume && now_ms >= b->capacity_run_since_ms &&
 	       now_ms - b->capacity_run_since_ms >= p->wedged_after_ms &&
 	       others_succeeded_ms >= b->capacity_run_since_ms && others_succeeded_ms != 0;
@@ -519,9 +543,32 @@ struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms)
 {
 	struct before before = event_begin(b);
 
-	/* A failure's trip, with its own reason: backoff and probes as any. */
-	if (b->state == BREAKER_CLOSED)
+	/* A failure's trip, with its own reason: backoff and probes as any.
+	 * From a wedged half-open too: its probes found it wedged still. */
+	if (keeps_capacity_run(b))
 		trip(b, BREAKER_TRIP_WEDGED, now_ms);
+	return event_end(b, before);
+}
+
+struct breaker_event breaker_judge_wedged_probe(struct breaker *b, uint64_t now_ms,
+						uint64_t others_succeeded_ms)
+{
+	struct before before = event_begin(b);
+
+	if (b->state != BREAKER_HALF_OPEN || !opened_as_wedged(b) || b->capacity_run == 0 ||
+	    b->policy->half_open_backpressure != BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE)
+		return event_end(b, before);
+	/* Policy ignore: a refusal is no verdict, for this breaker as for
+	 * any; the run it is building is (breaker_is_wedged()). Policy close:
+	 * a refusal decides at once - the symptom again while a neighbour
+	 * served within wedged_after (the rule's own horizon), else a busy
+	 * worker among busy ones, which closes as any breaker's probe does. */
+	bool neighbours_serve = others_succeeded_ms != 0 &&
+				others_succeeded_ms + b->policy->wedged_after_ms >= now_ms;
+	if (neighbours_serve)
+		trip(b, BREAKER_TRIP_WEDGED, now_ms);
+	else
+		close_provisionally(b, now_ms);
 	return event_end(b, before);
 }
 

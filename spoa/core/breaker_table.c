@@ -496,6 +496,20 @@ void breaker_table_remove(struct breaker_table *t, struct breaker_table_entry *e
 
 /* ---- backends ---- */
 
+/* After a capacity status: the wedged rule, with the backend's other
+ * servers - a closed breaker's run, or a wedged one's half-open probe. */
+static struct breaker_event judge_wedged(struct breaker_table *t, struct breaker_table_entry *e,
+					 struct breaker_event ev, uint64_t now_ms)
+{
+	struct breaker *b = &e->breaker;
+	uint64_t others = breaker_table_others_succeeded(t, e);
+
+	if (breaker_is_wedged(b, now_ms, others))
+		return breaker_trip_wedged(b, now_ms);
+	struct breaker_event probe = breaker_judge_wedged_probe(b, now_ms, others);
+	return breaker_event_is_transition(&probe) ? probe : ev;
+}
+
 struct breaker_event breaker_table_record_response(struct breaker_table *t,
 						   struct breaker_table_entry *e,
 						   enum breaker_outcome outcome, uint64_t now_ms)
@@ -504,9 +518,8 @@ struct breaker_event breaker_table_record_response(struct breaker_table *t,
 	struct breaker_event ev = breaker_record(b, outcome, now_ms);
 
 	breaker_table_note_outcome(t, e, outcome, now_ms);
-	if (outcome == BREAKER_OUTCOME_BACKPRESSURE &&
-	    breaker_is_wedged(b, now_ms, breaker_table_others_succeeded(t, e)))
-		ev = breaker_trip_wedged(b, now_ms);
+	if (outcome == BREAKER_OUTCOME_BACKPRESSURE)
+		ev = judge_wedged(t, e, ev, now_ms);
 	return ev;
 }
 
@@ -514,12 +527,9 @@ struct breaker_event breaker_table_record_capacity_retries(struct breaker_table 
 							   struct breaker_table_entry *e,
 							   uint32_t count, uint64_t now_ms)
 {
-	struct breaker *b = &e->breaker;
-	struct breaker_event ev = breaker_record_backpressure_n(b, count, now_ms);
+	struct breaker_event ev = breaker_record_backpressure_n(&e->breaker, count, now_ms);
 
-	if (breaker_is_wedged(b, now_ms, breaker_table_others_succeeded(t, e)))
-		ev = breaker_trip_wedged(b, now_ms);
-	return ev;
+	return judge_wedged(t, e, ev, now_ms);
 }
 
 struct breaker_event breaker_table_look_in_flight(struct breaker_table *t,

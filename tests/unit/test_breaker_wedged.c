@@ -166,8 +166,9 @@ static void test_capacity_run_is_dirty_under_wedged_after(void **state)
 	assert_false(breaker_is_dirty(&e->breaker));
 }
 
-/* Opened as wedged, its probe answered 503 again: still wedged, whatever
- * half_open_backpressure says of an ordinary breaker; a success closes. */
+/* Opened as wedged, its probe answered 503 again while its neighbour
+ * serves: still wedged, though an ordinary breaker's probe would close on
+ * it; a success closes. */
 static void test_wedged_probe_answered_503_reopens(void **state)
 {
 	struct breaker_table *t = *state;
@@ -177,6 +178,7 @@ static void test_wedged_probe_answered_503_reopens(void **state)
 	breaker_tick(b, now);
 	assert_int_equal(b->state, BREAKER_HALF_OPEN);
 	policy.half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
+	respond(t, "be", "w2", 200, now);
 	struct breaker_event ev =
 		breaker_table_record_response(t, server(t, "be", "w1"), BREAKER_OUTCOME_BACKPRESSURE, now);
 	assert_int_equal(ev.from, BREAKER_HALF_OPEN);
@@ -187,6 +189,7 @@ static void test_wedged_probe_answered_503_reopens(void **state)
 	now = breaker_next_deadline(b);
 	breaker_tick(b, now);
 	assert_int_equal(b->state, BREAKER_HALF_OPEN);
+	respond(t, "be", "w2", 200, now);
 	ev = breaker_table_record_capacity_retries(t, server(t, "be", "w1"), 3, now);
 	assert_int_equal(ev.to, BREAKER_OPEN);
 	assert_int_equal(b->trips_in_a_row, 3);
@@ -194,6 +197,79 @@ static void test_wedged_probe_answered_503_reopens(void **state)
 	now = breaker_next_deadline(b);
 	breaker_tick(b, now);
 	ev = breaker_table_record_response(t, server(t, "be", "w1"), BREAKER_OUTCOME_SUCCESS, now);
+	assert_int_equal(ev.to, BREAKER_CLOSED);
+}
+
+/* Opens w1 as wedged beside a serving w2, then lets its cool-down run out:
+ * half-open at the returned time. */
+static uint64_t wedged_then_half_open(struct breaker_table *t)
+{
+	assert_true(time_to_open(t, "be", "w1", wedged_beside_a_healthy_one, 100000) > 0);
+	struct breaker *b = &server(t, "be", "w1")->breaker;
+	assert_int_equal(b->last_trip_rule, BREAKER_TRIP_WEDGED);
+	uint64_t now = breaker_next_deadline(b);
+	breaker_tick(b, now);
+	assert_int_equal(b->state, BREAKER_HALF_OPEN);
+	return now;
+}
+
+/* Opened as wedged, then the whole backend is overloaded: nobody has
+ * served within wedged_after, so its probe's 503 is a busy worker's among
+ * busy ones, and closes as any breaker's would (policy close). */
+static void test_wedged_probe_503_in_a_global_overload_closes(void **state)
+{
+	struct breaker_table *t = *state;
+	uint64_t now = wedged_then_half_open(t);
+	/* The cool-down (30 s) outlasts wedged_after (10 s): w2's last
+	 * success is older than the rule's horizon. */
+	respond(t, "be", "w2", 503, now);
+	policy.half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
+	struct breaker_event ev = breaker_table_record_response(t, server(t, "be", "w1"),
+								BREAKER_OUTCOME_BACKPRESSURE, now);
+	assert_int_equal(ev.from, BREAKER_HALF_OPEN);
+	assert_int_equal(ev.to, BREAKER_CLOSED);
+}
+
+/* Under half_open_backpressure = ignore, a refusal is no verdict for a
+ * wedged breaker's probe either; the wedged rule's run is: 503s only, for
+ * wedged_after, its neighbour serving, and it opens again as wedged. */
+static void test_wedged_probe_under_ignore_is_judged_by_the_run(void **state)
+{
+	struct breaker_table *t = *state;
+	uint64_t start = wedged_then_half_open(t), now = start;
+	policy.half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE;
+	struct breaker *b = &server(t, "be", "w1")->breaker;
+	struct breaker_event ev = breaker_table_record_response(t, server(t, "be", "w1"),
+								BREAKER_OUTCOME_BACKPRESSURE, now);
+	assert_false(breaker_event_is_transition(&ev));
+	while (b->state == BREAKER_HALF_OPEN && now < start + 100000) {
+		now += STEP_MS;
+		wedged_beside_a_healthy_one(t, now, 0);
+	}
+	assert_int_equal(b->state, BREAKER_OPEN);
+	assert_int_equal(b->last_trip_rule, BREAKER_TRIP_WEDGED);
+	assert_true(now - start >= policy.wedged_after_ms);
+	policy.half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
+}
+
+/* A reload turns wedged_after off: the breaker it opened is an ordinary
+ * one, and its probe's 503 closes it (policy close). */
+static void test_wedged_probe_after_the_rule_is_turned_off_closes(void **state)
+{
+	struct breaker_table *t = *state;
+	uint64_t now = wedged_then_half_open(t);
+	respond(t, "be", "w2", 200, now);
+	policy.wedged_after_ms = 0;
+	policy.half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
+	struct breaker_event ev = breaker_table_record_response(t, server(t, "be", "w1"),
+								BREAKER_OUTCOME_BACKPRESSURE, now);
+	assert_int_equal(ev.to, BREAKER_CLOSED);
+	/* And from the counters' retried 503s the same. */
+	policy.wedged_after_ms = 10000;
+	now = wedged_then_half_open(t);
+	respond(t, "be", "w2", 200, now);
+	policy.wedged_after_ms = 0;
+	ev = breaker_table_record_capacity_retries(t, server(t, "be", "w1"), 2, now);
 	assert_int_equal(ev.to, BREAKER_CLOSED);
 }
 
@@ -371,6 +447,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_capacity_run_is_dirty_under_wedged_after, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_wedged_probe_answered_503_reopens, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wedged_probe_503_in_a_global_overload_closes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_wedged_probe_under_ignore_is_judged_by_the_run,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wedged_probe_after_the_rule_is_turned_off_closes,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_probe_answered_503_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy_worker_that_serves_never_trips, setup,
 						teardown),
