@@ -177,3 +177,26 @@ late_503_probe_closes() { # DELAY
 @test "a half-open probe refused with a 503 after 0.4 s (retried elsewhere) closes the breaker" {
 	late_503_probe_closes 0.4
 }
+
+# A busy w3 refusing every request with a 503 after 0.4 s, beside two that
+# serve, under a closed-loop load: each refusal is retried elsewhere by the
+# shipped `retry-on`, so the agent hears of it from the counters alone.
+# Closed, those late refusals are answers, not requests held: neither the
+# stall rule nor any other opens w3, and the clients are all served.
+@test "a busy worker's late 503s, retried elsewhere, never open it (the stall rule included)" {
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
+	edge_scene "$REPO/haproxy/haproxy.cfg" 200 200 slow:0.4:503
+	start_load 12 600 60 /
+	watch_drains_while_loaded
+	[ "$(load_answered)" -ge 600 ]
+	two_more_looks
+	run grep -E -- "breaker workers/w3: .*-> open" "$RUN_DIR/agent.log"
+	assert_output ""
+	run cat "$RUN_DIR/drained"
+	assert_output ""
+	run awk '$1 != 200' "$RUN_DIR/load.out"
+	assert_output ""
+	# Not vacuous: w3 was sent its share, and each refusal was read as
+	# one, none as a request held.
+	[ "$(metric spoa_breaker_capacity_retries_total)" -ge 30 ]
+}
