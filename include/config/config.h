@@ -194,6 +194,25 @@ int config_check_exposure(const struct config *c, const struct config_origins *o
 int config_check_reload(const struct config *running, const struct config *next,
 			FILE *errors);
 
+/* Why a reload refuses what config_check_reload() found: said by the
+ * reload and by --check alike. */
+#define CONFIG_RELOAD_EXPOSED                                                        \
+	"listen and admin stay as they run until a restart, and the new file would " \
+	"leave a running listener open to every address or without client "          \
+	"certificates"
+
+/*
+ * For --check: judges next as a reload of the agent running on its state
+ * file would (config_check_reload), from the file that agent writes
+ * (running_file.h). Says each problem as the reload logs it, then that a
+ * reload would be refused, and returns how many; also warns, as the reload
+ * does, of each key it would leave as it runs. 0 when no agent runs there:
+ * no file (nothing said), one that cannot be read or parsed, or one left
+ * by a process that is gone (one warning says which); next is then
+ * checked as for a start, as it always was.
+ */
+int config_check_running(const struct config *next, FILE *errors);
+
 /*
  * Resolves every policy into c->policies through breaker_policies_build(),
  * the core's one resolver: the global one, each backend's over it, each

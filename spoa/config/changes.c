@@ -3,14 +3,18 @@
  * without CONFIG_KEY_RELOADABLE takes effect at the next restart, and the
  * [haproxy] keys tell whether the links to HAProxy must be rebuilt. And
  * what a reload must not do: leave a running listener open to everyone, or
- * let it stop asking for client certificates.
+ * let it stop asking for client certificates -- judged by the reload
+ * itself, and by --check against the running agent's file (running_file.h).
  *
  * Values are compared as the file would spell them (config_key_format is
  * canonical), so every type compares the same way.
  */
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "config/keys.h"
+#include "config/running_file.h"
 #include "config/sources.h"
 
 /* Enough for the longest value of a key kept in struct config (policy
@@ -101,5 +105,60 @@ int config_check_reload(const struct config *running, const struct config *next,
 			CONFIG_PROGRAM, running->tls_ca);
 		problems++;
 	}
+	return problems;
+}
+
+/* What the reload logs as "reload: KEY changed; ...", said ahead of it. */
+static void warn_restart_only(void *ctx, const char *key)
+{
+	fprintf(ctx, "%s: warning: %s changed; a reload leaves it as it runs, it takes effect at "
+		     "the next restart\n", CONFIG_PROGRAM, key);
+}
+
+int config_check_running(const struct config *next, FILE *errors)
+{
+	char path[CONFIG_PATH_MAX_LEN + sizeof(RUNNING_FILE_SUFFIX)], err[512];
+	struct config running;
+	long pid = 0;
+
+	/* Where the agent that would reload next writes it: beside the state
+	 * file both name (state_file only changes at a restart). */
+	if (!running_file_path(next, path, sizeof(path)) || !path[0])
+		return 0;
+	switch (running_file_read(path, &running, &pid, err, sizeof(err))) {
+	case RUNNING_FILE_READ_MISSING:
+		return 0; /* no agent runs on it: checked as for a start, as ever */
+	case RUNNING_FILE_READ_FAILED:
+		fprintf(errors,
+			"%s: warning: %s: %s; checked without what the running agent keeps until a "
+			"restart\n",
+			CONFIG_PROGRAM, path, err);
+		return 0;
+	case RUNNING_FILE_READ_OK:
+		break;
+	}
+	/* Left by an agent that did not stop cleanly: nothing runs to reload.
+	 * EPERM says it runs, as another user. */
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+		fprintf(errors,
+			"%s: warning: %s: left by process %ld, which no longer runs; checked as for a "
+			"start\n",
+			CONFIG_PROGRAM, path, pid);
+		return 0;
+	}
+	config_restart_only_changes(&running, next, warn_restart_only, errors);
+	if ((running.tls_cert[0] != '\0') != (next->tls_cert[0] != '\0'))
+		fprintf(errors,
+			"%s: warning: tls_cert %s; a reload leaves TLS as it runs, it takes effect at "
+			"the next restart\n",
+			CONFIG_PROGRAM, next->tls_cert[0] ? "set" : "removed");
+	int problems = config_check_reload(&running, next, errors);
+	if (problems > 0)
+		fprintf(errors,
+			"%s: %s: valid for a start, refused for a reload: " CONFIG_RELOAD_EXPOSED
+			" (the agent running as process %ld, per %s); restart it to apply this "
+			"file\n",
+			CONFIG_PROGRAM, next->path ? next->path : "(defaults)", pid, path);
+	config_free(&running);
 	return problems;
 }

@@ -363,6 +363,10 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 			fprintf(errors, CONFIG_PROGRAM ": configuration refused\n");
 		return 1;
 	}
+	/* Valid for a start; a reload of the agent running on it may still
+	 * refuse it, and `systemctl reload` runs this first. */
+	if (args.check && config_check_running(c, errors) > 0)
+		return 1;
 	if (args.check) {
 		fprintf(out, "%s: configuration valid\n", c->path ? c->path : "(defaults)");
 		c->checked = true;

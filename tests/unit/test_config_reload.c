@@ -2,7 +2,9 @@
  * test_config_reload.c - what a reload may not do, as a table: the running
  * configuration, the new one, and whether config_check_reload() refuses
  * the pair (and says what). listen and admin keep their running values
- * across a reload, so the new allow lists are judged against them.
+ * across a reload, so the new allow lists are judged against them. And
+ * --check, which learns the running side from the file the agent writes
+ * (running_file.h), says exactly what the reload says, row by row.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "config/running_file.h"
 
 /* One side of a reload: only what the check reads; NULL: the default. */
 struct side {
@@ -158,10 +161,55 @@ static void test_reload_table(void **state)
 	}
 }
 
+/* The report of config_check_reload(running, next), as the caller frees it. */
+static char *reload_report(const struct config *running, const struct config *next,
+			   int *problems)
+{
+	char *report = NULL;
+	size_t len = 0;
+	FILE *errors = open_memstream(&report, &len);
+	assert_non_null(errors);
+	*problems = config_check_reload(running, next, errors);
+	fclose(errors);
+	return report;
+}
+
+static void test_running_file_says_the_same(void **state)
+{
+	static char text[RUNNING_FILE_MAX_BYTES];
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct row *r = &rows[i];
+		struct config running, next, published;
+		char err[256];
+		size_t len;
+		long pid = 0;
+		build(&running, &r->running);
+		build(&next, &r->next);
+		if (!running_file_format(&running, 4242, text, sizeof(text), &len, err, sizeof(err)))
+			fail_msg("%s: not written: %s", r->what, err);
+		if (!running_file_parse(text, len, &published, &pid, err, sizeof(err)))
+			fail_msg("%s: not read back: %s\n%s", r->what, err, text);
+		assert_int_equal(pid, 4242);
+
+		int direct, via_file;
+		char *said = reload_report(&running, &next, &direct);
+		char *said_via_file = reload_report(&published, &next, &via_file);
+		if (direct != via_file || strcmp(said, said_via_file) != 0)
+			fail_msg("%s: the reload says (%d):\n%s--check says (%d):\n%s", r->what,
+				 direct, said, via_file, said_via_file);
+		free(said);
+		free(said_via_file);
+		config_free(&published);
+		config_free(&running);
+		config_free(&next);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reload_table),
+		cmocka_unit_test(test_running_file_says_the_same),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
