@@ -8,6 +8,7 @@
 
 #include "admin/counters.h"
 #include "daemon/daemon.h"
+#include "daemon/running_publish.h"
 #include "daemon/transition_log.h"
 #include "link/agent_check.h"
 #include "spop/observe.h"
@@ -280,9 +281,13 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 
 	loop_watch_start(&d.loop_watch, d.loop);
 	steady_watch_start(&d.steady_watch, d.loop, &d.breakers.observe, &d.enforcer);
+	/* Every listener is open: what a reload would judge a file by is
+	 * written down for --check, and taken back at a clean exit. */
+	daemon_running_publish(&d.config);
 	log_notice("spoa-breaker %s started", SPOA_VERSION);
 	d.ran = true;
 	ev_run(d.loop, 0);
+	daemon_running_withdraw(&d.config);
 	steady_watch_stop(&d.steady_watch, d.loop);
 	loop_watch_stop(&d.loop_watch, d.loop);
 	teardown(&d);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "daemon/daemon.h"
+#include "daemon/running_publish.h"
 #include "spop/tls.h"
 #include "util/log.h"
 
@@ -73,8 +74,8 @@ void daemon_reload(struct daemon *d)
 	 * reload does not open. The running ones stay, and the new allow
 	 * lists and TLS files must still guard them. Refused whole rather
 	 * than the old lists kept: a reload applies the file, or none of it.
-	 * (--check, another process, cannot know what runs: this is the one
-	 * place that can say it.) */
+	 * (--check says the same ahead of the signal, from the file the agent
+	 * writes: config_check_running.) */
 	report = NULL;
 	errors = open_memstream(&report, &report_len);
 	/* No memory to check with: refused, never let through unchecked. */
@@ -83,9 +84,7 @@ void daemon_reload(struct daemon *d)
 		fclose(errors);
 	log_report(report, true);
 	if (exposed > 0) {
-		refuse(&fresh, "listen and admin stay as they run until a restart, and the new "
-			       "file would leave a running listener open to every address or "
-			       "without client certificates");
+		refuse(&fresh, CONFIG_RELOAD_EXPOSED);
 		return;
 	}
 
@@ -158,5 +157,6 @@ void daemon_reload(struct daemon *d)
 	config_free(&d->config);
 	d->config = fresh;
 	d->admin_allow = *config_admin_allow(&d->config);
+	daemon_running_publish(&d->config); /* the TLS files it serves may have changed */
 	log_notice("configuration reloaded");
 }

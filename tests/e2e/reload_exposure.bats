@@ -6,7 +6,10 @@
 # that would leave one with nobody named to let in, or stop asking for
 # client certificates, is refused whole, and the running configuration
 # (its lists, its policies, its breakers) stays. 127.0.0.2 plays a host
-# outside every list.
+# outside every list. --check, run first by `systemctl reload` with the
+# agent's own command line, says the same while the agent runs (from the
+# file it writes beside its state file), and judges the file as for a
+# start once it stopped.
 
 load helpers
 
@@ -14,7 +17,11 @@ REFUSED_SPOP='spoa_breaker_connections_refused_total{listener="spop",reason="not
 
 setup() {
 	INI=$BATS_TEST_TMPDIR/agent.ini
-	export INI
+	# A state file, so the agent writes what a reload leaves as it runs
+	# beside it (start_agent's --state-file none comes first: this wins).
+	STATE=$BATS_TEST_TMPDIR/state.msgpack
+	RUNNING=$STATE.running
+	export INI STATE RUNNING
 }
 
 teardown() {
@@ -56,6 +63,29 @@ admin_status_from() { # SOURCE
 # A verdict comes back through HAProxy: the SPOE answered this request.
 verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 
+# Keeps the running agent's own command line, once it wrote its running
+# file: check_as_reload gives it to --check, as systemd's ExecReload runs
+# the unit's command line with --check before the signal.
+agent_published() {
+	wait_until 5 test -f "$RUNNING"
+	mapfile -d '' AGENT_CMDLINE <"/proc/$(cat "$RUN_DIR/agent.pid")/cmdline"
+}
+
+check_as_reload() {
+	"${AGENT_CMDLINE[0]}" --check "${AGENT_CMDLINE[@]:1}"
+}
+
+# Stops the agent: its running file goes with it, and --check on the same
+# file judges it as for a start again.
+stop_agent_then_check_passes() {
+	stop agent
+	[ ! -e "$RUNNING" ]
+	run check_as_reload
+	assert_success
+	assert_output --partial "configuration valid"
+	refute_output --partial "reload"
+}
+
 @test "SPOP on 0.0.0.0 with allow, reloaded to a unix listen without allow: refused, 127.0.0.2 still shut out" {
 	new_scene W1_PORT ADMIN_PORT
 	start_worker w1 "$W1_PORT" 200
@@ -69,8 +99,9 @@ verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 	[breaker]
 	threshold = 3
 	INI
-	start_agent agent -f "$INI"
+	start_agent agent -f "$INI" --state-file "$STATE"
 	wait_port "$AGENT_PORT"
+	agent_published
 	start_haproxy "$BATS_TEST_DIRNAME/haproxy.cfg.in"
 	wait_until 10 agent_is_up
 	wait_until 5 verdicts_flow
@@ -88,7 +119,12 @@ verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 	[breaker]
 	threshold = 1
 	INI
-	"$SPOA_BIN" --check --state-file none -f "$INI"
+	cp "$INI" "$BATS_TEST_TMPDIR/refused.ini"
+	# --check says what the reload will: valid alone, not as a reload.
+	run check_as_reload
+	assert_failure
+	assert_output --partial "listen = 0.0.0.0:$AGENT_PORT is not a loopback address and nothing says who may connect"
+	assert_output --partial "$INI: valid for a start, refused for a reload"
 	reload_agent 1
 	run hello_from 127.0.0.2
 	assert_failure
@@ -117,6 +153,9 @@ verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 	[breaker]
 	threshold = 1
 	INI
+	run check_as_reload
+	assert_success
+	assert_output --partial "warning: listen changed; a reload leaves it as it runs"
 	reload_agent 2
 	run log_count "configuration reloaded"
 	assert_output 1
@@ -125,6 +164,9 @@ verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 	assert_output 1
 	run hello_from 127.0.0.2
 	assert_failure
+
+	cp "$BATS_TEST_TMPDIR/refused.ini" "$INI"
+	stop_agent_then_check_passes
 }
 
 @test "admin on 0.0.0.0 with admin_allow, reloaded to admin none without a list: refused, 127.0.0.2 still shut out" {
@@ -135,9 +177,10 @@ verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 	admin = 0.0.0.0:$ADMIN_PORT
 	admin_allow = 127.0.0.1
 	INI
-	AGENT_ARGS="-f $INI"
+	AGENT_ARGS="-f $INI --state-file $STATE"
 	start_scene
 	wait_port "$ADMIN_PORT"
+	agent_published
 	run admin_status_from 127.0.0.2
 	assert_output 000
 	run admin_status_from 127.0.0.1
@@ -146,7 +189,10 @@ verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 	# No admin listener, no list: valid alone, but 0.0.0.0 keeps serving
 	# the pages until a restart.
 	printf '[agent]\nadmin = none\n' >"$INI"
-	"$SPOA_BIN" --check --state-file none -f "$INI"
+	run check_as_reload
+	assert_failure
+	assert_output --partial "admin = 0.0.0.0:$ADMIN_PORT is not a loopback address and nothing says who may read it"
+	assert_output --partial "$INI: valid for a start, refused for a reload"
 	reload_agent 1
 	run admin_status_from 127.0.0.2
 	assert_output 000
@@ -159,6 +205,8 @@ verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 	run admin_status_from 127.0.0.1
 	assert_output 200
 	verdicts_flow
+
+	stop_agent_then_check_passes
 }
 
 # make_ca NAME, make_cert NAME CA CN USAGE: as tls.bats makes them, in $CERTS.
@@ -185,9 +233,10 @@ make_cert() {
 	printf '[agent]\ntls_cert = %s\ntls_key = %s\ntls_ca = %s\n' \
 		"$CERTS/agent.pem" "$CERTS/agent.key" "$CERTS/ca.pem" >"$INI"
 	ADMIN_PORT=$(free_port)
-	AGENT_ARGS="-f $INI --admin 127.0.0.1:$ADMIN_PORT"
+	AGENT_ARGS="-f $INI --admin 127.0.0.1:$ADMIN_PORT --state-file $STATE"
 	AGENT_TLS="ssl verify required ca-file $CERTS/ca.pem crt $CERTS/haproxy-bundle.pem"
 	start_enforce_scene
+	agent_published
 	wait_until 5 verdicts_flow
 	run python3 "$SPOP_CLIENT" --tls "$CERTS/ca.pem" "$AGENT_ADDR" hello
 	assert_failure
@@ -196,7 +245,10 @@ make_cert() {
 	# The same files but the CA: valid alone (TLS without client
 	# certificates), but the listener was opened for certified peers.
 	printf '[agent]\ntls_cert = %s\ntls_key = %s\n' "$CERTS/agent.pem" "$CERTS/agent.key" >"$INI"
-	"$SPOA_BIN" --check --state-file none -f "$INI"
+	run check_as_reload
+	assert_failure
+	assert_output --partial "tls_ca removed while the SPOP listeners serve TLS"
+	assert_output --partial "$INI: valid for a start, refused for a reload"
 	reload_agent 1
 	run python3 "$SPOP_CLIENT" --tls "$CERTS/ca.pem" "$AGENT_ADDR" hello
 	assert_failure
@@ -209,4 +261,43 @@ make_cert() {
 	run python3 "$SPOP_CLIENT" --tls "$CERTS/ca.pem" --cert "$CERTS/haproxy-bundle.pem" "$AGENT_ADDR" hello
 	assert_success
 	verdicts_flow
+
+	stop_agent_then_check_passes
+}
+
+@test "TLS without tls_ca, reloaded with one: the running file follows, and --check refuses dropping it again" {
+	CERTS=$BATS_TEST_TMPDIR/certs
+	mkdir -p "$CERTS"
+	make_ca ca
+	make_cert agent ca agent serverAuth
+	make_cert haproxy ca haproxy clientAuth
+	printf '[agent]\ntls_cert = %s\ntls_key = %s\n' "$CERTS/agent.pem" "$CERTS/agent.key" >"$INI"
+	ADMIN_PORT=$(free_port)
+	AGENT_ARGS="-f $INI --admin 127.0.0.1:$ADMIN_PORT --state-file $STATE"
+	AGENT_TLS="ssl verify required ca-file $CERTS/ca.pem crt $CERTS/haproxy-bundle.pem"
+	start_enforce_scene
+	agent_published
+	wait_until 5 verdicts_flow
+	cp "$INI" "$BATS_TEST_TMPDIR/no-ca.ini"
+
+	# Adding a CA only narrows: reloaded, and from now on it runs.
+	printf '[agent]\ntls_cert = %s\ntls_key = %s\ntls_ca = %s\n' \
+		"$CERTS/agent.pem" "$CERTS/agent.key" "$CERTS/ca.pem" >"$INI"
+	run check_as_reload
+	assert_success
+	reload_agent 1
+	run log_count "configuration reloaded"
+	assert_output 1
+	run python3 "$SPOP_CLIENT" --tls "$CERTS/ca.pem" "$AGENT_ADDR" hello
+	assert_failure
+	assert_output --partial tls-error
+
+	# The file without it again: --check knows the CA runs now.
+	cp "$BATS_TEST_TMPDIR/no-ca.ini" "$INI"
+	run check_as_reload
+	assert_failure
+	assert_output --partial "tls_ca removed while the SPOP listeners serve TLS: they would stop asking clients for a certificate; keep tls_ca = $CERTS/ca.pem"
+	reload_agent 2
+	run log_count "reload refused"
+	assert_output 1
 }
