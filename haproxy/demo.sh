@@ -30,6 +30,9 @@ python3 tests/lib/worker.py --name w3 --port 8103 --behaviour 500 2>/dev/null & 
 export BREAKER_SPOE_CONF=$PWD/haproxy/spoe-breaker-steady.conf
 export BREAKER_ADMIN_SOCKET=$RUN/admin.sock
 export BREAKER_STATE_FILE=$RUN/server-state
+# The demo reads the agent's verdicts in x-breaker-* headers: loopback may
+# ask for them here (the shipped file lets no client by default).
+export BREAKER_DEBUG_FROM=127.0.0.1
 echo 1 >"$BREAKER_STATE_FILE"
 
 haproxy -db -f haproxy/haproxy.cfg 2>"$RUN/haproxy.log" & PIDS+=($!)

@@ -139,12 +139,38 @@ ini_without_runtime_api() {
 	assert_line --regexp '^\{"worker":"W[123]","status":503\}$'
 }
 
-@test "a client sending x-breaker-debug sees the agent's verdict" {
-	run bash -c "curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' http://127.0.0.1:$FE_PORT/status/429 | tr -d '\r'"
+# The response headers a client FROM gets for a 429, asking for debug headers.
+debug_headers_from() { # FROM
+	curl -s -o /dev/null -D - --interface "$1" -H 'x-breaker-debug: 1' \
+		"http://127.0.0.1:$FE_PORT/status/429" | tr -d '\r'
+}
+
+@test "with nothing set, a client sending x-breaker-debug gets no x-breaker-* header" {
+	run debug_headers_from 127.0.0.1
+	assert_line --regexp '^HTTP/1.1 429'
+	refute_line --regexp '^x-breaker-'
+	# Not for want of a verdict: the agent was asked.
+	wait_until 5 metric_at_least 'spoa_breaker_spop_frames_total{type="notify"}' 1
+}
+
+@test "only a client listed in BREAKER_DEBUG_FROM sees the agent's verdict" {
+	BREAKER_DEBUG_FROM="127.0.0.1 ::1" \
+		"$HAPROXY_BIN" -c -f "$REPO/haproxy/haproxy.cfg" >"$RUN_DIR/check-debug.log" 2>&1
+	run grep -i -E "warning|alert" "$RUN_DIR/check-debug.log"
+	assert_failure
+	stop haproxy
+	BREAKER_DEBUG_FROM="127.0.0.1 ::1" spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
+	wait_port "$FE_PORT"
+	wait_until 10 agent_is_up
+	run debug_headers_from 127.0.0.1
 	assert_line "x-breaker-state: closed"
 	assert_line "x-breaker-outcome: backpressure"
 	assert_line "x-breaker-upstream-status: 429"
 	refute_line --regexp '^x-breaker-error'
+	# Another address on the same host is not listed: the same answer, no verdict.
+	run debug_headers_from 127.0.0.2
+	assert_line --regexp '^HTTP/1.1 429'
+	refute_line --regexp '^x-breaker-'
 }
 
 @test "with the shipped haproxy.cfg the agent finds and keeps HAProxy's record of its drains" {
@@ -231,7 +257,8 @@ trip_w1_over_spop() {
 	stop agent
 	stop haproxy
 	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-previous.log"
-	BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
+	BREAKER_SPOE_CONF=$REPO/haproxy/spoe-breaker.conf BREAKER_DEBUG_FROM=127.0.0.1 \
+		spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
 	wait_port "$FE_PORT"
 	start_agent agent --listen "$BREAKER_AGENT" -f "$RUN_DIR/no-runtime-api.ini" \
 		--admin "127.0.0.1:$ADMIN_PORT"

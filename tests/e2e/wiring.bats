@@ -234,7 +234,7 @@ econ() { # BACKEND SERVER: connection errors in HAProxy's counters
 }
 
 @test "a guarded response shows the agent's verdict on request; HAProxy's own 503 carries Retry-After" {
-	start_example
+	BREAKER_DEBUG_FROM=127.0.0.1 start_example
 	run bash -c "curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' http://127.0.0.1:$WWW_PORT/status/429 | tr -d '\r'"
 	assert_line "x-breaker-state: closed"
 	assert_line "x-breaker-outcome: backpressure"

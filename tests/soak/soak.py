@@ -384,6 +384,8 @@ class Soak:
             # Kept across restarts with the state, as docs/haproxy.md says.
             "BREAKER_OWNED_MAP": os.path.join(self.dir, "breaker-owned.map"),
             "HAPROXY_MASTER_SOCKET": self.master_sock,
+            # The load generator reads x-breaker-agent-error: it may ask.
+            "BREAKER_DEBUG_FROM": "127.0.0.1",
         })
         for i, w in enumerate(WORKERS):
             env["BREAKER_W%d" % (i + 1)] = "127.0.0.1:%d" % self.ports[w]
