@@ -97,7 +97,8 @@ void config_usage(FILE *out)
 	fprintf(out, "Usage: " CONFIG_PROGRAM " [-f FILE] [--check] [OPTIONS]\n"
 		     "A backpressure-aware circuit breaker for HAProxy, as an SPOE agent.\n\n");
 	option_line(out, 'f', "config", "FILE",
-		    "read settings from an INI file (see README); the options below override it");
+		    "read settings from an INI file (every key: docs/configuration.md); the "
+		    "options below override it");
 	option_line(out, 0, "check", NULL,
 		    "check the configuration, report every problem as FILE:LINE: ..., and exit "
 		    "(0 valid, 1 not)");
