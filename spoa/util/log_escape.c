@@ -11,11 +11,16 @@
 static size_t escape_byte(uint8_t b, char e[5])
 {
 	switch (b) {
-	case '\n': return (size_t)snprintf(e, 5, "\\n");
-	case '\r': return (size_t)snprintf(e, 5, "\\r");
-	case '\t': return (size_t)snprintf(e, 5, "\\t");
-	case '\\': return (size_t)snprintf(e, 5, "\\\\");
-	case '"': return (size_t)snprintf(e, 5, "\\\"");
+	case '\n':
+		return (size_t)snprintf(e, 5, "\\n");
+	case '\r':
+		return (size_t)snprintf(e, 5, "\\r");
+	case '\t':
+		return (size_t)snprintf(e, 5, "\\t");
+	case '\\':
+		return (size_t)snprintf(e, 5, "\\\\");
+	case '"':
+		return (size_t)snprintf(e, 5, "\\\"");
 	}
 	/* Bytes past 0x7e too: a terminal or a syslog relay may take some of
 	 * them as controls (0x9b is a one-byte CSI), and UTF-8 is not needed
@@ -39,8 +44,9 @@ char *log_escape(char *out, size_t size, const void *in, size_t len)
 	for (size_t i = 0; i < len && whole <= size - 1; i++)
 		whole += escape_byte(p[i], e);
 	/* All of it, or as much as leaves room for the "..." that says so. */
-	size_t room = whole <= size - 1 ? whole
-		      : size - 1 >= sizeof(cut) - 1 ? size - 1 - (sizeof(cut) - 1) : 0;
+	size_t room = whole;
+	if (whole > size - 1)
+		room = size - 1 >= sizeof(cut) - 1 ? size - 1 - (sizeof(cut) - 1) : 0;
 	size_t n = 0;
 	for (size_t i = 0; i < len; i++) {
 		size_t elen = escape_byte(p[i], e);
