@@ -200,3 +200,41 @@ late_503_probe_closes() { # DELAY
 	# one, none as a request held.
 	[ "$(metric spoa_breaker_capacity_retries_total)" -ge 30 ]
 }
+
+# w1 wedged at 503 beside two that serve, under wedged_after: opened as
+# wedged (from the counters: every 503 is retried elsewhere). A reload
+# then turns the rule off while it is open: its breaker is an ordinary one
+# from then on, and its half-open probe's 503 closes it (policy close), no
+# "still wedged".
+@test "a breaker opened as wedged is an ordinary one once a reload turns wedged_after off" {
+	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
+	local ini=$RUN_DIR/agent.ini
+	printf '[breaker]\nwedged_after = 1s\nminimum_volume = 5\ncooldown = 6s\n' >"$ini"
+	AGENT_EXTRA="-f $ini" edge_scene "$REPO/haproxy/haproxy.cfg" 503 200 200
+	local i
+	for i in $(seq 300); do
+		grep -q "breaker workers/w1: closed -> open" "$RUN_DIR/agent.log" && break
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		sleep 0.02 # paces the traffic: the wedged rule counts time, not requests
+	done
+	run breaker_field workers/w1 opened_by
+	assert_output wedged
+	run breaker_field workers/w1 state
+	assert_output open
+	printf '[breaker]\nwedged_after = 0\nminimum_volume = 5\ncooldown = 6s\n' >"$ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 5 grep -q "configuration reloaded" "$RUN_DIR/agent.log"
+	# Still open: the reload came within its cool-down.
+	run breaker_field workers/w1 state
+	assert_output open
+	for i in $(seq 600); do
+		grep -q "breaker workers/w1: half_open -> " "$RUN_DIR/agent.log" && break
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		sleep 0.02
+	done
+	grep "breaker workers/w1: half_open -> " "$RUN_DIR/agent.log" | head -n1 >"$RUN_DIR/first-outcome"
+	run cat "$RUN_DIR/first-outcome"
+	assert_output --partial "half_open -> closed"
+	run grep "still wedged" "$RUN_DIR/agent.log"
+	assert_output ""
+}
