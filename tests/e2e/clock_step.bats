@@ -12,10 +12,10 @@ load helpers
 LIBFAKETIME=$(dpkg -L libfaketime 2>/dev/null | grep '/libfaketimeMT\.so\.1$' | head -n1)
 
 setup() {
-	[ -n "$LIBFAKETIME" ] && [ -f "$LIBFAKETIME" ] || {
+	if [ -z "$LIBFAKETIME" ] || [ ! -f "$LIBFAKETIME" ]; then
 		echo "libfaketime is missing: packaging/install-deps.sh installs it" >&2
 		return 1
-	}
+	fi
 	CLOCK_FILE=$BATS_TEST_TMPDIR/faketime
 	echo "+0" >"$CLOCK_FILE"
 	STATE=$BATS_TEST_TMPDIR/state.msgpack
