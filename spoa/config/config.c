@@ -3,6 +3,7 @@
  * sources are read in (config_from_args), and the checks no single key
  * can make (the enforcement channels; the policies are policies.c's).
  */
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,6 +188,18 @@ static int origin_of(const struct config_origins *origins, const struct config_k
 	return origins ? origins->line[config_key_index(key)] : 0;
 }
 
+/* An allowlist given, even one its own line refused ("allow
+ * '10.1.0.0/33': ..."): that line is the problem, and saying that nothing
+ * says who may connect would send the reader after a key that is there. */
+static bool allowlist_given(const struct config *c, const struct config_origins *origins,
+			    const char *key)
+{
+	const struct config_key *k = config_key_find(key);
+	const struct cidr_list *l = (const struct cidr_list *)(const void *)((const char *)c +
+									    k->offset);
+	return allowlist_set(l) || origin_of(origins, k) != 0;
+}
+
 /* One listener other hosts can reach with no allowlist: said at the line
  * that sets it, naming the key that would let it through. */
 static void refuse_exposed(const struct config *c, const struct config_origins *origins,
@@ -217,7 +230,10 @@ int config_check_exposure(const struct config *c, const struct config_origins *o
 	const struct config_key *admin = config_key_find("admin");
 	int problems = 0;
 
-	for (unsigned i = 0; i < c->nb_listen && !allowlist_set(&c->allow); i++) {
+	bool allow = allowlist_given(c, origins, "allow");
+	bool admin_allow = allow || allowlist_given(c, origins, "admin_allow");
+
+	for (unsigned i = 0; i < c->nb_listen && !allow; i++) {
 		if (!reachable_from_elsewhere(c->listen[i]))
 			continue;
 		refuse_exposed(c, origins, listen, c->listen[i], "connect", "allow", "allow",
@@ -227,14 +243,12 @@ int config_check_exposure(const struct config *c, const struct config_origins *o
 	/* The agent-check answers tell every server's state: HAProxy's alone
 	 * to read, by the same list as SPOP. */
 	const struct config_key *agent_check = config_key_find("agent_check");
-	if (c->agent_check[0] && !allowlist_set(&c->allow) &&
-	    reachable_from_elsewhere(c->agent_check)) {
+	if (c->agent_check[0] && !allow && reachable_from_elsewhere(c->agent_check)) {
 		refuse_exposed(c, origins, agent_check, c->agent_check, "connect", "allow", "allow",
 			       "HAProxies", errors);
 		problems++;
 	}
-	if (c->admin[0] && !allowlist_set(config_admin_allow(c)) &&
-	    reachable_from_elsewhere(c->admin)) {
+	if (c->admin[0] && !admin_allow && reachable_from_elsewhere(c->admin)) {
 		refuse_exposed(c, origins, admin, c->admin, "read it", "admin_allow (or allow)",
 			       "admin_allow", "scrapers", errors);
 		problems++;
@@ -261,6 +275,68 @@ static void warn_remote_runtime_api(const struct config *c,
 			"drain every server; prefer a unix socket with mode, group and level "
 			"(docs/security.md)\n",
 			what);
+	}
+}
+
+/*
+ * An entry with bits set past its prefix (10.1.0.1/16) is taken as its
+ * network (10.1.0.0/16, util/cidr.c), as HAProxy's ACLs take it. A
+ * warning, not a refusal: the prefix says how wide the operator meant it
+ * (`ip addr` prints an interface's address so), and a file that loaded
+ * yesterday must not stop a reload today. But the list is who may open
+ * breakers, so the network it lets in is said, for a /16 meant as /32.
+ */
+static void warn_host_bits(const struct config *c, const struct config_origins *origins,
+			   const char *key, FILE *errors)
+{
+	const struct config_key *k = config_key_find(key);
+	const struct cidr_list *l = (const struct cidr_list *)(const void *)((const char *)c +
+									    k->offset);
+	for (unsigned i = 0; i < l->n; i++) {
+		const struct cidr *e = &l->entries[i];
+		char written[CIDR_TEXT_MAX], network[INET6_ADDRSTRLEN];
+		unsigned char bytes[16];
+		snprintf(written, sizeof(written), "%s", e->text);
+		char *slash = strchr(written, '/');
+		if (!slash)
+			continue;
+		*slash = '\0';
+		bool v4 = inet_pton(AF_INET, written, bytes) == 1;
+		if (!v4 && inet_pton(AF_INET6, written, bytes) != 1)
+			continue;
+		const uint8_t *masked = v4 ? e->addr + 12 : e->addr;
+		if (memcmp(bytes, masked, v4 ? 4 : 16) == 0)
+			continue;
+		inet_ntop(v4 ? AF_INET : AF_INET6, masked, network, sizeof(network));
+		int at = origin_of(origins, k);
+		report_at(errors, c, at);
+		fprintf(errors,
+			"warning: %s%s entry '%s' has bits set past its /%s: it lets in the whole "
+			"network %s/%s; write that, or %s alone for the one address\n",
+			at == CONFIG_FROM_ARGS ? "--" : "", at == CONFIG_FROM_ARGS ? k->option : key,
+			e->text, slash + 1, network, slash + 1, written);
+	}
+}
+
+/* What --check says of the enforcement it settled on (check_enforcement),
+ * one line: the mode, and the HAProxies it reaches them through. */
+static void say_enforcement(const struct config *c, FILE *out)
+{
+	switch (c->enforce) {
+	case ENFORCE_RUNTIME_API:
+		fprintf(out, "enforce: runtime-api (HAProxy ");
+		for (unsigned i = 0; i < c->nb_runtime_api; i++)
+			fprintf(out, "%s%s", i ? ", " : "", c->runtime_api[i]);
+		fprintf(out, ")\n");
+		break;
+	case ENFORCE_AGENT_CHECK:
+		fprintf(out, "enforce: agent-check (HAProxy's agent-check asks %s%s)\n",
+			c->agent_check, c->nb_runtime_api ? "; runtime_api only read" : "");
+		break;
+	case ENFORCE_NONE:
+		fprintf(out, "enforce: none (%sdecisions are logged, HAProxy is not changed)\n",
+			c->enforce_set ? "" : "no runtime_api or agent_check: ");
+		break;
 	}
 }
 
@@ -354,6 +430,8 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 	problems += check_verdicts(c, &origins, errors);
 	problems += config_check_exposure(c, &origins, errors);
 	warn_remote_runtime_api(c, &origins, errors);
+	warn_host_bits(c, &origins, "allow", errors);
+	warn_host_bits(c, &origins, "admin_allow", errors);
 	problems += check_tls(c, &origins, errors);
 	problems += config_resolve_policies(c, errors);
 	if (problems > 0) {
@@ -369,6 +447,7 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 		return 1;
 	if (args.check) {
 		fprintf(out, "%s: configuration valid\n", c->path ? c->path : "(defaults)");
+		say_enforcement(c, out);
 		c->checked = true;
 		return 0;
 	}

@@ -433,7 +433,9 @@ static void test_defaults(void **state)
 	config_free(&c);
 
 	assert_int_equal(RUN(&c, "--check"), 0);
-	assert_string_equal(r.out, "(defaults): configuration valid\n");
+	assert_string_equal(r.out, "(defaults): configuration valid\n"
+				   "enforce: none (no runtime_api or agent_check: decisions are "
+				   "logged, HAProxy is not changed)\n");
 	config_free(&c);
 }
 
