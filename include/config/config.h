@@ -51,10 +51,16 @@
 #define CONFIG_DEFAULT_SOCKET_MODE 0660
 #define CONFIG_GROUP_MAX_LEN 64
 
+/* The line each policy key of a section was last set at, by the bit of its
+ * BREAKER_FIELD_ (CONFIG_FROM_ARGS: an option): a problem one key makes is
+ * said at that key's line, not at its section's. */
+#define CONFIG_FIELD_LINES 32
+
 struct config_override {
 	char backend[NAME_MAX_LEN + 1];
 	char server[NAME_MAX_LEN + 1]; /* empty for a backend-wide override */
 	int line;                      /* of its section header, for messages */
+	int field_lines[CONFIG_FIELD_LINES];
 	struct breaker_policy_layer layer;
 };
 
@@ -85,6 +91,7 @@ struct config {
 	unsigned ack_variables; /* enum observe_var bits: what breaker-observe answers set */
 	struct breaker_policy_layer global;
 	int global_line; /* of the file's [breaker] header, for messages; 0: none */
+	int global_field_lines[CONFIG_FIELD_LINES]; /* as an override's */
 	/* How decisions reach HAProxy. enforce_set: given explicitly; when
 	 * not, runtime-api if a socket is given, agent-check if a listener
 	 * is, none otherwise (decisions logged, HAProxy not changed). */
@@ -217,10 +224,12 @@ int config_check_running(const struct config *next, FILE *errors);
  * Resolves every policy into c->policies through breaker_policies_build(),
  * the core's one resolver: the global one, each backend's over it, each
  * server's over its backend's. Writes each problem to errors at the line
- * of the section that creates it ("FILE:LINE: [backend be]: capacity and
- * failure sets overlap on 503"), or after "spoa-breaker: " when it has no
- * line in the file. Returns the number of problems (c->policies is then
- * empty).
+ * of the section that creates it ("FILE:LINE: [backend be]: max_cooldown
+ * of ..."), or after "spoa-breaker: " when it has no line in the file;
+ * two status sets that overlap are said once, at the line of the key that
+ * made them overlap (the more specific of the two, else the later), not
+ * at every section that inherits them. Returns the number of problems
+ * (c->policies is then empty).
  */
 int config_resolve_policies(struct config *c, FILE *errors);
 

@@ -417,10 +417,15 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 		return 2;
 	/* With a policy option, the global policy is no longer the file's
 	 * alone: a problem with it is not the [breaker] line's to carry. */
-	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++)
+	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
 		if (config_keys[i].place == CONFIG_IN_POLICY &&
-		    origins.line[i] == CONFIG_FROM_ARGS)
+		    origins.line[i] == CONFIG_FROM_ARGS) {
 			c->global_line = 0;
+			if (config_keys[i].field)
+				c->global_field_lines[__builtin_ctz(config_keys[i].field)] =
+					CONFIG_FROM_ARGS;
+		}
+	}
 	if (c->nb_listen == 0)
 		snprintf(c->listen[c->nb_listen++], CONFIG_LISTEN_MAX_LEN, "%s",
 			 AGENT_DEFAULT_LISTEN);

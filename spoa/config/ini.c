@@ -34,6 +34,7 @@ struct parser {
 	 * origins->line for the singleton sections, one row of override_lines
 	 * for an override (a section given twice shares its row). */
 	int *seen;
+	int *field_lines; /* the policy section's (config.h), else NULL */
 	struct config_origins *origins;
 	int (*override_lines)[CONFIG_NB_KEYS]; /* parallel to config->overrides */
 	unsigned cap_override_lines;
@@ -121,6 +122,7 @@ static void enter_override(struct parser *p, enum config_section section, const 
 		return;
 	p->section = section;
 	p->layer = &p->config->overrides[i].layer;
+	p->field_lines = p->config->overrides[i].field_lines;
 	p->seen = p->override_lines[i];
 }
 
@@ -130,6 +132,7 @@ static void enter_section(struct parser *p, const char *section)
 	snprintf(p->section_text, sizeof(p->section_text), "%s", section);
 	p->in_any_section = true;
 	p->layer = NULL;
+	p->field_lines = NULL;
 	p->seen = p->origins->line;
 	p->section = SECTION_INVALID;
 
@@ -144,6 +147,7 @@ static void enter_section(struct parser *p, const char *section)
 	if (strcmp(section, "breaker") == 0) {
 		p->section = CONFIG_SECTION_BREAKER;
 		p->layer = &p->config->global;
+		p->field_lines = p->config->global_field_lines;
 		if (!p->config->global_line)
 			p->config->global_line = p->line;
 		return;
@@ -225,6 +229,8 @@ static void on_key_line(struct parser *p, const char *name, const char *value)
 	char err[512];
 	if (!config_key_set(k, p->config, p->layer, value, err, sizeof(err)))
 		report(p, p->line, "%s '%s': %s", k->name, value, err);
+	else if (k->place == CONFIG_IN_POLICY && k->field && p->field_lines)
+		p->field_lines[__builtin_ctz(k->field)] = p->line; /* the value in force */
 }
 
 /* libinih's handler. The section is the one read_line() entered (libinih

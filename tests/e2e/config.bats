@@ -44,7 +44,7 @@ teardown() {
 	assert_line --partial "$f:7: failure_statuses '600': item 1 \"600\""
 	assert_line "$f:8: expected 'key = value', got 'this line is wrong'"
 	assert_line --partial "$f:9: [backend be;drop]: backend name 'be;drop' is not a valid HAProxy name"
-	assert_line --partial "$f:11: [backend b1]: capacity and failure sets overlap on 503"
+	assert_line --partial "$f:13: [backend b1]: failure_statuses = 500-599 overlaps capacity_statuses = 429,503 at line 12 on 503"
 	assert_line --partial "$f:14: unknown section [frontend x]"
 	assert_line --partial "configuration refused"
 }

@@ -630,14 +630,17 @@ static void test_policy_problems_at_their_sections(void **state)
 				"capacity_statuses = 429,503\n"
 				"failure_statuses = 500-599\n");
 	assert_int_equal(STATUS("--check", "-f", path), 1);
-	snprintf(line, sizeof(line), "%s:3: [backend b1]: capacity and failure sets overlap on 503",
+	snprintf(line, sizeof(line),
+		 "%s:5: [backend b1]: failure_statuses = 500-599 overlaps capacity_statuses = "
+		 "429,503 at line 4 on 503 (a status belongs to one set only)",
 		 path);
 	assert_errors_have(line);
 
 	/* Made by the command line: no line of the file to blame. */
 	path = file("[breaker]\nthreshold = 3\n");
 	assert_int_equal(STATUS("--check", "-f", path, "--failure-statuses", "500-599"), 1);
-	assert_errors_have("spoa-breaker: [breaker]: capacity and failure sets overlap on 503");
+	assert_errors_have("spoa-breaker: --failure-statuses 500-599 overlaps the default "
+			   "capacity_statuses 429,503 on 503 (a status belongs to one set only)");
 }
 
 /* The backoff and failure-rate keys that only make sense together. */

@@ -2,8 +2,9 @@
  * test_config_check.c - what --check says, and only that: one message per
  * problem, at the line that makes it, naming what the agent will do. A bad
  * allow entry is said alone; an entry with bits past its prefix is taken
- * as its network and that network is named; and a valid configuration
- * ends with the enforcement mode.
+ * as its network and that network is named; two status sets that overlap
+ * are said once, at the key that made them overlap, however many sections
+ * inherit them; and a valid configuration ends with the enforcement mode.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,6 +106,101 @@ static void test_allow_bits_past_the_prefix_warn(void **state)
 	assert_errors_lack("warning:");
 }
 
+/* ---- status sets that overlap ---- */
+
+/* Made in [breaker], inherited by every section: said once, at the key. */
+static void test_overlap_said_once_at_its_key(void **state)
+{
+	char line[600];
+	const char *path = file("[agent]\n"
+				"state_file = none\n"
+				"[breaker]\n"
+				"capacity_statuses = 429,503\n"
+				"failure_statuses = 500-503\n"
+				"[backend a]\n"
+				"threshold = 4\n"
+				"[backend b]\n"
+				"threshold = 5\n"
+				"[server a/x]\n"
+				"threshold = 2\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:5: [breaker]: failure_statuses = 500-503 overlaps capacity_statuses = "
+		 "429,503 at line 4 on 503 (a status belongs to one set only)\n",
+		 path);
+	assert_errors_have(line);
+	assert_int_equal(count_in_errors("overlap"), 1);
+	assert_errors_lack("[backend");
+	assert_errors_lack("[server");
+}
+
+/* The more specific key made it: the one in the section, naming where
+ * the other set comes from (another section, the default). */
+static void test_overlap_at_the_more_specific_key(void **state)
+{
+	char line[600];
+	const char *path = file("[agent]\n"
+				"state_file = none\n"
+				"[breaker]\n"
+				"failure_statuses = 500-599\n"
+				"capacity_statuses = 429\n"
+				"[backend be]\n"
+				"capacity_statuses = 429,503\n"
+				"[server be/w1]\n"
+				"threshold = 4\n"
+				"[server other/w2]\n"
+				"ignore_statuses = 429\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:7: [backend be]: capacity_statuses = 429,503 overlaps failure_statuses = "
+		 "500-599 of [breaker] at line 4 on 503 (a status belongs to one set only)\n",
+		 path);
+	assert_errors_have(line);
+	snprintf(line, sizeof(line),
+		 "%s:11: [server other/w2]: ignore_statuses = 429 overlaps capacity_statuses = "
+		 "429 of [breaker] at line 5 on 429 (a status belongs to one set only)\n",
+		 path);
+	assert_errors_have(line);
+	assert_int_equal(count_in_errors("overlap"), 2);
+	assert_errors_lack("[server be/w1]");
+
+	path = file("[agent]\nstate_file = none\n[backend be]\nignore_statuses = 503\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line),
+		 "%s:4: [backend be]: ignore_statuses = 503 overlaps the default "
+		 "capacity_statuses 429,503 on 503 (a status belongs to one set only)\n",
+		 path);
+	assert_errors_have(line);
+
+	/* The command line is read after the file: its option made it. */
+	path = file("[agent]\nstate_file = none\n[breaker]\ncapacity_statuses = 429,503\n");
+	assert_int_equal(STATUS("--check", "-f", path, "--failure-statuses", "500-599"), 1);
+	assert_errors_have("spoa-breaker: --failure-statuses 500-599 overlaps capacity_statuses = "
+			   "429,503 at line 4 on 503 (a status belongs to one set only)\n");
+	assert_int_equal(count_in_errors("overlap"), 1);
+}
+
+/* A section whose first problem is another one still has its overlap said. */
+static void test_overlap_said_beside_another_problem(void **state)
+{
+	char line[600];
+	const char *path = file("[agent]\n"
+				"state_file = none\n"
+				"[breaker]\n"
+				"cooldown = 1m\n"
+				"max_cooldown = 30s\n"
+				"failure_statuses = 500-599\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	snprintf(line, sizeof(line), "%s:3: [breaker]: max_cooldown of 30000 ms is below cooldown",
+		 path);
+	assert_errors_have(line);
+	snprintf(line, sizeof(line),
+		 "%s:6: [breaker]: failure_statuses = 500-599 overlaps the default "
+		 "capacity_statuses 429,503 on 503",
+		 path);
+	assert_errors_have(line);
+}
+
 /* ---- the enforcement mode it settled on ---- */
 
 static void test_check_says_the_enforcement_mode(void **state)
@@ -155,6 +251,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bad_allow_entry_said_alone),
 	    cmocka_unit_test(test_allow_bits_past_the_prefix_warn),
+	    cmocka_unit_test(test_overlap_said_once_at_its_key),
+	    cmocka_unit_test(test_overlap_at_the_more_specific_key),
+	    cmocka_unit_test(test_overlap_said_beside_another_problem),
 	    cmocka_unit_test(test_check_says_the_enforcement_mode),
 	};
 	int failed = cmocka_run_group_tests(tests, setup, teardown);
