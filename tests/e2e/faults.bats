@@ -24,7 +24,7 @@ scene() { # W2_BEHAVIOUR
 	# The first looks at HAProxy set the counters' baseline: a fault
 	# counted before it would be taken for history. (The looks before
 	# HAProxy was up failed, and count apart.)
-	wait_until 20 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
+	wait_until 30 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 2
 }
 
 # Requests until w2 is drained (bounded: the loop watches HAProxy, not a
@@ -101,6 +101,9 @@ drives_w2_to_drain() { # REASON_PATTERN
 	} >"$fleet"
 	HAPROXY_EXTRA_ARGS="-f $fleet"
 	AGENT_ARGS="$AGENT_ARGS --max-breakers 30000"
+	# HAProxy takes seconds to start with 20,000 servers on a loaded
+	# machine: more than wait_port's 5 s (for this test only).
+	wait_port() { wait_port_within 60 "$1"; }
 	scene refused
 	local bytes failed ok
 	bytes=$(haproxy_cli "show stat -1 4 -1" | wc -c)

@@ -442,3 +442,13 @@ wait_more_looks() { # N
 	}
 	wait_until 20 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((from + $1))
 }
+
+# wait_port_within SECONDS PORT: wait_port with a bound of the caller's,
+# for a process known to start slowly (a configuration of thousands of
+# servers on a loaded machine).
+wait_port_within() {
+	wait_until "$1" bash -c "exec 3<>/dev/tcp/127.0.0.1/$2" 2>/dev/null || {
+		echo "nothing listens on 127.0.0.1:$2 after $1 s" >&2
+		return 1
+	}
+}
