@@ -63,9 +63,22 @@ start_enforce_scene_with_socket() {
 	is_not_drained w2
 }
 
+# The agent has read HAProxy's `show info`: the level `show cli level`
+# answers in the same exchange is known (admin). For wait_until.
+agent_read_show_info() {
+	curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/state" |
+		python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["haproxy"][0].get("level") != "admin")'
+}
+
 @test "an HAProxy reload forgets the drain; reconciliation restores it" {
 	trip_w2
 	wait_until 10 is_drained w2
+	# The agent must know the process before the reload to see a new one.
+	# The drain can land before the agent first reads `show info` (its
+	# looks before HAProxy was up failed, and a look that read the
+	# servers counts as done without it): had the new process answered
+	# that first, the agent would see no change of process at all.
+	wait_until 10 agent_read_show_info
 	# A master-worker reload without a server-state-file: the new process
 	# starts with w2 ready.
 	echo reload | socat - "UNIX-CONNECT:$RUN_DIR/master.sock" >/dev/null
