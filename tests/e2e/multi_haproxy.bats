@@ -62,7 +62,7 @@ drained_everywhere() {
 		curl -s -o /dev/null -m 3 "http://127.0.0.1:$FE_PORT/" || true
 		is_drained w2 && break
 	done
-	wait_until 5 drained_everywhere
+	wait_until 10 drained_everywhere
 	for dir in "$RUN_DIR" "$NODE_B" "$NODE_C"; do
 		on_node "$dir" is_not_drained w1
 		on_node "$dir" is_not_drained w3
@@ -79,12 +79,14 @@ drained_everywhere() {
 		curl -s -o /dev/null -m 3 "http://127.0.0.1:$FE_PORT/" || true
 		is_drained w2 && break
 	done
-	wait_until 5 drained_everywhere
+	wait_until 10 drained_everywhere
 
 	stop haproxy_b
 	# While B is away: A and C keep the drain and keep the agent up, and
-	# clients through them are served.
-	sleep 1.5
+	# clients through them are served. From when the agent has found B
+	# gone, and looked at A and C a few times since.
+	wait_until 20 metric_is "spoa_breaker_runtime_api_up{socket=\"unix:$NODE_B/admin.sock\"}" 0
+	wait_more_looks 6
 	is_drained w2
 	on_node "$NODE_C" is_drained w2
 	agent_is_up
@@ -97,7 +99,7 @@ drained_everywhere() {
 	# B comes back as a new process that remembers nothing: the agent's
 	# next look gives it the drain back.
 	start_node haproxy_b "$NODE_B" "$FE_B"
-	wait_until 5 on_node "$NODE_B" is_drained w2
+	wait_until 10 on_node "$NODE_B" is_drained w2
 	is_drained w2
 	on_node "$NODE_C" is_drained w2
 	grep -q "unix:$NODE_B/admin.sock" "$RUN_DIR/agent.log"

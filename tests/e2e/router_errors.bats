@@ -153,14 +153,20 @@ drive_server_timeout() { only_w1 && get /status/hang; }
 drive_closed_early() { only_w1 && get /status/close; }
 drive_invalid_response() { only_w1 && get /status/garbage; }
 drive_body_cut_short() { only_w1 && get /status/midbody; }
+# w1's sessions since HAProxy started (stot in `show stat`).
+w1_sessions() { haproxy_cli "show stat" | awk -F, '$1=="workers" && $2=="w1" {print $8}'; }
+# w1 has taken a session since it had N: for wait_until.
+w1_sessions_above() { [ "$(w1_sessions)" -gt "$1" ]; }
 drive_queue_timeout() {
 	only_w1
 	cli "set maxconn server workers/w1 1"
 	# One request holds w1's only slot until the server timeout (1 s); the
 	# next waits in the queue for the queue timeout (300 ms).
+	local before holder
+	before=$(w1_sessions)
 	curl -s -o /dev/null -m 5 "http://127.0.0.1:$FE_PORT/status/hang" &
-	local holder=$!
-	sleep 0.3
+	holder=$!
+	wait_until 5 w1_sessions_above "$before" # it holds the slot now
 	get /status/200
 	wait "$holder" || true
 }
