@@ -58,11 +58,11 @@ breakers_are() { [ "$(breakers_count)" = "$1" ]; }
 @test "DNS: a failing worker is drained; replaced in its slot, the slot serves; moved to another slot, it is drained there" {
 	wait_until 10 filled_slots_are 2
 	# The empty slot is no breaker.
-	wait_until 3 breakers_are 2
+	wait_until 10 breakers_are 2
 	local bad_slot
 	bad_slot=$(slot_of 127.0.0.2)
 	trip_server "$bad_slot"
-	wait_until 2 is_drained "$bad_slot"
+	wait_until 10 is_drained "$bad_slot"
 
 	# The failing worker's record is replaced by a healthy one's.
 	set_records 127.0.0.3 127.0.0.4
@@ -70,15 +70,15 @@ breakers_are() { [ "$(breakers_count)" = "$1" ]; }
 	wait_until 5 slot_filled 127.0.0.4
 	local new_slot
 	new_slot=$(slot_of 127.0.0.4)
-	wait_until 3 is_not_drained "$new_slot"
-	wait_until 3 state_is "$new_slot" closed
+	wait_until 10 is_not_drained "$new_slot"
+	wait_until 10 state_is "$new_slot" closed
 	served_by new
 	# The failing worker comes back, in whichever slot is free: its
 	# breaker comes along, and it is drained there without a new trip.
 	set_records 127.0.0.2 127.0.0.3 127.0.0.4
 	wait_until 5 slot_filled 127.0.0.2
 	bad_slot=$(slot_of 127.0.0.2)
-	wait_until 3 is_drained "$bad_slot"
+	wait_until 10 is_drained "$bad_slot"
 	state_is "$bad_slot" open
 	is_not_drained "$new_slot"
 	run grep "no configured HAProxy lists" "$RUN_DIR/agent.log"

@@ -46,13 +46,13 @@ wait_looks() {
 
 @test "a drained server re-pointed at a healthy worker serves again within a look, with a clean breaker" {
 	trip_server w2
-	wait_until 2 is_drained w2
+	wait_until 10 is_drained w2
 	run haproxy_cli "set server workers/w2 addr 127.0.0.1 port $W4_PORT"
 	assert_output --partial "changed from"
 	[ "$(address_of w2)" = "127.0.0.1:$W4_PORT" ]
 	# The old worker's drain is lifted for the new one at once, not after
 	# the old worker's cool-down (60 s) and a probe.
-	wait_until 3 is_not_drained w2
+	wait_until 10 is_not_drained w2
 	state_is w2 closed
 	grep -q "breaker workers/w2: HAProxy points it at 127.0.0.1:$W4_PORT instead of 127.0.0.1:$W2_PORT: a clean breaker" "$RUN_DIR/agent.log"
 	served_by w4
@@ -64,14 +64,14 @@ wait_looks() {
 
 @test "a failing worker moved into another server takes its open breaker along: drained there at once" {
 	trip_server w2
-	wait_until 2 is_drained w2
+	wait_until 10 is_drained w2
 	haproxy_cli "set server workers/w2 addr 127.0.0.1 port $W4_PORT"
-	wait_until 3 is_not_drained w2
+	wait_until 10 is_not_drained w2
 	# The worker that failed behind w2 now behind w3: no threshold paid
 	# again, w3 is drained as soon as a look sees it there.
 	is_not_drained w3
 	haproxy_cli "set server workers/w3 addr 127.0.0.1 port $W2_PORT"
-	wait_until 3 is_drained w3
+	wait_until 10 is_drained w3
 	state_is w3 open
 	grep -q "breaker workers/w3: HAProxy points it at 127.0.0.1:$W2_PORT instead of 127.0.0.1:$W3_PORT: that worker's breaker" "$RUN_DIR/agent.log"
 	state_is w2 closed
@@ -87,9 +87,9 @@ wait_looks() {
 	run haproxy_cli "add server workers/w9 127.0.0.1:$w9_port weight 100"
 	assert_output --partial "New server registered"
 	haproxy_cli "enable server workers/w9"
-	wait_until 3 breaker_known workers/w9
+	wait_until 10 breaker_known workers/w9
 	trip_server w9
-	wait_until 2 is_drained w9
+	wait_until 10 is_drained w9
 	state_is w9 open
 	# What the agent did is in HAProxy's ownership record.
 	haproxy_cli "show map $REPO/haproxy/breaker-owned.map" | grep -q "workers/w9"
@@ -97,10 +97,10 @@ wait_looks() {
 	haproxy_cli "disable server workers/w9"
 	run haproxy_cli "del server workers/w9"
 	assert_output --partial "Server deleted"
-	wait_until 3 breaker_gone w9
+	wait_until 10 breaker_gone w9
 	grep -q "breaker workers/w9 dropped: HAProxy no longer lists this server" "$RUN_DIR/agent.log"
 	# Nothing of it left in HAProxy's record either.
-	wait_until 3 bash -c "! echo 'show map $REPO/haproxy/breaker-owned.map' | socat -t 2 - UNIX-CONNECT:$RUN_DIR/admin.sock | grep -q workers/w9"
+	wait_until 10 bash -c "! echo 'show map $REPO/haproxy/breaker-owned.map' | socat -t 2 - UNIX-CONNECT:$RUN_DIR/admin.sock | grep -q workers/w9"
 	# A normal event, not a missing runtime_api.
 	wait_looks 3
 	breaker_gone w9
@@ -110,20 +110,20 @@ wait_looks() {
 
 @test "controller: a ready on the failing worker is drained again; a new address with ready serves" {
 	trip_server w2
-	wait_until 2 is_drained w2
+	wait_until 10 is_drained w2
 	local drains
 	drains=$(grep -c "set server workers/w2 state drain" "$RUN_DIR/agent.log")
 	# Made ready behind the agent's back, same worker: its breaker is
 	# still open, so the agent drains it again (an operator overrides
 	# with maintenance or guarded = false, never with ready).
 	haproxy_cli "set server workers/w2 state ready"
-	wait_until 3 bash -c "[ \$(grep -c 'set server workers/w2 state drain' '$RUN_DIR/agent.log') -gt $drains ]"
-	wait_until 3 is_drained w2
+	wait_until 10 bash -c "[ \$(grep -c 'set server workers/w2 state drain' '$RUN_DIR/agent.log') -gt $drains ]"
+	wait_until 10 is_drained w2
 	state_is w2 open
 	# What an ingress controller sends when the pod is replaced: a new
 	# address, then ready. The new worker is served and stays so.
 	haproxy_cli "set server workers/w2 addr 127.0.0.1 port $W4_PORT; set server workers/w2 state ready"
-	wait_until 3 state_is w2 closed
+	wait_until 10 state_is w2 closed
 	is_not_drained w2
 	served_by w4
 	wait_looks 3
@@ -134,7 +134,7 @@ wait_looks() {
 	stop_all
 	EXTRA_AGENT_ARGS="--state-file $STATE --state-interval 100ms" setup
 	trip_server w2
-	wait_until 2 is_drained w2
+	wait_until 10 is_drained w2
 	# Stopped (its last snapshot holds the open breaker and its drain) ...
 	stop agent
 	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-previous.log"
@@ -147,7 +147,7 @@ wait_looks() {
 	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS} --state-file "$STATE" --state-interval 100ms
 	wait_port "$AGENT_PORT"
 	grep -q "restored 1 breaker(s) from $STATE" "$RUN_DIR/agent.log"
-	wait_until 3 is_not_drained w2
+	wait_until 10 is_not_drained w2
 	state_is w2 closed
 	grep -q "points it at 127.0.0.1:$W4_PORT instead of 127.0.0.1:$W2_PORT" "$RUN_DIR/agent.log"
 	served_by w4

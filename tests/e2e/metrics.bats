@@ -106,7 +106,7 @@ PY
 	# Keep the storm going: w1 keeps answering 503, w2 is drained.
 	local i
 	for i in $(seq 10); do curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"; done
-	wait_until 2 is_drained w2
+	wait_until 10 is_drained w2
 
 	# Backpressure for the busy worker, never a failure, never a transition.
 	local busy

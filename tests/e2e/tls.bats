@@ -72,7 +72,7 @@ verdicts_flow() { [ -n "$(verdict_of /status/200 | awk '{print $1}')" ]; }
 	run is_not_drained w2
 	assert_success
 	trip_w2
-	wait_until 2 is_drained w2
+	wait_until 10 is_drained w2
 	is_not_drained w1
 	is_not_drained w3
 	# The listener speaks TLS only: a plaintext HELLO is refused.
