@@ -30,6 +30,11 @@ struct state_store {
 	struct enforcer *const *enforcer;
 	char path[CONFIG_PATH_MAX_LEN];
 	bool enabled;
+	/* The largest snapshot read: what max_breakers breakers can take.
+	 * A file announcing more could not fit the table anyway, and its
+	 * size is refused before a byte of it is parsed. */
+	uint64_t max_bytes;
+	uint32_t max_breakers; /* what max_bytes was derived from, for the log */
 	double interval; /* seconds */
 	bool changed;    /* something worth writing since the last snapshot */
 	uint64_t generation; /* changes seen so far */
@@ -353,13 +358,14 @@ void state_store_load(struct state_store *s)
 
 	if (!s->enabled)
 		return;
-	switch (snapshot_file_read(s->path, SNAPSHOT_MAX_BYTES, &data, &len, err, sizeof(err))) {
+	switch (snapshot_file_read(s->path, s->max_bytes, &data, &len, err, sizeof(err))) {
 	case SNAPSHOT_READ_MISSING:
 		s->stats.source = STATE_SOURCE_FRESH;
 		log_notice("no state snapshot at %s: starting clean", s->path);
 		return;
 	case SNAPSHOT_READ_TOO_BIG:
-		refuse(s, err);
+		snprintf(what, sizeof(what), "%s for max_breakers %u", err, s->max_breakers);
+		refuse(s, what);
 		return;
 	case SNAPSHOT_READ_FAILED:
 		s->stats.source = STATE_SOURCE_FRESH;
@@ -412,6 +418,8 @@ struct state_store *state_store_new(struct ev_loop *loop, const struct config *c
 	s->breakers = breakers;
 	s->enforcer = enforcer;
 	s->interval = (double)c->state_interval_ms / 1000.0;
+	s->max_bytes = snapshot_max_bytes(c->max_breakers);
+	s->max_breakers = c->max_breakers;
 	s->last_write = -1e9;
 	snprintf(s->path, sizeof(s->path), "%s", c->state_file);
 	s->stats.path = s->path;

@@ -358,6 +358,49 @@ agent_serves() {
 	[ "$output" != open ]
 }
 
+w1_and_w3_failed_once() {
+	[ "$(breaker_field workers/w1 failure_streak)" = 1 ] && [ "$(breaker_field workers/w3 failure_streak)" = 1 ]
+}
+
+@test "a snapshot longer than max_breakers breakers can take is refused unread, whatever its header announces" {
+	start_state_scene
+	trip_w2
+	# w1 and w3 one failure each (w2 is drained): three breakers to save.
+	curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/500"
+	curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/500"
+	wait_until 5 w1_and_w3_failed_once
+	wait_until 5 state_written
+	stop agent
+	# Each breaker carries 3,000 bytes of a key no agent writes: within
+	# what its header's count of 3 allows (12,800), over what one breaker
+	# (max_breakers 1: 4,608) can take.
+	python3 - "$STATE" <<-'PY'
+	import struct, sys
+	p = sys.argv[1]
+	data = bytearray(open(p, "rb").read())
+	at = 0
+	assert data.count(b"\xa2be") == 3, data
+	for _ in range(3):
+	    at = data.index(b"\xa2be", at) - 1  # a breaker's map, "be" its first key
+	    assert 0x80 <= data[at] < 0x8f, data[at]
+	    data[at] += 1
+	    pad = b"\xa7padding" + b"\xda" + struct.pack(">H", 3000) + b"x" * 3000
+	    data[at + 1:at + 1] = pad
+	    at += len(pad) + 4
+	open(p, "wb").write(data)
+	PY
+	local size
+	size=$(stat -c %s "$STATE")
+	[ "$size" -gt 4608 ]
+	[ "$size" -lt 12800 ]
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-before.log"
+	start_agent_again --max-breakers 1
+	agent_serves
+	wait_until 5 source_is refused
+	grep -q "state snapshot $STATE: $size bytes, over the limit of 4608 for max_breakers 1; moved aside to $STATE.corrupt-" \
+		"$RUN_DIR/agent.log"
+}
+
 @test "a state_file in a directory that cannot be written stops the agent when set, warns by default" {
 	run "$SPOA_BIN" --listen "127.0.0.1:$(free_port)" --admin none \
 		--state-file /nonexistent/dir/state.msgpack
