@@ -15,7 +15,11 @@ SERVERS="web:w1:WEB1 web:w2:WEB2 api:a1:API1 api:a2:API2
 setup() {
 	RUN_DIR=$(mktemp -d "$BATS_TEST_TMPDIR/run.XXXXXX")
 	export RUN_DIR
-	export BREAKER_SPOE_CONF=$EXAMPLE/spoe-guarded.conf
+	# The SPOE file the example's filter lines name by default, taken
+	# from the repository instead of where it is installed.
+	BREAKER_SPOE_CONF=$EXAMPLE/$(sed -n 's|.*BREAKER_SPOE_CONF-[^}]*/\([^/}]*\)}.*|\1|p' \
+		"$EXAMPLE/haproxy.cfg" | head -n 1)
+	export BREAKER_SPOE_CONF
 	export BREAKER_MAPS=$REPO/haproxy
 	export BREAKER_ADMIN_SOCKET=$RUN_DIR/admin.sock
 }
@@ -119,6 +123,25 @@ answers_from() { # PORT PATH SERVER STATUS N
 		run grep -i -E "warning|alert" <<<"$out"
 		assert_failure
 	done
+}
+
+@test "as shipped, the example runs in steady-state mode: healthy successes cost no SPOP message" {
+	[ -f "$BREAKER_SPOE_CONF" ]
+	start_example
+	wait_until 10 grep -q "loads breaker-watched.map: steady-state mode" "$RUN_DIR/agent.log"
+	local before after
+	before=$(metric 'spoa_breaker_spop_frames_total{type="notify"}')
+	for _ in $(seq 20); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$WWW_PORT/")" = 200 ]
+	done
+	after=$(metric 'spoa_breaker_spop_frames_total{type="notify"}')
+	[ -n "$before" ] && [ "$before" = "$after" ]
+	# A failure is sent, as a steady-state message, and the agent keeps
+	# the watched map the successes of its server are then sent by.
+	curl -s -o /dev/null "http://127.0.0.1:$INTERNAL_PORT/status/500"
+	wait_until 5 metric_is spoa_breaker_spop_steady_messages_total 1
+	run metric spoa_breaker_steady_state_unkept
+	assert_output 0
 }
 
 @test "both frontends route to their backends" {

@@ -57,8 +57,9 @@ haproxy_check() {
 	! echo "$out" | grep -E 'WARNING|ALERT' | grep -v "server state file"
 }
 check "the installed haproxy.cfg passes haproxy -c as installed" haproxy_check
-# The multi-backend example, as installed: the SPOE file and the maps it
-# names are where its defaults say; the steady-state SPOE file too.
+# The multi-backend example, as installed: the SPOE file (steady-state
+# mode's) and the maps it names are where its defaults say; the
+# every-response SPOE file too.
 example_check() { # [SPOE FILE]
 	local dir=$P/share/spoa-breaker/haproxy/examples/multi-backend out
 	out=$(env ${1:+BREAKER_SPOE_CONF="$dir/$1"} haproxy -c -f "$dir/haproxy.cfg" -f "$dir/spoa-breaker.cfg" 2>&1) ||
@@ -66,7 +67,7 @@ example_check() { # [SPOE FILE]
 	! echo "$out" | grep -E 'WARNING|ALERT'
 }
 check "the installed multi-backend example passes haproxy -c as installed" example_check
-check "  ... and with its steady-state SPOE file" example_check spoe-guarded-steady.conf
+check "  ... and with its every-response SPOE file" example_check spoe-guarded.conf
 check "the installed agent accepts the multi-backend example's configuration" \
 	"$P/sbin/spoa-breaker" --check -f "$P/share/spoa-breaker/haproxy/examples/multi-backend/spoa-breaker.ini"
 check "the installed agent accepts the installed configuration" \
