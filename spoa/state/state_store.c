@@ -349,6 +349,25 @@ static void refuse(struct state_store *s, const char *what)
 			  s->path, what, err);
 }
 
+/* Whether a TOO_BIG read was refused for max_bytes itself (err ends "over
+ * the limit of MAX_BYTES"), not for its header's own count. */
+static bool over_max_bytes(const struct state_store *s, const char *err)
+{
+	char tail[64];
+	int n = snprintf(tail, sizeof(tail), "over the limit of %llu",
+			 (unsigned long long)s->max_bytes);
+	size_t len = strlen(err);
+	return n > 0 && (size_t)n <= len && strcmp(err + len - (size_t)n, tail) == 0;
+}
+
+/* err, saying where the limit comes from. */
+static const char *with_max_breakers(const struct state_store *s, const char *err, char *out,
+				     size_t size)
+{
+	snprintf(out, size, "%s for max_breakers %u", err, s->max_breakers);
+	return out;
+}
+
 void state_store_load(struct state_store *s)
 {
 	char *data;
@@ -364,8 +383,7 @@ void state_store_load(struct state_store *s)
 		log_notice("no state snapshot at %s: starting clean", s->path);
 		return;
 	case SNAPSHOT_READ_TOO_BIG:
-		snprintf(what, sizeof(what), "%s for max_breakers %u", err, s->max_breakers);
-		refuse(s, what);
+		refuse(s, over_max_bytes(s, err) ? with_max_breakers(s, err, what, sizeof(what)) : err);
 		return;
 	case SNAPSHOT_READ_FAILED:
 		s->stats.source = STATE_SOURCE_FRESH;
