@@ -182,7 +182,9 @@ struct breaker_event breaker_trip_wedged(struct breaker *b, uint64_t now_ms);
  * breaker's server was sent policy->stalled_requests since the moment,
  * answered none, while its neighbours were sent as many and answered
  * policy->stalled_share percent of theirs sent after it, at least
- * STALL_MIN_WATCH_MS ago. False whenever stalled_requests is 0.
+ * STALL_MIN_WATCH_MS ago; or, from fewer requests or a lower share, when
+ * silence_is_unlikely() says so of the same counts, at least
+ * SILENCE_MIN_WATCH_MS ago. False whenever stalled_requests is 0.
  */
 void stall_count_look(struct stall_watch *w, const struct stall_look *l);
 bool breaker_is_stalled_by_counts(const struct breaker *b, const struct stall_watch *w,

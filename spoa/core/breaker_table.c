@@ -540,16 +540,20 @@ struct breaker_event breaker_table_look_in_flight(struct breaker_table *t,
 {
 	struct breaker *b = &e->breaker;
 
-	stall_watch_look(w, in_flight, answered, now_ms);
+	bool stalled_by_counts = false;
 	if (counts) {
 		/* A state is judged on its own requests: a watch begun
-		 * before the state starts again at this look. */
+		 * before the state starts again at this look. Before the
+		 * timed watch's look: an answer here proves the silence
+		 * that watch saw (stall_watch.c). */
 		if (w->from_ms != 0 && w->from_ms < b->state_since_ms)
 			w->from_ms = 0;
 		stall_count_look(w, counts);
-		if (breaker_is_stalled_by_counts(b, w, now_ms))
-			return breaker_trip_stalled(b, now_ms);
+		stalled_by_counts = breaker_is_stalled_by_counts(b, w, now_ms);
 	}
+	stall_watch_look(w, in_flight, answered, now_ms);
+	if (stalled_by_counts)
+		return breaker_trip_stalled(b, now_ms);
 	if (breaker_is_stalled(b, w, now_ms, breaker_table_others_succeeded(t, e)))
 		return breaker_trip_stalled(b, now_ms);
 	return (struct breaker_event){.from = b->state, .to = b->state,

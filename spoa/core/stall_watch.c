@@ -11,7 +11,9 @@
  *
  * Two forms. The counted one (stalled_requests, on by default) compares a
  * worker with its neighbours request for request, and so needs no bound
- * on how long an answer may take: below. The timed one (stalled_after,
+ * on how long an answer may take: below; fewer requests than
+ * stalled_requests are weighed by how unlikely their silence is for a
+ * healthy worker (silence_odds.c). The timed one (stalled_after,
  * off by default) says "requests in flight this long and no response",
  * which only a fleet whose responses have a known upper bound can name: a
  * worker generating text for tens of seconds is legitimately "in flight,
@@ -21,6 +23,7 @@
  * would only make the outage total.
  */
 #include "core/breaker.h"
+#include "core/silence_odds.h"
 
 /* ---- the counted rule ---- */
 
@@ -54,14 +57,34 @@ static void stall_restart(struct stall_watch *w, const struct stall_look *l)
 	w->nb_pending_then = l->nb_pending;
 }
 
-void stall_count_look(struct stall_watch *w, const struct stall_look *l)
+/*
+ * An answer after a silence: the worker was silent that long and alive (a
+ * slower worker than its neighbours, a long completion not streamed). The
+ * silence is the longer of the moment's (requests sent since, none
+ * answered) and the timed watch's (requests in flight at every look since
+ * since_ms, nothing answered; called before stall_watch_look() ends it).
+ * The second covers requests sent before the moment: a worker opened
+ * before its first answer has its requests answered while it is open or
+ * half-open, its watch started again by the new state with nothing sent
+ * since - and without it, a worker answering whole after 10 s among
+ * streaming ones would be opened again after each probe, its next silence
+ * read as a hang.
+ */
+static void stall_note_proof(struct stall_watch *w, const struct stall_look *l)
 {
-	/* An answer after requests went unanswered since the moment: the
-	 * worker was silent that long and alive (a slower worker than its
-	 * neighbours, a long completion not streamed). */
-	if (l->baseline && l->answered && w->from_ms != 0 && w->sent > 0 && l->now_ms > w->from_ms &&
+	if (!l->baseline || !l->answered)
+		return;
+	if (w->from_ms != 0 && w->sent > 0 && l->now_ms > w->from_ms &&
 	    l->now_ms - w->from_ms > w->proven_silence_ms)
 		w->proven_silence_ms = l->now_ms - w->from_ms;
+	if (w->since_ms != 0 && l->now_ms > w->since_ms &&
+	    l->now_ms - w->since_ms > w->proven_silence_ms)
+		w->proven_silence_ms = l->now_ms - w->since_ms;
+}
+
+void stall_count_look(struct stall_watch *w, const struct stall_look *l)
+{
+	stall_note_proof(w, l);
 	if (!l->baseline || l->answered || w->from_ms == 0 || (w->sent == 0 && l->sent == 0)) {
 		stall_restart(w, l);
 		return;
@@ -131,8 +154,7 @@ void stall_count_look(struct stall_watch *w, const struct stall_look *l)
 static bool breaker_is_stalled_by_count(const struct breaker_policy *p,
 					const struct stall_watch *w, uint64_t now_ms)
 {
-	if (p->stalled_requests == 0 || w->from_ms == 0 || w->sent < p->stalled_requests ||
-	    w->nb_sent < STALL_NEIGHBOUR_FACTOR * (uint64_t)p->stalled_requests || now_ms < w->from_ms ||
+	if (p->stalled_requests == 0 || w->from_ms == 0 || w->sent == 0 || now_ms < w->from_ms ||
 	    now_ms - w->from_ms < STALL_MIN_WATCH_MS ||
 	    now_ms - w->from_ms < 2 * w->proven_silence_ms)
 		return false;
@@ -142,7 +164,16 @@ static bool breaker_is_stalled_by_count(const struct breaker_policy *p,
 	if (answered > w->nb_sent)
 		answered = w->nb_sent;
 	/* Both sides are counts of requests: far below 2^57, no overflow. */
-	return answered * 100 >= (uint64_t)p->stalled_share * w->nb_sent;
+	if (w->sent >= p->stalled_requests &&
+	    w->nb_sent >= STALL_NEIGHBOUR_FACTOR * (uint64_t)p->stalled_requests &&
+	    answered * 100 >= (uint64_t)p->stalled_share * w->nb_sent)
+		return true;
+	/* Fewer than stalled_requests, or a share below stalled_share: the
+	 * same counts weighed by how unlikely they are for a healthy worker
+	 * (silence_odds.c) - a hung worker that swallows closed-loop clients
+	 * is sent few requests, while its neighbours answer many. */
+	return now_ms - w->from_ms >= SILENCE_MIN_WATCH_MS &&
+	       silence_is_unlikely(w->sent, w->nb_sent, answered);
 }
 
 bool breaker_is_stalled_by_counts(const struct breaker *b, const struct stall_watch *w,

@@ -136,7 +136,8 @@ static void format_detail(char *buf, size_t size, const struct breaker_table_ent
 			if (b->policy->stalled_after_ms == 0)
 				snprintf(rule, sizeof(rule),
 					 "stalled: at least %u requests sent, none answered, while "
-					 "the backend's other servers answered %u%% of theirs",
+					 "the backend's other servers answered %u%% of theirs, or "
+					 "fewer at odds below 5e-9",
 					 b->policy->stalled_requests, b->policy->stalled_share);
 			else
 				snprintf(rule, sizeof(rule),

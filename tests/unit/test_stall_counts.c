@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "core/breaker.h"
+#include "core/silence_odds.h"
 
 #define T0 1000000
 #define LOOK_MS 500
@@ -290,16 +291,33 @@ static void test_off(void **state)
 	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
 	p.stalled_requests = 16;
 	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
-	/* the neighbours' answers to older requests are not theirs */
-	w.nb_pending_then = 21;
-	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
-	w.nb_pending_then = 20;
-	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
-	/* the share is taken over at least twice the worker's requests */
-	w.nb_pending_then = 0;
-	w.nb_sent = w.nb_answered = 31;
-	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
+	/* The counted form at its thresholds: 16 requests, 80 % of 32. The
+	 * neighbours' answers to older requests are not theirs: 25 of 32 is
+	 * below the share, and the silence reading (silence_odds.c) puts the
+	 * chance of that at 7e-8, above its bound. */
+	w.sent = 16;
 	w.nb_sent = w.nb_answered = 32;
+	w.nb_pending_then = 7;
+	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
+	w.nb_pending_then = 6;
+	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
+	/* The silence reading below 16 requests: 5 silent against 100
+	 * answered is below 5e-9, 4 is not. */
+	w.nb_pending_then = 0;
+	w.nb_sent = w.nb_answered = 100;
+	w.sent = 5;
+	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
+	/* ... once the silence lasted 5 s: a pause is no hang. */
+	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + SILENCE_MIN_WATCH_MS - 1));
+	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + SILENCE_MIN_WATCH_MS));
+	w.sent = 4;
+	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
+	/* It trusts the neighbours' share from 16 answers on; below, and
+	 * below the counted form's 32 requests of theirs, nothing. */
+	w.sent = 100;
+	w.nb_sent = w.nb_answered = 15;
+	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
+	w.nb_sent = w.nb_answered = 16;
 	assert_true(breaker_is_stalled_by_counts(&b, &w, T0 + 10000));
 	/* not before a second */
 	assert_false(breaker_is_stalled_by_counts(&b, &w, T0 + STALL_MIN_WATCH_MS - 1));
@@ -345,6 +363,61 @@ static void test_proven_silence(void **state)
 	assert_int_equal(w.proven_silence_ms, 21000);
 }
 
+/* A worker answering whole after 10 s among streaming neighbours, opened
+ * before its first answer: its 16 requests are answered while it is
+ * half-open, the first of those answers (over SPOP) closes it before the
+ * look that counts the heads, and nothing was sent to it in that state.
+ * The silence its answers ended is still proven, from the look since
+ * which its requests were in flight unanswered. */
+static void test_answers_after_a_trip_prove_silence(void **state)
+{
+	(void)state;
+	struct breaker_policy p;
+	struct breaker_table t;
+	struct stall_watch w = {0};
+	enum breaker_table_status status;
+	char err[128];
+
+	breaker_policy_defaults(&p);
+	assert_true(breaker_table_init(&t, 8, err, sizeof(err)));
+	struct breaker_table_entry *e = breaker_table_get(&t, "be", 2, "w1", 2, T0, &status);
+	assert_non_null(e);
+	breaker_set_policy(&e->breaker, &p);
+	struct stall_look l = {.baseline = true, .now_ms = T0};
+	breaker_table_look_in_flight(&t, e, &w, false, false, T0, &l);
+	l = (struct stall_look){.baseline = true, .sent = 16, .nb_sent = 48, .nb_answered = 48,
+				.now_ms = T0 + 500};
+	breaker_table_look_in_flight(&t, e, &w, true, false, T0 + 500, &l);
+	/* Opened, then half-open; its requests still in flight. */
+	e->breaker.state = BREAKER_HALF_OPEN;
+	e->breaker.state_since_ms = T0 + 2500;
+	for (uint64_t at = T0 + 1000; at <= T0 + 10000; at += 500) {
+		l = (struct stall_look){.baseline = true, .now_ms = at};
+		breaker_table_look_in_flight(&t, e, &w, true, false, at, &l);
+	}
+	/* The first answer, over SPOP at T0 + 10400: closed. */
+	e->breaker.state = BREAKER_CLOSED;
+	e->breaker.state_since_ms = T0 + 10400;
+	l = (struct stall_look){.baseline = true, .answered = true, .now_ms = T0 + 10500};
+	breaker_table_look_in_flight(&t, e, &w, true, true, T0 + 10500, &l);
+	assert_int_equal(w.proven_silence_ms, 10000);
+	/* Its next 12 requests, unanswered for 10 s while its neighbours
+	 * answer 36: below the bound, but shorter than twice the proof. */
+	l = (struct stall_look){.baseline = true, .sent = 12, .nb_sent = 36, .nb_answered = 36,
+				.now_ms = T0 + 11000};
+	breaker_table_look_in_flight(&t, e, &w, true, false, T0 + 11000, &l);
+	for (uint64_t at = T0 + 11500; at <= T0 + 30000; at += 500) {
+		l = (struct stall_look){.baseline = true, .now_ms = at};
+		struct breaker_event ev = breaker_table_look_in_flight(&t, e, &w, true, false, at, &l);
+		assert_int_equal(ev.to, BREAKER_CLOSED);
+	}
+	/* Twice the proof, still none: a stall. */
+	l = (struct stall_look){.baseline = true, .now_ms = T0 + 31000};
+	struct breaker_event ev = breaker_table_look_in_flight(&t, e, &w, true, false, T0 + 31000, &l);
+	assert_int_equal(ev.to, BREAKER_OPEN);
+	breaker_table_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_back_from_idle),
 		cmocka_unit_test(test_global_stall),
 		cmocka_unit_test(test_proven_silence),
+		cmocka_unit_test(test_answers_after_a_trip_prove_silence),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
