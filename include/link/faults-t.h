@@ -30,6 +30,14 @@ struct faults_counters {
 struct faults_baseline {
 	struct faults_counters last;
 	bool valid;
+	/* wretr of the previous interval no wredis matched yet. HAProxy
+	 * counts a retry (wretr) when it decides it and the redispatch
+	 * (wredis) when it assigns the next server, a moment later, maybe
+	 * on another thread: a look can fall between the two, and the
+	 * redispatch then arrives alone in the next interval. Carried one
+	 * interval only, so a retry that never redispatched (one server, no
+	 * `option redispatch`) cannot hide a later failed connection. */
+	uint64_t retries_unmatched;
 };
 
 /* How a delta was obtained. */

@@ -64,6 +64,10 @@ static uint64_t cut(uint64_t value, bool *capped)
  *   breaker sample), so each
  *   wredis matched by a wretr is a capacity retry, reported apart and
  *   never a failure; only the wredis left over are failed connections.
+ *   The two counters of one retry can straddle a look (wretr when the
+ *   retry is decided, wredis when the next server is assigned), so a
+ *   wretr left unmatched may still match a wredis of the next interval,
+ *   no later (faults_baseline.retries_unmatched).
  *   Under redispatch a failed connection never moves wretr, so nothing is
  *   hidden; retries without a redispatch (no `option redispatch`, one
  *   server) leave wredis at 0, and econ counts their failures. What this
@@ -107,13 +111,21 @@ static uint64_t cut(uint64_t value, bool *capped)
  * stay short (well under a second): it bounds how many unrelated faults one
  * poll can stack up.
  */
-static void map_counters(const struct faults_counters *d, struct faults_delta *out)
+static void map_counters(const struct faults_counters *d, uint64_t carried_wretr,
+			 struct faults_delta *out, uint64_t *unmatched_wretr)
 {
 	out->connect_errors = d->econ;
 	out->aborted_bodies = d->srv_abrt;
 	out->response_errors = d->eresp > d->srv_abrt ? d->eresp - d->srv_abrt : 0;
-	out->capacity_retries = d->wredis < d->wretr ? d->wredis : d->wretr;
+	/* The retries a redispatch may match: this interval's, and the
+	 * previous interval's left over (faults_baseline.retries_unmatched:
+	 * the two counters of one capacity retry can straddle a look). */
+	uint64_t matchable = d->wretr + carried_wretr;
+	out->capacity_retries = d->wredis < matchable ? d->wredis : matchable;
 	out->redispatches = d->wredis - out->capacity_retries;
+	/* Left for the next interval: this interval's own retries only. */
+	uint64_t left = matchable - out->capacity_retries;
+	*unmatched_wretr = left < d->wretr ? left : d->wretr;
 	out->retries = d->wretr;
 	out->client_aborts = d->cli_abrt;
 	out->failures = out->connect_errors + out->response_errors + out->redispatches;
@@ -124,8 +136,12 @@ void faults_delta(struct faults_baseline *base, const struct faults_counters *cu
 		  struct faults_delta *out)
 {
 	struct faults_counters d;
+	/* What the previous interval left to match; none across a new
+	 * process or a baseline set anew. */
+	uint64_t carried = base->retries_unmatched;
 
 	memset(out, 0, sizeof(*out));
+	base->retries_unmatched = 0;
 	if (!base->valid) {
 		/* The counters hold everything since HAProxy started, long
 		 * before this agent (or this server's breaker) existed. */
@@ -138,6 +154,7 @@ void faults_delta(struct faults_baseline *base, const struct faults_counters *cu
 		 * even those that happen to be above the old baseline. */
 		out->basis = FAULTS_RESTARTED;
 		d = *cur;
+		carried = 0;
 	} else if (any_below(cur, &base->last)) {
 		/* A reset nobody told us about, or a garbage row: which part
 		 * is new cannot be known, and guessing "all of cur" could
@@ -160,7 +177,7 @@ void faults_delta(struct faults_baseline *base, const struct faults_counters *cu
 	d.wretr = cut(d.wretr, &out->capped);
 	d.wredis = cut(d.wredis, &out->capped);
 	d.cli_abrt = cut(d.cli_abrt, &out->capped);
-	map_counters(&d, out);
+	map_counters(&d, carried, out, &base->retries_unmatched);
 rebase:
 	base->last = *cur;
 	base->valid = true;

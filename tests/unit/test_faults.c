@@ -338,6 +338,49 @@ static void test_baseline_reset(void **state)
 	assert_int_equal(d.total, 0);
 }
 
+/* A capacity retry's two counters straddle a look: HAProxy counts the
+ * retry (wretr) when it decides it and the redispatch (wredis) when it
+ * assigns the next server, maybe on another thread. The redispatch that
+ * comes alone in the next interval is still the capacity retry's, never a
+ * failed connection - seen on 3.0 under load: a busy worker opened by
+ * three such redispatches. The match waits one interval, no more. */
+static void test_retry_straddles_a_look(void **state)
+{
+	struct faults_baseline base = {0};
+	struct faults_delta d;
+	struct faults_counters cur = history;
+
+	faults_delta(&base, &cur, false, &d);
+	cur.wretr += 2; /* two retries decided, one of them redispatched */
+	cur.wredis += 1;
+	faults_delta(&base, &cur, false, &d);
+	assert_int_equal(d.failures, 0);
+	assert_int_equal(d.capacity_retries, 1);
+	cur.wredis += 1; /* the other's redispatch, next interval */
+	faults_delta(&base, &cur, false, &d);
+	assert_int_equal(d.failures, 0);
+	assert_int_equal(d.redispatches, 0);
+	assert_int_equal(d.capacity_retries, 1);
+
+	/* One interval only: a retry never redispatched (one server) does
+	 * not hide a failed connection two looks later. */
+	cur.wretr += 1;
+	faults_delta(&base, &cur, false, &d);
+	faults_delta(&base, &cur, false, &d);
+	cur.wredis += 1;
+	faults_delta(&base, &cur, false, &d);
+	assert_int_equal(d.redispatches, 1);
+	assert_int_equal(d.failures, 1);
+
+	/* Nor across a new HAProxy process. */
+	cur.wretr += 1;
+	faults_delta(&base, &cur, false, &d);
+	struct faults_counters fresh = {.wredis = 1};
+	faults_delta(&base, &fresh, true, &d);
+	assert_int_equal(d.basis, FAULTS_RESTARTED);
+	assert_int_equal(d.redispatches, 1);
+}
+
 /* ==== garbage and caps ==== */
 
 struct cap_case {
@@ -528,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_cases_add_up),
 		cmocka_unit_test(test_bases),
 		cmocka_unit_test(test_baseline_reset),
+		cmocka_unit_test(test_retry_straddles_a_look),
 		cmocka_unit_test(test_garbage_and_caps),
 		cmocka_unit_test(test_counters_from_stat),
 		cmocka_unit_test(test_measured_cases_through_breaker),
