@@ -452,3 +452,22 @@ wait_port_within() {
 		return 1
 	}
 }
+
+# Certificates for the TLS tests (tls.bats, reload_exposure.bats), made per
+# test with openssl req and openssl x509, in $CERTS.
+# make_ca NAME: a self-signed CA, NAME.pem and NAME.key in $CERTS.
+make_ca() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+		-subj "/CN=$1" -keyout "$CERTS/$1.key" -out "$CERTS/$1.pem" 2>/dev/null
+}
+
+# make_cert NAME CA CN USAGE: NAME.pem, NAME.key and NAME-bundle.pem (both,
+# as HAProxy's crt reads them), signed by CA, for serverAuth or clientAuth.
+make_cert() {
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-subj "/CN=$3" -keyout "$CERTS/$1.key" -out "$CERTS/$1.csr" 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=%s\n' "$4" >"$CERTS/$1.ext"
+	openssl x509 -req -in "$CERTS/$1.csr" -CA "$CERTS/$2.pem" -CAkey "$CERTS/$2.key" \
+		-CAcreateserial -days 2 -extfile "$CERTS/$1.ext" -out "$CERTS/$1.pem" 2>/dev/null
+	cat "$CERTS/$1.pem" "$CERTS/$1.key" >"$CERTS/$1-bundle.pem"
+}

@@ -209,21 +209,6 @@ stop_agent_then_check_passes() {
 	stop_agent_then_check_passes
 }
 
-# make_ca NAME, make_cert NAME CA CN USAGE: as tls.bats makes them, in $CERTS.
-make_ca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-		-subj "/CN=$1" -keyout "$CERTS/$1.key" -out "$CERTS/$1.pem" 2>/dev/null
-}
-
-make_cert() {
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-		-subj "/CN=$3" -keyout "$CERTS/$1.key" -out "$CERTS/$1.csr" 2>/dev/null
-	printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=%s\n' "$4" >"$CERTS/$1.ext"
-	openssl x509 -req -in "$CERTS/$1.csr" -CA "$CERTS/$2.pem" -CAkey "$CERTS/$2.key" \
-		-CAcreateserial -days 2 -extfile "$CERTS/$1.ext" -out "$CERTS/$1.pem" 2>/dev/null
-	cat "$CERTS/$1.pem" "$CERTS/$1.key" >"$CERTS/$1-bundle.pem"
-}
-
 @test "TLS with tls_ca, reloaded without it: refused, a client without a certificate still shut out" {
 	CERTS=$BATS_TEST_TMPDIR/certs
 	mkdir -p "$CERTS"
