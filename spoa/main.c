@@ -3,8 +3,10 @@
  * (config/config.c), hand it to the daemon (daemon/daemon.c).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "config/config.h"
+#include "daemon/ctl_client.h"
 #include "daemon/daemon.h"
 #include "daemon/live_check.h"
 
@@ -28,6 +30,10 @@ int main(int argc, char **argv)
 {
 	static struct config config;
 	static struct command_line cl;
+
+	/* `spoa-breaker ctl ...`: a client of a running agent, nothing more. */
+	if (argc > 1 && strcmp(argv[1], "ctl") == 0)
+		return ctl_main(argc - 1, argv + 1);
 
 	int status = config_from_args(&config, argc, argv, stdout, stderr);
 	/* A valid configuration that names HAProxies: are they wired? */

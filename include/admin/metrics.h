@@ -11,6 +11,7 @@
 
 #include "spop/agent.h"
 #include "core/breaker.h"
+#include "core/operator_hand.h"
 #include "link/enforce-t.h"
 #include "link/enforce_plan.h"
 #include "link/enforcer.h"
@@ -61,6 +62,11 @@ struct metrics_source {
 	uint64_t loop_busy_max_ns;
 	const char *version;
 	uint64_t now_ms; /* on the breakers' clock (clock_now_ms()) */
+	/* The operator's word (core/operator_hand.h; NULL: none) and the
+	 * control socket's commands, done and refused. */
+	const struct operator_hand *hand;
+	uint64_t control_done;
+	uint64_t control_refused;
 };
 
 

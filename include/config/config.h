@@ -114,6 +114,14 @@ struct config {
 	 * default only warns). */
 	char state_file[CONFIG_PATH_MAX_LEN];
 	bool state_file_set;
+	/* The operator's control socket (daemon/control.h): "unix:PATH", ""
+	 * for none. control_set: given explicitly (then failing to open it is
+	 * fatal); when not, control.sock beside the state file, which only
+	 * warns. Its file's mode and group, as socket_mode's. */
+	char control[CONFIG_LISTEN_MAX_LEN];
+	bool control_set;
+	unsigned control_mode;
+	char control_group[CONFIG_GROUP_MAX_LEN];
 	uint64_t state_interval_ms; /* at most one write per interval */
 	struct config_override *overrides; /* owned: config_free() */
 	unsigned nb_overrides;

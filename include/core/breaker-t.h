@@ -279,6 +279,26 @@ struct breaker {
 	uint64_t rest_until_ms;
 	uint32_t rest_ms;
 	uint32_t rests;
+	/* The operator's hand (operator_hand.c), beside the state like a
+	 * rest: a hold (enum breaker_hold) decides what HAProxy holds for
+	 * the server whatever the breaker judges, until hold_until_s (the
+	 * monotonic clock in whole seconds, rounded up, so that the entry
+	 * keeps to four cache lines; 0: until lifted); hold_forced lets a
+	 * hold out past the ejection cap.
+	 * observe_only: its backend is paused, or the agent released: the
+	 * breaker judges and logs, and the agent holds nothing in HAProxy
+	 * for it. The breaker's own rules never touch these. */
+	uint8_t hold;
+	bool hold_forced;
+	bool observe_only;
+	uint32_t hold_until_s;
+};
+
+/* An operator's hold on one breaker (operator_hand.c). */
+enum breaker_hold {
+	BREAKER_HOLD_NONE,
+	BREAKER_HOLD_OUT, /* drained, no probe: as an open breaker, whatever it judges */
+	BREAKER_HOLD_IN,  /* serving, never drained: as a closed one, whatever it judges */
 };
 
 /* Whether an operation turned the breaker dirty or clean. A breaker is
@@ -315,6 +335,8 @@ struct breaker_event {
 	/* What it did to the worker's rest (rest.c); the state
 	 * transitions never touch it. */
 	enum breaker_rest_change rest;
+	/* A tick: the operator's hold ran out (operator_hand.c). */
+	bool hold_ended;
 };
 
 /* What one server's breaker has seen, for the metrics endpoint (metrics.c).

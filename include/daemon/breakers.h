@@ -42,6 +42,10 @@ enum breaker_cause_kind {
 	/* The rest a worker's Retry-After asked for elapsed (core/rest.c),
 	 * with no transition at the same tick */
 	BREAKER_CAUSE_REST_OVER,
+	/* The operator's hand moved (core/operator_hand.h): a hold set, lifted
+	 * or ended, a backend paused or resumed, the agent released or
+	 * resumed; `uid` says who asked (-1: the hold's own end, a start) */
+	BREAKER_CAUSE_OPERATOR,
 };
 
 struct breaker_cause {
@@ -54,6 +58,7 @@ struct breaker_cause {
 	const struct stall_watch *stall;   /* IN_FLIGHT: the counted rule's watch */
 	const char *endpoint;              /* ENDPOINT: the worker it points at now */
 	bool recalled;                     /* ENDPOINT: that worker's breaker, remembered */
+	long uid;                          /* OPERATOR: who asked, -1 when nobody did */
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 
@@ -105,6 +110,10 @@ void breakers_unsubscribe(struct breakers *b, void *ctx);
 enum observe_drain breakers_publish(struct breakers *b, struct breaker_table_entry *e,
 				    const struct breaker_event *ev,
 				    const struct breaker_cause *cause);
+
+/* Arms the timer for one breaker's deadline, if earlier than the one it
+ * is set for: after its hold was set outside a record. */
+void breakers_arm_entry(struct breakers *b, const struct breaker_table_entry *e);
 
 /* Arms the timer for the earliest deadline of all breakers: after
  * breakers were changed without a record (restored from a snapshot). */

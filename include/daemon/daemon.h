@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "admin/admin_http.h"
+#include "core/operator_hand.h"
 #include "config/config.h"
 #include "daemon/breakers.h"
 #include "daemon/loop_watch.h"
@@ -38,6 +39,12 @@ struct daemon {
 	/* Who may read the admin pages: admin_allow, else allow (the admin
 	 * listener borrows it; a reload rewrites it in place). */
 	struct cidr_list admin_allow;
+	/* The operator's word (core/operator_hand.h), its file (STATE_FILE
+	 * .operator, "" for none) and the control socket (NULL: none). */
+	struct operator_hand hand;
+	char operator_path[CONFIG_PATH_MAX_LEN + 16];
+	struct control *control;
+	uint64_t control_done, control_refused; /* commands, for /metrics */
 	struct loop_watch loop_watch;
 	struct steady_watch steady_watch;
 	ev_signal sigterm, sigint, sighup;
@@ -65,5 +72,17 @@ void daemon_gate_link(struct daemon *d);
  * running parts. ctx is the daemon. */
 bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_cursor *cursor,
 			      struct strbuf *out);
+
+/* The control socket and the operator's record (control_exec.c).
+ * daemon_open_control(): loads the record, subscribes to the breakers,
+ * opens the socket (one given must open, the default only warns); false
+ * when the agent must not start. daemon_control_apply(): every breaker in
+ * line with the record, and the HAProxy link told of a release: after
+ * the snapshot is restored, and after a reload replaced the link. */
+bool daemon_open_control(struct daemon *d);
+void daemon_control_apply(struct daemon *d);
+void daemon_close_control(struct daemon *d);
+void daemon_control_exec(void *ctx, const char *line, size_t len, long uid, struct strbuf *out);
+struct breaker_subscriber control_subscriber(struct daemon *d);
 
 #endif /* SPOA_DAEMON_H */

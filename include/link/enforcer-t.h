@@ -123,6 +123,9 @@ struct enforcer {
 	 * comes (see end_round). */
 	uint64_t *last_spop_ms;
 	bool unlisted_said;
+	/* The operator released the agent (core/operator_hand.h): no entry of
+	 * its own in HAProxy's maps; the breakers' observe_only does the rest. */
+	bool released;
 	/* Per entry index: the breaker is open and its drain held back by
 	 * the ejection cap on some HAProxy (ejection_cap.c); what the ACK,
 	 * the metrics and /state say (enforcer_ejection_capped()). */

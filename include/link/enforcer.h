@@ -109,6 +109,10 @@ const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsig
  * table grows or the enforcer is replaced: borrow it for one render. */
 const bool *enforcer_ejection_capped(const struct enforcer *e);
 
+/* The operator released the agent, or resumed it: the maps' entries the
+ * agent keeps follow at each breaker's next convergence. */
+void enforcer_set_released(struct enforcer *e, bool released);
+
 const struct enforce_stats *enforcer_stats(const struct enforcer *e);
 enum enforce_mode enforcer_mode(const struct enforcer *e);
 /* The agent-check listener (agent-check mode) lets in only `allow`

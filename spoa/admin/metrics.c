@@ -546,6 +546,34 @@ static void render_state(const struct metrics_source *s, struct strbuf *o)
 			sources[i] == st->source);
 }
 
+/* The operator's word: what is held, paused, released right now, and
+ * the control socket's commands (docs/operating.md, "During an incident"). */
+static void render_operator(const struct metrics_source *s, struct strbuf *o)
+{
+	uint64_t out = 0, in = 0;
+	const struct operator_hand *h = s->hand;
+	for (uint32_t i = 0; h && i < h->nb_holds; i++) {
+		if (h->holds[i].hold == BREAKER_HOLD_OUT)
+			out++;
+		else
+			in++;
+	}
+	family(o, "operator_holds", "gauge",
+	       "Servers the operator holds out (drained) or in (never drained).");
+	sample1(o, "operator_holds", "hold", "out", out);
+	sample1(o, "operator_holds", "hold", "in", in);
+	family(o, "operator_paused_backends", "gauge",
+	       "Backends the operator paused: observed, not acted on.");
+	sample(o, "operator_paused_backends", h ? h->nb_paused : 0);
+	family(o, "operator_released", "gauge",
+	       "1 while the operator has released the agent: it holds nothing in HAProxy.");
+	sample(o, "operator_released", h && h->released);
+	family(o, "control_commands_total", "counter",
+	       "Commands on the control socket, by result (refused: answered with an error).");
+	sample1(o, "control_commands_total", "result", "done", s->control_done);
+	sample1(o, "control_commands_total", "result", "refused", s->control_refused);
+}
+
 bool metrics_render_head(const struct metrics_source *s, struct strbuf *o)
 {
 	family(o, "build_info", "gauge", "Always 1; the agent's version as a label.");
@@ -558,6 +586,7 @@ bool metrics_render_head(const struct metrics_source *s, struct strbuf *o)
 	       "Log lines held back by the rate limit of their call site (summed up in the log).");
 	sample(o, "log_lines_suppressed_total", s->log_lines_suppressed);
 	render_table(s, o);
+	render_operator(s, o);
 	render_spop(s, o);
 	render_enforcement(s, o);
 	render_state(s, o);

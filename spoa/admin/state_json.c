@@ -138,6 +138,14 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	key(o, "rest_ejection_capped");
 	strbuf_puts(o, b->state != BREAKER_OPEN && breaker_is_resting(b) && capped ? "true,"
 										     : "false,");
+	/* The operator's word (core/operator_hand.h): a hold, how long
+	 * still (0: until unhold), and whether only observed here. */
+	string_field(o, "hold", breaker_hold_name((enum breaker_hold)b->hold), false);
+	key(o, "hold_forced");
+	strbuf_puts(o, b->hold_forced ? "true," : "false,");
+	u64_field(o, "hold_left_ms", breaker_hold_left_ms(b, now), false);
+	key(o, "observe_only");
+	strbuf_puts(o, b->observe_only ? "true," : "false,");
 	u64_field(o, "trips_in_a_row", b->trips_in_a_row, false);
 	string_field(o, "opened_by",
 		     breaker_trip_rule_name((enum breaker_trip_rule)b->last_trip_rule), false);
@@ -266,6 +274,34 @@ bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 	else
 		strbuf_puts(o, "null");
 	strbuf_puts(o, "},");
+	/* The operator's word: released, paused backends, holds. */
+	key(o, "operator");
+	strbuf_putc(o, '{');
+	key(o, "released");
+	strbuf_puts(o, s->hand && s->hand->released ? "true," : "false,");
+	key(o, "paused");
+	strbuf_putc(o, '[');
+	for (uint32_t i = 0; s->hand && i < s->hand->nb_paused; i++) {
+		if (i)
+			strbuf_putc(o, ',');
+		state_json_string(o, s->hand->paused[i].backend);
+	}
+	strbuf_puts(o, "],");
+	key(o, "holds");
+	strbuf_putc(o, '[');
+	for (uint32_t i = 0; s->hand && i < s->hand->nb_holds; i++) {
+		const struct operator_hold *h = &s->hand->holds[i];
+		strbuf_puts(o, i ? ",{" : "{");
+		string_field(o, "backend", h->backend, false);
+		string_field(o, "server", h->server, false);
+		string_field(o, "hold", breaker_hold_name(h->hold), false);
+		key(o, "forced");
+		strbuf_puts(o, h->forced ? "true," : "false,");
+		u64_field(o, "until_wall_ms", (uint64_t)(h->until_wall_ms > 0 ? h->until_wall_ms : 0),
+			  false);
+		strbuf_printf(o, "\"uid\":%ld}", h->uid);
+	}
+	strbuf_puts(o, "]},");
 	key(o, "haproxy");
 	strbuf_putc(o, '[');
 	for (unsigned i = 0; i < s->nb_runtime_api; i++) {

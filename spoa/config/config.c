@@ -25,6 +25,7 @@ void config_defaults(struct config *c)
 	c->state_interval_ms = CONFIG_DEFAULT_STATE_INTERVAL_MS;
 	c->poll_ms = CONFIG_DEFAULT_POLL_MS;
 	c->socket_mode = CONFIG_DEFAULT_SOCKET_MODE;
+	c->control_mode = CONFIG_DEFAULT_SOCKET_MODE;
 	snprintf(c->admin, sizeof(c->admin), "%s", ADMIN_HTTP_DEFAULT_ADDR);
 }
 

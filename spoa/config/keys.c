@@ -203,6 +203,29 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"given must be writable, the default only warns",
 	},
 	{
+		/* Restart only: the socket is the operator's way in, and a
+		 * reload that moved it would strand a runbook mid-incident. */
+		.name = "control", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ADDRESS,
+		IN_CONFIG(control), .address = CONFIG_ADDRESS_UNIX | CONFIG_ADDRESS_NONE,
+		.flags = CONFIG_KEY_MARKS_GIVEN, GIVEN(control_set),
+		.option = "control", .arg = "ADDR",
+		.help = "the operator's control socket (spoa-breaker ctl, show breakers, hold, "
+			"pause, release), or none; one given must open, the default only warns",
+		.default_text = "unix:control.sock beside state_file; none without a state_file",
+	},
+	{
+		.name = "control_mode", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_MODE,
+		IN_CONFIG(control_mode), .min = 0, .max = 0777,
+		.option = "control-mode", .arg = "MODE",
+		.help = "file mode (octal) of the control socket: who may connect is who may "
+			"write to it",
+	},
+	{
+		.name = "control_group", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_NAME,
+		IN_CONFIG(control_group), .option = "control-group", .arg = "GROUP",
+		.help = "group (a name or number) of the control socket, or none: the agent's own",
+	},
+	{
 		.name = "state_interval", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_DURATION,
 		IN_CONFIG(state_interval_ms), .min = 100, .max = 3600000,
 		.flags = CONFIG_KEY_RELOADABLE, .option = "state-interval", .arg = "DURATION",

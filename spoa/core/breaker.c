@@ -89,7 +89,9 @@ bool breaker_is_dirty(const struct breaker *b)
 
 bool breaker_is_forgettable(const struct breaker *b)
 {
-	return !breaker_is_dirty(b) && b->trips_in_a_row == 0 && !breaker_is_resting(b);
+	/* A held breaker is the operator's word: never forgotten. */
+	return !breaker_is_dirty(b) && b->trips_in_a_row == 0 && !breaker_is_resting(b) &&
+	       b->hold == BREAKER_HOLD_NONE;
 }
 
 void breaker_init(struct breaker *b, const struct breaker_policy *policy, uint64_t now_ms)

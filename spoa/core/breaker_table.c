@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/breaker.h"
+#include "core/operator_hand.h"
 #include "core/policy.h"
 #include "util/errmsg.h"
 #include "util/names.h"
@@ -466,8 +467,9 @@ uint64_t breaker_table_tick(struct breaker_table *t, uint64_t now_ms,
 		if (deadline <= now_ms) {
 			struct breaker_event ev = breaker_tick(&e->breaker, now_ms);
 			ev.rest = breaker_rest_tick(&e->breaker, now_ms);
+			ev.hold_ended = breaker_hold_tick(&e->breaker, now_ms);
 			if (on_event && (breaker_event_is_transition(&ev) ||
-					 ev.rest != BREAKER_REST_UNCHANGED))
+					 ev.rest != BREAKER_REST_UNCHANGED || ev.hold_ended))
 				on_event(e, &ev, ctx);
 			deadline = breaker_wake_deadline(&e->breaker);
 		}

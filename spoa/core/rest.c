@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/breaker.h"
+#include "core/operator_hand.h"
 
 static bool is_blank(char c)
 {
@@ -109,7 +110,11 @@ uint64_t breaker_wake_deadline(const struct breaker *b)
 {
 	uint64_t state = breaker_next_deadline(b);
 	if (breaker_is_resting(b) && b->rest_until_ms < state)
-		return b->rest_until_ms;
+		state = b->rest_until_ms;
+	/* An operator's hold for a time ends on time too. */
+	uint64_t hold_until = breaker_hold_until_ms(b);
+	if (hold_until != 0 && hold_until < state)
+		state = hold_until;
 	return state;
 }
 

@@ -72,6 +72,9 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		.loop_busy = &d->loop_watch.busy,
 		.loop_busy_max_ns = d->loop_watch.max_ns,
 		.version = SPOA_VERSION,
+		.hand = &d->hand,
+		.control_done = d->control_done,
+		.control_refused = d->control_refused,
 		.now_ms = clock_now_ms(),
 	};
 	unsigned n = enforcer_runtime_api_count(d->enforcer);

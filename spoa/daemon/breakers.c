@@ -125,8 +125,9 @@ static void on_tick_event(struct breaker_table_entry *e, const struct breaker_ev
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COOLDOWN,
 				      .now_ms = e->breaker.state_since_ms};
 	if (!breaker_event_is_transition(ev))
-		cause = (struct breaker_cause){.kind = BREAKER_CAUSE_REST_OVER,
-					       .now_ms = clock_now_ms()};
+		cause = (struct breaker_cause){.kind = ev->hold_ended ? BREAKER_CAUSE_OPERATOR
+								      : BREAKER_CAUSE_REST_OVER,
+					       .uid = -1, .now_ms = clock_now_ms()};
 	breakers_publish(ctx, e, ev, &cause);
 }
 
@@ -139,6 +140,11 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	b->armed_ms = BREAKER_NO_DEADLINE;
 	uint64_t next = breaker_table_tick(&b->table, clock_now_ms(), on_tick_event, b);
 	arm_for(b, next, true);
+}
+
+void breakers_arm_entry(struct breakers *b, const struct breaker_table_entry *e)
+{
+	arm_for(b, breaker_wake_deadline(&e->breaker), false);
 }
 
 void breakers_rearm(struct breakers *b)

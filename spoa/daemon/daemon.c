@@ -181,6 +181,10 @@ static bool start(struct daemon *d)
 		log_error("too many breaker subscribers");
 		return false;
 	}
+	/* The operator's record before any breaker comes back, so that each
+	 * one, restored or new, is created under it. */
+	if (!daemon_open_control(d))
+		return false;
 	d->enforcer = enforcer_new(d->loop, c, &d->breakers, NULL, err, sizeof(err));
 	if (!d->enforcer) {
 		log_error("%s", err);
@@ -193,6 +197,7 @@ static bool start(struct daemon *d)
 		return false;
 	}
 	state_store_load(d->state);
+	daemon_control_apply(d);
 	d->breakers.observe.ack_vars = c->ack_variables;
 	dispatch_init(&d->dispatch);
 	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->breakers.observe);
@@ -236,6 +241,7 @@ static bool start(struct daemon *d)
 static void teardown(struct daemon *d)
 {
 	admin_http_close(d->admin);
+	daemon_close_control(d);
 	if (d->agent.loop)
 		agent_destroy(&d->agent);
 	state_store_close(d->state, d->ran); /* reads the link's memory: before it goes */

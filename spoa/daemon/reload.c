@@ -150,6 +150,8 @@ void daemon_reload(struct daemon *d)
 		d->enforcer = enforcer;
 		enforcer_agent_check_allow(enforcer, &d->config.allow); /* d->config: fresh, below */
 		daemon_gate_link(d);
+		/* The operator's release holds across the new link. */
+		enforcer_set_released(enforcer, d->hand.released);
 	}
 	config_restart_only_changes(&d->config, &fresh, warn_restart_only, NULL);
 	config_keep_restart_only(&fresh, &d->config);

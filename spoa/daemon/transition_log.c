@@ -76,6 +76,9 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 	case BREAKER_CAUSE_REST_OVER:
 		snprintf(buf, size, "the worker's rest ended");
 		return;
+	case BREAKER_CAUSE_OPERATOR:
+		snprintf(buf, size, "the operator's hand");
+		return;
 	case BREAKER_CAUSE_COOLDOWN:
 		/* Opened on another node's verdict alone (no trip of its own):
 		 * what ended is that verdict's renewal, not a cool-down. */
@@ -185,14 +188,27 @@ static void log_transition(void *ctx, struct breaker_table_entry *e, const struc
 	(void)ctx;
 
 	log_rest(e, ev, cause);
+	if (ev->hold_ended)
+		log_notice("breaker %s/%s: the operator's hold ran out: back under the breaker's "
+			   "judgement (%s)",
+			   e->backend, e->server, breaker_state_name(e->breaker.state));
 	if (!breaker_event_is_transition(ev))
 		return;
 	format_reason(reason, sizeof(reason), e, cause);
 	format_detail(detail, sizeof(detail), e, ev);
 	if (cause->kind == BREAKER_CAUSE_PEER)
 		detail[0] = '\0'; /* no trip of its own: the reason says it all */
-	log_record(LOG_LEVEL_NOTICE, "breaker %s/%s: %s -> %s (%s)%s", e->backend, e->server,
-		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason, detail);
+	/* Judged and logged all the same under the operator's word, which
+	 * decides what HAProxy holds (core/operator_hand.h). */
+	const char *held = e->breaker.observe_only		    ? "; observe only (paused or released): "
+									      "HAProxy is not changed"
+			   : e->breaker.hold == BREAKER_HOLD_IN  ? "; held in by the operator: "
+									      "HAProxy is not changed"
+			   : e->breaker.hold == BREAKER_HOLD_OUT ? "; held out by the operator: it "
+									      "stays drained"
+								 : "";
+	log_record(LOG_LEVEL_NOTICE, "breaker %s/%s: %s -> %s (%s)%s%s", e->backend, e->server,
+		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason, detail, held);
 }
 
 struct breaker_subscriber transition_log_subscriber(void)

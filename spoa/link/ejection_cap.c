@@ -275,6 +275,12 @@ bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *
 		stop_holding_back(link, entry, en);
 		return false;
 	}
+	if (entry->breaker.hold == BREAKER_HOLD_OUT && entry->breaker.hold_forced) {
+		/* The operator said out, past the cap, on purpose (hold out
+		 * ... force): the one drain the cap does not judge. */
+		stop_holding_back(link, entry, en);
+		return false;
+	}
 	struct ejection_backend *g = group_of(link, en);
 	/* A half-open server is judged as a drain: its breaker's. */
 	bool (*may)(const struct breaker_policy *, const struct ejection_count *, uint32_t) =

@@ -18,6 +18,13 @@ static void learn_own_maxconn(const struct enforce_seen *seen, struct enforce_me
 
 enum breaker_state enforce_wanted_state(const struct breaker *b)
 {
+	/* The operator's word first (core/operator_hand.h): observing only,
+	 * the agent holds nothing, which the closed plan lifts; a hold is
+	 * what it says, whatever the breaker judges. */
+	if (b->observe_only || b->hold == BREAKER_HOLD_IN)
+		return BREAKER_CLOSED;
+	if (b->hold == BREAKER_HOLD_OUT)
+		return BREAKER_OPEN;
 	return breaker_is_resting(b) ? BREAKER_OPEN : b->state;
 }
 

@@ -274,6 +274,11 @@ const bool *enforcer_ejection_capped(const struct enforcer *e)
 	return e ? e->ejection_capped : NULL;
 }
 
+void enforcer_set_released(struct enforcer *e, bool released)
+{
+	e->released = released;
+}
+
 const struct enforce_stats *enforcer_stats(const struct enforcer *e)
 {
 	return &e->stats;

@@ -326,7 +326,9 @@ static bool sync_watched(struct haproxy_link *link, struct breaker_table_entry *
 bool link_sync_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
 		       struct enforce_entry *en, bool look)
 {
-	bool want = breaker_is_dirty(&entry->breaker);
+	/* Released (core/operator_hand.h), the agent keeps no entry of its
+	 * own in HAProxy's maps. */
+	bool want = breaker_is_dirty(&entry->breaker) && !link->owner->released;
 	return sync_watched(link, entry, en, look, want,
 			    want ? "breaker dirty: every response matters"
 				 : "breaker clean: only failures matter");
@@ -362,7 +364,7 @@ void link_on_retry_map(void *ctx, enum runtime_api_result result, const char *re
 void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_entry *entry,
 			const struct enforce_entry *en)
 {
-	if (entry->breaker.state != BREAKER_OPEN)
+	if (entry->breaker.state != BREAKER_OPEN || entry->breaker.observe_only)
 		return;
 	struct ejection_backend *g = link_group_in_slot(link, en, link->groups_current);
 	if (!g)

@@ -27,7 +27,8 @@ enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *e
 
 	if (cause->kind == BREAKER_CAUSE_RESPONSE)
 		e->last_spop_ms[index] = cause->now_ms;
-	if (ev->dirty != BREAKER_DIRTY_UNCHANGED) {
+	bool operator = cause->kind == BREAKER_CAUSE_OPERATOR;
+	if (ev->dirty != BREAKER_DIRTY_UNCHANGED || operator) {
 		bool added = false;
 		for (unsigned i = 0; i < e->nb_links; i++)
 			added |= link_sync_watched(&e->links[i], entry, &e->links[i].entries[index],
@@ -40,7 +41,7 @@ enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *e
 	/* A rest that starts or ends moves the server as a transition does;
 	 * one extended leaves it where it is. */
 	bool moves = breaker_event_is_transition(ev) || ev->rest == BREAKER_REST_STARTED ||
-		     ev->rest == BREAKER_REST_ENDED;
+		     ev->rest == BREAKER_REST_ENDED || operator;
 	if (!moves || e->mode == ENFORCE_AGENT_CHECK)
 		return drain_decision(e, entry, index);
 	/* Before the drain: the other nodes learn of it at their next look

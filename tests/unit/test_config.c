@@ -112,7 +112,8 @@ static void test_restart_only_keys(void **state)
 	const char *restart_only[] = {"listen",       "max_frame_size", "max_connections",
 				      "idle_timeout", "max_breakers",   "syslog",
 				      "admin",        "state_file",     "socket_mode",
-				      "socket_group"};
+				      "socket_group", "control",      "control_mode",
+				      "control_group"};
 	for (unsigned i = 0; i < CONFIG_NB_KEYS; i++) {
 		const struct config_key *k = &config_keys[i];
 		bool expect_restart = false;

@@ -513,6 +513,10 @@ static void test_every_family_present(void **state)
 		{"state_last_write_age_seconds", "gauge"},
 		{"state_breakers_restored", "gauge"},
 		{"state_source", "gauge"},
+		{"operator_holds", "gauge"},
+		{"operator_paused_backends", "gauge"},
+		{"operator_released", "gauge"},
+		{"control_commands_total", "counter"},
 	};
 	struct metrics_source s = source();
 	char *text = render_metrics(&s);
@@ -824,12 +828,16 @@ static void test_state_json(void **state)
 	assert_contains(text, "{\"enforce\":\"runtime-api\",\"entries\":3,\"capacity\":16,"
 			      "\"state\":{\"file\":\"/var/lib/x/state.msgpack\",\"source\":\"snapshot\","
 			      "\"restored\":2,\"up_to_date\":true},\"steady_state\":{\"messages\":0,"
-			      "\"watched_map\":\"unused\",\"problem\":null},\"haproxy\":[{\"runtime_api\":"
+			      "\"watched_map\":\"unused\",\"problem\":null},"
+			      "\"operator\":{\"released\":false,\"paused\":[],\"holds\":[]},"
+			      "\"haproxy\":[{\"runtime_api\":"
 			      "\"unix:/run/haproxy/admin.sock\",\"reachable\":true,\"problems\":[]}],"
 			      "\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"ejection_capped\":false,\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
 			      "\"trips\":1,\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,"
+			      "\"hold\":\"none\",\"hold_forced\":false,\"hold_left_ms\":0,"
+			      "\"observe_only\":false,"
 			      "\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
 			      "\"peer_hold_left_ms\":0,\"peer_adopted\":false,"
 			      "\"window_volume\":3,\"window_failures\":3,\"failure_rate_percent\":100,"
@@ -846,6 +854,8 @@ static void test_state_json(void **state)
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
 			      "\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,"
+			      "\"hold\":\"none\",\"hold_forced\":false,\"hold_left_ms\":0,"
+			      "\"observe_only\":false,"
 			      "\"trips_in_a_row\":0,\"opened_by\":\"none\","
 			      "\"peer_hold_left_ms\":0,\"peer_adopted\":false,\"window_volume\":2,"
 			      "\"window_failures\":0,\"failure_rate_percent\":0,"
@@ -893,6 +903,7 @@ static void test_state_json(void **state)
 			    "{\"enforce\":\"none\",\"entries\":0,\"capacity\":0,\"state\":{\"file\":"
 			    "\"none\",\"source\":\"off\",\"restored\":0,\"up_to_date\":false},"
 			    "\"steady_state\":{\"messages\":0,\"watched_map\":\"unused\",\"problem\":null},"
+			    "\"operator\":{\"released\":false,\"paused\":[],\"holds\":[]},"
 			    "\"haproxy\":[],\"breakers\":[]}\n");
 	strbuf_free(&b);
 

@@ -112,7 +112,10 @@ static const char complete[] = "pid = 12\n"
 			       "max_breakers = 10000\n"
 			       "syslog = false\n"
 			       "admin = 127.0.0.1:9786\n"
-			       "state_file = /var/lib/spoa-breaker/state.msgpack\n";
+			       "state_file = /var/lib/spoa-breaker/state.msgpack\n"
+			       "control = none\n"
+			       "control_mode = 0660\n"
+			       "control_group = none\n";
 
 static const struct {
 	const char *text; /* NULL: complete, then `extra` */
@@ -122,13 +125,13 @@ static const struct {
 	{NULL, "", NULL},
 	{NULL, "# a comment\n\n   \n", NULL},
 	{NULL, "  listen =  10.0.0.1:1  \r\n", NULL},
-	{NULL, "allow = any\n", "line 14: 'allow' is not a key this file holds"},
-	{NULL, "threshold = 3\n", "line 14: 'threshold' is not a key this file holds"},
-	{NULL, "nonsense = 1\n", "line 14: 'nonsense' is not a key this file holds"},
-	{NULL, "listen\n", "line 14: expected 'key = value'"},
-	{NULL, "admin = 0.0.0.0:nope\n", "line 14: admin '0.0.0.0:nope': expected"},
-	{NULL, "pid = 0\n", "line 14: pid '0': expected a process id"},
-	{NULL, "pid = 12x\n", "line 14: pid '12x': expected a process id"},
+	{NULL, "allow = any\n", "line 17: 'allow' is not a key this file holds"},
+	{NULL, "threshold = 3\n", "line 17: 'threshold' is not a key this file holds"},
+	{NULL, "nonsense = 1\n", "line 17: 'nonsense' is not a key this file holds"},
+	{NULL, "listen\n", "line 17: expected 'key = value'"},
+	{NULL, "admin = 0.0.0.0:nope\n", "line 17: admin '0.0.0.0:nope': expected"},
+	{NULL, "pid = 0\n", "line 17: pid '0': expected a process id"},
+	{NULL, "pid = 12x\n", "line 17: pid '12x': expected a process id"},
 	{"listen = 0.0.0.0:1\n", NULL, "no pid line"},
 	{"pid = 1\n", NULL, "no listen line"},
 	{"pid = 1\nlisten = 0.0.0.0:1\n", NULL, "no socket_mode line"},
