@@ -92,7 +92,8 @@ PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/admin/metrics.c spoa/admin/state_json.c spoa/admin/counters.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
-              spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c
+              spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c \
+              spoa/config/section_names.c
 PURE_OBJS  := $(PURE_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
 LIB_OBJS   := $(LIB_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
 HEADERS    := $(wildcard include/*/*.h)

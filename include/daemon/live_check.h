@@ -14,7 +14,12 @@
  * maps (`show map`), one line each on out. An HAProxy that cannot be
  * reached is said and does not fail the check (it may not be running
  * yet); one whose Runtime API is below level admin does: the agent could
- * drain nothing. Returns 0, or 1 when an HAProxy refuses the agent.
+ * drain nothing. Then each [backend]/[server] section of the file that
+ * names what none of them lists (`show backend`, `show servers state`;
+ * config/section_names.h), one warning line each at its header's line,
+ * with the name it likely meant when one is an obvious slip; a warning
+ * only, as HAProxy may be reloaded to add the name. Returns 0, or 1 when
+ * an HAProxy refuses the agent.
  */
 int live_check(const struct config *c, FILE *out);
 
