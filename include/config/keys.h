@@ -90,11 +90,14 @@ struct config_key {
 	const char *default_text; /* --help's default when the formatted one would mislead */
 };
 
-#define CONFIG_NB_KEYS 50
+#define CONFIG_NB_KEYS 51
 extern const struct config_key config_keys[CONFIG_NB_KEYS];
 
 /* The row of a key as written in the file, or NULL. */
 const struct config_key *config_key_find(const char *name);
+/* The key of that name a section holds (enforce is [haproxy]'s and a
+ * backend's); config_key_find()'s when none does, for the message. */
+const struct config_key *config_key_find_in(const char *name, unsigned section);
 
 static inline unsigned config_key_index(const struct config_key *k)
 {

@@ -175,6 +175,11 @@ struct breaker_policy {
 	 * SPOP or from HAProxy's counters, so nothing ever drains them, and
 	 * the agent does not report its traffic as unwired. */
 	bool guarded;
+	/* `[backend NAME] enforce = none`: the breakers of the backend
+	 * judge and log, and the agent holds nothing in HAProxy for its
+	 * servers - the file's form of the control socket's pause
+	 * (enforce_wanted_state()). */
+	bool observe_only;
 };
 
 /* Which fields of a policy one configuration level sets. */
@@ -201,6 +206,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_STALLED_SHARE = 1u << 19,
 	BREAKER_FIELD_RETRY_AFTER_MAX = 1u << 20,
 	BREAKER_FIELD_RETRIED_TIMEOUTS = 1u << 21,
+	BREAKER_FIELD_OBSERVE_ONLY = 1u << 22,
 };
 
 /* One level of configuration (global, a backend, a server): the fields

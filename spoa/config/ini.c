@@ -201,13 +201,17 @@ static void format_sections(unsigned sections, char *buf, size_t size)
 
 static void on_key_line(struct parser *p, const char *name, const char *value)
 {
-	const struct config_key *k = config_key_find(name);
+	const struct config_key *k = config_key_find_in(name, p->section);
 	if (!k || !(k->sections & p->section)) {
 		if (!k) {
 			report(p, p->line, "[%s]: unknown key '%s'", p->section_text, name);
 		} else {
 			char where[128];
-			format_sections(k->sections, where, sizeof(where));
+			unsigned sections = 0; /* of every key of the name (enforce has two) */
+			for (size_t i = 0; i < CONFIG_NB_KEYS; i++)
+				if (strcmp(config_keys[i].name, name) == 0)
+					sections |= config_keys[i].sections;
+			format_sections(sections, where, sizeof(where));
 			report(p, p->line, "[%s]: unknown key '%s' (it belongs in %s)",
 			       p->section_text, name, where);
 		}

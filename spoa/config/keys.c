@@ -65,6 +65,15 @@ static const struct config_word ack_variable_words[] = {
 	{NULL, 0, false},
 };
 
+/* A backend's own enforce: only "none" (observe only) has a meaning of
+ * its own; "inherit" is what a backend without the key does. */
+static const struct config_word backend_enforce_words[] = {
+	{"inherit", 0, false},
+	{"none", 1, false},
+	{"shadow", 1, true}, /* as [haproxy] enforce accepts it */
+	{NULL, 0, false},
+};
+
 static const struct config_word half_open_backpressure_words[] = {
 	{"close", BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE, false},
 	{"ignore", BREAKER_HALF_OPEN_BACKPRESSURE_IGNORE, false},
@@ -496,6 +505,17 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		.help = "false: a backend HAProxy sends no SPOP message for on purpose; the agent "
 			"keeps no breaker for its servers and never drains them",
 	},
+	/* Per backend, in its own section only, after [haproxy]'s enforce
+	 * (config_key_find() finds that one; the file reader the one of the
+	 * section it reads). */
+	{
+		.name = "enforce", .sections = CONFIG_SECTION_BACKEND, .type = CONFIG_ENUM,
+		IN_POLICY(observe_only, BREAKER_FIELD_OBSERVE_ONLY), .words = backend_enforce_words,
+		.flags = CONFIG_KEY_RELOADABLE,
+		.help = "none: the backend's breakers judge and log, and the agent changes "
+			"nothing in HAProxy for its servers (what it had set there is lifted): "
+			"the control socket's pause, kept in the file",
+	},
 };
 
 const struct config_key *config_key_find(const char *name)
@@ -504,6 +524,14 @@ const struct config_key *config_key_find(const char *name)
 		if (strcmp(config_keys[i].name, name) == 0)
 			return &config_keys[i];
 	return NULL;
+}
+
+const struct config_key *config_key_find_in(const char *name, unsigned section)
+{
+	for (size_t i = 0; i < CONFIG_NB_KEYS; i++)
+		if (strcmp(config_keys[i].name, name) == 0 && (config_keys[i].sections & section))
+			return &config_keys[i];
+	return config_key_find(name);
 }
 
 const char *config_section_name(enum config_section section)

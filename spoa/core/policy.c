@@ -203,6 +203,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->retried_timeouts = v->retried_timeouts;
 	if (f & BREAKER_FIELD_GUARDED)
 		p->guarded = v->guarded;
+	if (f & BREAKER_FIELD_OBSERVE_ONLY)
+		p->observe_only = v->observe_only;
 }
 
 bool breaker_policy_resolve(struct breaker_policy *out,

@@ -200,7 +200,8 @@ static void log_transition(void *ctx, struct breaker_table_entry *e, const struc
 		detail[0] = '\0'; /* no trip of its own: the reason says it all */
 	/* Judged and logged all the same under the operator's word, which
 	 * decides what HAProxy holds (core/operator_hand.h). */
-	const char *held = e->breaker.observe_only		    ? "; observe only (paused or released): "
+	bool observing = e->breaker.observe_only || e->breaker.policy->observe_only;
+	const char *held = observing				    ? "; observe only (paused, released or enforce = none): "
 									      "HAProxy is not changed"
 			   : e->breaker.hold == BREAKER_HOLD_IN  ? "; held in by the operator: "
 									      "HAProxy is not changed"

@@ -21,7 +21,7 @@ enum breaker_state enforce_wanted_state(const struct breaker *b)
 	/* The operator's word first (core/operator_hand.h): observing only,
 	 * the agent holds nothing, which the closed plan lifts; a hold is
 	 * what it says, whatever the breaker judges. */
-	if (b->observe_only || b->hold == BREAKER_HOLD_IN)
+	if (b->observe_only || b->policy->observe_only || b->hold == BREAKER_HOLD_IN)
 		return BREAKER_CLOSED;
 	if (b->hold == BREAKER_HOLD_OUT)
 		return BREAKER_OPEN;

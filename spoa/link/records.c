@@ -364,7 +364,8 @@ void link_on_retry_map(void *ctx, enum runtime_api_result result, const char *re
 void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_entry *entry,
 			const struct enforce_entry *en)
 {
-	if (entry->breaker.state != BREAKER_OPEN || entry->breaker.observe_only)
+	if (entry->breaker.state != BREAKER_OPEN || entry->breaker.observe_only ||
+	    entry->breaker.policy->observe_only)
 		return;
 	struct ejection_backend *g = link_group_in_slot(link, en, link->groups_current);
 	if (!g)

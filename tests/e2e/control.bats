@@ -160,6 +160,9 @@ never_served_by() { # NAME
 	ctl resume workers
 	ctl hold in workers/w3
 	wait_until 10 is_drained w1
+	# The agent's record of its drain in HAProxy (or its snapshot) is
+	# what a restarted agent knows the drain by: in place before the kill.
+	wait_until 10 bash -c "echo 'show map $REPO/haproxy/breaker-owned.map' | socat - unix:$RUN_DIR/admin.sock | grep -q 'workers/w1'"
 	kill -9 "$(cat "$RUN_DIR/agent.pid")"
 	restart_agent
 	wait_until 10 bash -c "[ -S '$CONTROL' ]"
@@ -267,4 +270,37 @@ never_served_by() { # NAME
 	assert_output --partial "Permission denied"
 	run ctl show breakers
 	assert_success
+}
+
+@test "[backend NAME] enforce = none: the file's pause; a reload that drops it lets the breaker act" {
+	stop_all
+	printf '[backend workers]\nenforce = none\n' >"$BATS_TEST_TMPDIR/agent.ini"
+	EXTRA_AGENT_ARGS="-f $BATS_TEST_TMPDIR/agent.ini" setup
+	trip_w2
+	grep -q "breaker workers/w2: closed -> open .*observe only" "$RUN_DIR/agent.log"
+	wait_more_looks 3
+	is_not_drained w2
+	# [haproxy]'s own enforce is still read as the mode.
+	printf '[haproxy]\nenforce = none\n[backend workers]\nenforce = inherit\n' >"$BATS_TEST_TMPDIR/agent.ini"
+	run "$SPOA_BIN" --check -f "$BATS_TEST_TMPDIR/agent.ini"
+	assert_success
+	assert_output --partial "enforce: none"
+	printf '[backend workers]\nenforce = inherit\n' >"$BATS_TEST_TMPDIR/agent.ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 10 grep -q "configuration reloaded" "$RUN_DIR/agent.log"
+	wait_until 10 is_drained w2
+}
+
+@test "release all gives a half-open server its own maxconn back" {
+	stop_all
+	EXTRA_AGENT_ARGS="--cooldown 1s" setup
+	trip_w2
+	# No traffic: the breaker waits in half-open, at its probes' maxconn.
+	wait_until 15 maxconn_is w2 1
+	run ctl release all
+	assert_success
+	wait_until 10 maxconn_is w2 50
+	is_not_drained w2
+	wait_more_looks 3
+	maxconn_is w2 50
 }
