@@ -128,6 +128,8 @@ check "  ... the admin listener (9786) refuses it" third_is_refused 9786
 
 check "podman healthcheck run: healthy" p healthcheck run "$AGENT"
 check "the state directory is the agent's to write" p exec "$AGENT" touch /var/lib/spoa-breaker/.written
+check "the operator's control socket answers as shipped (podman exec ... spoa-breaker ctl)" \
+	bash -c "podman exec '$AGENT' /usr/sbin/spoa-breaker ctl show breakers | grep -q '^# backend/server'"
 check "the agent is the container's PID 1" bash -c "podman exec '$AGENT' cat /proc/1/cmdline | tr '\\0' ' ' | grep -q '^/usr/sbin/spoa-breaker '"
 
 # TERM, as podman stop sends it; within 3 s, exit 0.
