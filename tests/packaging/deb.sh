@@ -3,7 +3,8 @@
 # flags (from a copy of the tree, so that the worktree and its parent stay
 # clean), lintian finds no error, and it holds what make install lays out.
 # Then dpkg -i installs it, the installed agent and HAProxy accept what it
-# shipped, and dpkg --purge leaves nothing behind: no file, user, group or
+# shipped, dpkg --remove has the running agent lift its drain in HAProxy
+# first, and dpkg --purge leaves nothing behind: no file, user, group or
 # state, and HAProxy's own configuration as it was. Needs root; not run
 # where spoa-breaker is installed for real.
 set -u
@@ -22,6 +23,7 @@ fi
 TMP=$(mktemp -d /tmp/spoa-breaker-deb.XXXXXX)
 installed=0
 cleanup() {
+	stop_scene
 	# A suite stopped half-way must not leave the package installed; the
 	# dpkg it stopped in may still hold dpkg's lock for a moment.
 	if [ "$installed" = 1 ]; then
@@ -31,6 +33,21 @@ cleanup() {
 		done
 	fi
 	rm -rf "$TMP"
+}
+# The removal scene's processes (see below), each stopped by its PID and
+# waited for (5 s at most): the agent must be gone before purge, whose
+# deluser refuses a user that runs one and whose state directory it
+# writes at TERM.
+SCENE=$TMP/scene
+stop_scene() {
+	local f pid
+	for f in "$SCENE"/*.pid; do
+		[ -e "$f" ] || continue
+		pid=$(cat "$f")
+		kill "$pid" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		rm -f "$f"
+	done
 }
 trap cleanup EXIT
 
@@ -173,6 +190,86 @@ runs_as_user() {
 	[ "$status" -eq 0 ] || { echo "exit status $status after TERM"; return 1; }
 }
 check "the installed agent runs as $PKG, answers /healthz and exits 0 on TERM" runs_as_user
+
+# Removal hands HAProxy back. The agent runs from the package as its user,
+# in its state directory (which systemd would make) so that its control
+# socket is the packaged default, and drives a real HAProxy on loopback
+# through the shipped SPOE file: w1 answers 500, w2 200.
+LIB=/var/lib/$PKG
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+haproxy_cli() { echo "$1" | socat -t 2 - "UNIX-CONNECT:$SCENE/admin.sock"; }
+w1_drained() { # srv_admin_state 8: drained
+	local admin
+	admin=$(haproxy_cli "show servers state workers" | awk '$4 == "w1" {print $7}')
+	[ -n "$admin" ] && [ $((admin & 8)) -ne 0 ]
+}
+w1_owned() { haproxy_cli "show map $SCENE/breaker-owned.map" | grep -q ' workers/w1 drain$'; }
+spawn() { # NAME COMMAND...: in the background, its PID in $SCENE/NAME.pid
+	local name=$1
+	shift
+	"$@" >"$SCENE/$name.log" 2>&1 &
+	echo $! >"$SCENE/$name.pid"
+}
+scene_drains_w1() {
+	local fe spop w1 w2 i
+	fe=$(free_port) spop=$(free_port) w1=$(free_port) w2=$(free_port)
+	mkdir -p "$SCENE" && chmod 755 "$TMP" "$SCENE" || return 1
+	install -d -o "$PKG" -g "$PKG" -m 0750 "$LIB" || return 1
+	: >"$SCENE/breaker-owned.map"
+	cat >"$SCENE/haproxy.cfg" <<-EOF
+	global
+	    stats socket $SCENE/admin.sock mode 660 level admin group $PKG
+	defaults
+	    mode http
+	    timeout connect 1s
+	    timeout client 5s
+	    timeout server 5s
+	frontend fe
+	    bind 127.0.0.1:$fe
+	    filter spoe engine breaker config /etc/haproxy/spoe-breaker.conf
+	    default_backend workers
+	backend workers
+	    balance roundrobin
+	    acl breaker_owned str(),map($SCENE/breaker-owned.map) -m found
+	    server w1 127.0.0.1:$w1 weight 100
+	    server w2 127.0.0.1:$w2 weight 100
+	backend spoa-breaker
+	    mode tcp
+	    timeout connect 1s
+	    timeout server 1m
+	    option spop-check
+	    server agent 127.0.0.1:$spop check inter 500ms
+	EOF
+	spawn w1 python3 "$REPO/tests/lib/worker.py" --name w1 --port "$w1" --behaviour 500
+	spawn w2 python3 "$REPO/tests/lib/worker.py" --name w2 --port "$w2" --behaviour 200
+	spawn agent setpriv --reuid="$PKG" --regid="$PKG" --init-groups \
+		/usr/sbin/spoa-breaker -f /etc/spoa-breaker/spoa-breaker.ini --listen "127.0.0.1:$spop" \
+		--admin none --runtime-api "unix:$SCENE/admin.sock"
+	spawn haproxy haproxy -db -f "$SCENE/haproxy.cfg"
+	wait_server_up "$SCENE/admin.sock" spoa-breaker agent || { tail -n 20 "$SCENE"/*.log; return 1; }
+	for i in $(seq 200); do
+		curl -s -o /dev/null -m 2 "http://127.0.0.1:$fe/"
+		w1_drained && w1_owned && break
+	done
+	if ! { w1_drained && w1_owned; }; then
+		echo "w1 not drained and recorded after $i requests"
+		tail -n 20 "$SCENE/agent.log"
+		return 1
+	fi
+	[ -S "$LIB/control.sock" ] || { echo "no control socket at $LIB/control.sock"; return 1; }
+}
+check "the packaged agent drains a failing server of a real HAProxy, recorded in breaker-owned.map" scene_drains_w1
+remove_releases() {
+	dpkg --remove "$PKG" >"$SCENE/remove.log" 2>&1 || { cat "$SCENE/remove.log"; return 1; }
+	cat "$SCENE/remove.log"
+	# Gone by the time dpkg --remove returns, record and all, and said.
+	! w1_drained || { echo "w1 still drained"; return 1; }
+	! w1_owned || { echo "breaker-owned.map still lists w1"; return 1; }
+	grep -q "^spoa-breaker: the agent released HAProxy" "$SCENE/remove.log"
+}
+check "dpkg --remove: its prerm has the agent lift the drain it set in HAProxy" remove_releases
+note "$(grep -h '^spoa-breaker:' "$SCENE/remove.log" 2>/dev/null)"
+stop_scene
 
 check "dpkg --purge removes it" dpkg --purge "$PKG" && installed=0
 
