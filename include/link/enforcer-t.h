@@ -21,6 +21,7 @@
 #include "link/owner_map.h"
 #include "link/retry_map.h"
 #include "link/runtime_api.h"
+#include "link/section_watch.h"
 #include "link/wiring.h"
 
 /* The backends of one look: rows of a backend come together in `show
@@ -153,6 +154,8 @@ struct enforcer {
 	char verdict_table[sizeof(((struct config *)0)->verdict_table)];
 	uint32_t node_id;
 	uint64_t verdict_hold_ms;
+	/* The INI sections against what the HAProxies list (section_watch.h). */
+	struct section_watch sections;
 };
 
 #endif

@@ -133,4 +133,11 @@ bool enforcer_runtime_api_reachable(const struct enforcer *e, unsigned i);
 struct wiring;
 const struct wiring *enforcer_wiring(const struct enforcer *e, unsigned i);
 
+/* The agent's [backend] and [server] sections as the HAProxies' listings
+ * judged them (section_watch.h): NULL until every HAProxy was looked at
+ * whole since the sections last changed, or without an HAProxy to ask.
+ * Borrowed for one render. */
+struct section_names;
+const struct section_names *enforcer_sections(const struct enforcer *e);
+
 #endif /* SPOA_ENFORCER_H */

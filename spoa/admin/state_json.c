@@ -2,7 +2,8 @@
  * state_json.c - every breaker as JSON, the agent's `show servers state`
  * (see metrics.h). Written by hand: one flat shape, strings escaped here.
  *
- *   {"enforce":"runtime-api","entries":2,"capacity":10000,"breakers":[
+ *   {"enforce":"runtime-api","entries":2,"capacity":10000,...,
+ *    "unknown_sections":["backend be_statc"],"breakers":[
  *     {"backend":"workers","server":"w2","state":"open","failure_streak":3,
  *      "since_ms":1200,"cooldown_left_ms":58800,"trips":4,"rest_left_ms":0,"rests":0,
  *      "rest_ejection_capped":false,"trips_in_a_row":2,
@@ -11,6 +12,7 @@
  *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}
  */
 #include "admin/state_json.h"
+#include "config/section_names.h"
 #include "link/wiring.h"
 
 void state_json_string(struct strbuf *out, const char *v)
@@ -243,6 +245,15 @@ static void haproxy_object(struct strbuf *o, const struct metrics_runtime_api *r
 	strbuf_puts(o, "]}");
 }
 
+static void unknown_section(void *ctx, const struct section_name *n)
+{
+	struct strbuf *o = ctx;
+	char header[SECTION_NAMES_FULL_MAX + 16];
+	if (o->len > 0 && o->data[o->len - 1] != '[')
+		strbuf_putc(o, ',');
+	state_json_string(o, section_names_header(n, header, sizeof(header)));
+}
+
 bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 {
 	const struct breaker_table *t = s->table;
@@ -310,6 +321,16 @@ bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 		haproxy_object(o, &s->runtime_api[i]);
 	}
 	strbuf_puts(o, "],");
+	/* [backend]/[server] sections naming what no HAProxy lists: null
+	 * until every HAProxy was looked at (or with none to ask). */
+	key(o, "unknown_sections");
+	if (s->sections) {
+		strbuf_putc(o, '[');
+		section_names_each_unlisted(s->sections, unknown_section, o);
+		strbuf_puts(o, "],");
+	} else {
+		strbuf_puts(o, "null,");
+	}
 	key(o, "breakers");
 	strbuf_putc(o, '[');
 	return !o->failed;

@@ -89,6 +89,7 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		r->backends = enforcer_backends(d->enforcer, i, &r->nb_backends);
 		r->wiring = enforcer_wiring(d->enforcer, i);
 	}
+	s.sections = enforcer_sections(d->enforcer);
 	/* The head, from everything the daemon holds now, then the first
 	 * slice in the same answer. */
 	bool ok = page == ADMIN_PAGE_METRICS ? metrics_render_head(&s, out)

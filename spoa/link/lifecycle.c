@@ -208,6 +208,7 @@ void enforcer_free(struct enforcer *e)
 		free(e->links[i].stall_group);
 		wiring_free(&e->links[i].wiring);
 	}
+	section_watch_free(&e->sections);
 	free(e->agent_check_mem);
 	free(e->last_spop_ms);
 	free(e->ejection_capped);

@@ -39,6 +39,7 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	struct haproxy_link *link = ctx;
 	struct enforcer *e = link->owner;
 	struct endpoint at;
+	link_sections_note_server(link, row); /* every server, whatever follows */
 	struct breaker_table_entry *entry = breaker_table_find(
 		e->table, row->be_name.ptr, row->be_name.len, row->srv_name.ptr, row->srv_name.len);
 	/* A server-template slot DNS has not filled points at no worker: it
@@ -211,6 +212,7 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 			    link->state_stream.report.error);
 	/* Without the servers' states every breaker would look unknown and be
 	 * dropped: a partial look converges nothing. */
+	link_sections_look_end(link, states_read);
 	if (states_read && link->stat_read) {
 		link->looked_once = true;
 		link->groups_current = (int)(link->look_id & 1);
@@ -254,6 +256,8 @@ static bool start_look(struct haproxy_link *link)
 		  !link->maps_search) ||
 		 runtime_api_submit(link->client, "show map", link_on_map_list, link)) &&
 		link_records_look(link, HAPROXY_RECORD_MAP) &&
+		/* The INI sections' names, while they are to be checked. */
+		link_sections_look(link) &&
 		runtime_api_submit_streamed(link->client, "show stat -1 4 -1", on_stat_bytes, on_stat,
 					    link) &&
 		/* After `show stat`: the breakers of every server it lists

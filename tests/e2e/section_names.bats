@@ -41,6 +41,11 @@ threshold = 7
 INI
 }
 
+# The same sections, each naming what HAProxy lists.
+correct_ini() { # FILE
+	sed -i -e 's/be_statc/empty/' -e 's|be_static/s9|be_static/s2|' "$1"
+}
+
 @test "section names: --check names a misspelt backend and a missing server, at their lines, and passes" {
 	start_names_haproxy
 	write_ini "$RUN_DIR/agent.ini"
@@ -62,7 +67,7 @@ INI
 @test "section names: --check with every section right says so and names none" {
 	start_names_haproxy
 	write_ini "$RUN_DIR/agent.ini"
-	sed -i -e 's/be_statc/empty/' -e 's|be_static/s9|be_static/s2|' "$RUN_DIR/agent.ini"
+	correct_ini "$RUN_DIR/agent.ini"
 	run "$SPOA_BIN" --check -f "$RUN_DIR/agent.ini"
 	assert_success
 	assert_output --partial "INI sections: each of the 4 [backend] and [server] sections names what HAProxy lists"
@@ -84,4 +89,59 @@ INI
 		--runtime-api "unix:$RUN_DIR/nobody.sock"
 	assert_success
 	assert_output --partial "[backend be_statc]: none of the HAProxies that answered lists backend be_statc"
+}
+
+# The agent on the test's file (CORRECT_INI=1: correct_ini's), its admin
+# page on ADMIN_PORT, then HAProxy.
+start_names_scene() {
+	new_scene S1_PORT S2_PORT ADMIN_PORT
+	write_ini "$RUN_DIR/agent.ini"
+	[ -z "${CORRECT_INI:-}" ] || correct_ini "$RUN_DIR/agent.ini"
+	start_worker s1 "$S1_PORT" 200
+	start_worker s2 "$S2_PORT" 200
+	start_agent agent --listen "$AGENT_ADDR" --admin "127.0.0.1:$ADMIN_PORT" -f "$RUN_DIR/agent.ini"
+	wait_port "$AGENT_PORT"
+	start_haproxy "$BATS_TEST_DIRNAME/haproxy-section-names.cfg.in"
+}
+
+# /state's unknown_sections: its entries joined by commas, "null" when not
+# known; fails while /state does not answer.
+unknown_sections() {
+	curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/state" | python3 -c '
+import json, sys
+try:
+    v = json.load(sys.stdin)["unknown_sections"]
+except (ValueError, KeyError):
+    sys.exit(1)
+print("null" if v is None else ",".join(v))
+'
+}
+
+unknown_sections_are() { [ "$(unknown_sections)" = "$1" ]; }
+
+@test "section names: the running agent says a misspelt backend and a missing server once, and /state lists them" {
+	start_names_scene
+	wait_until 10 unknown_sections_are "backend be_statc,server be_static/s9"
+	# More looks say nothing more.
+	wait_more_looks 5
+	run grep -c "INI section \[backend be_statc\] names a backend no HAProxy lists" "$RUN_DIR/agent.log"
+	assert_output 1
+	run grep -c "INI section \[server be_static/s9\] names a server no HAProxy lists" "$RUN_DIR/agent.log"
+	assert_output 1
+	run grep -E "INI section \[(backend be_static|server be_static/s1|backend empty)\]" "$RUN_DIR/agent.log"
+	assert_output ""
+	run unknown_sections
+	assert_output "backend be_statc,server be_static/s9"
+}
+
+@test "section names: /state lists none when every section is right, and a reload that adds a typo says it" {
+	CORRECT_INI=1 start_names_scene
+	wait_until 10 unknown_sections_are ""
+	run grep "INI section" "$RUN_DIR/agent.log"
+	assert_output ""
+	# A reload of the agent with a misspelt section: judged again.
+	printf '[server be_static/s3]\nthreshold = 9\n' >>"$RUN_DIR/agent.ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 10 unknown_sections_are "server be_static/s3"
+	wait_until 10 grep -q "INI section \[server be_static/s3\] names a server no HAProxy lists" "$RUN_DIR/agent.log"
 }

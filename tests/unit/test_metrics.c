@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "config/section_names.h"
 #include "link/wiring.h"
 
 #include "admin/counters.h"
@@ -832,7 +833,7 @@ static void test_state_json(void **state)
 			      "\"operator\":{\"released\":false,\"paused\":[],\"holds\":[]},"
 			      "\"haproxy\":[{\"runtime_api\":"
 			      "\"unix:/run/haproxy/admin.sock\",\"reachable\":true,\"problems\":[]}],"
-			      "\"breakers\":[");
+			      "\"unknown_sections\":null,\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"ejection_capped\":false,\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
 			      "\"trips\":1,\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,"
@@ -904,7 +905,7 @@ static void test_state_json(void **state)
 			    "\"none\",\"source\":\"off\",\"restored\":0,\"up_to_date\":false},"
 			    "\"steady_state\":{\"messages\":0,\"watched_map\":\"unused\",\"problem\":null},"
 			    "\"operator\":{\"released\":false,\"paused\":[],\"holds\":[]},"
-			    "\"haproxy\":[],\"breakers\":[]}\n");
+			    "\"haproxy\":[],\"unknown_sections\":null,\"breakers\":[]}\n");
 	strbuf_free(&b);
 
 	/* Steady-state mode with no one keeping its map: the problem is named,
@@ -1022,6 +1023,38 @@ static void test_state_json_wiring(void **state)
 	wiring_free(&w);
 }
 
+/* The sections no HAProxy lists, as the file names them; none is []. */
+static void test_state_json_unknown_sections(void **state)
+{
+	(void)state;
+	struct metrics_source s = source();
+	struct section_names names;
+	section_names_init(&names, 1, false);
+	assert_true(section_names_add(&names, "be_statc", NULL, 0));
+	assert_true(section_names_add(&names, "be_static", "s9", 0));
+	assert_true(section_names_add(&names, "be_static", NULL, 0));
+	section_names_sort(&names);
+	section_names_look_start(&names, 0);
+	section_names_note_server(&names, 0, "be_static", 9, "s1", 2);
+	section_names_look_end(&names, 0, true, NULL, NULL);
+	s.sections = &names;
+
+	struct strbuf b;
+	strbuf_init(&b);
+	assert_true(state_json_render(&s, &b));
+	assert_contains(b.data, "\"unknown_sections\":[\"backend be_statc\","
+				"\"server be_static/s9\"],\"breakers\":[");
+	strbuf_free(&b);
+	section_names_free(&names);
+
+	section_names_init(&names, 1, false);
+	s.sections = &names;
+	strbuf_init(&b);
+	assert_true(state_json_render(&s, &b));
+	assert_contains(b.data, "\"unknown_sections\":[],\"breakers\":[");
+	strbuf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1039,6 +1072,7 @@ int main(void)
 		cmocka_unit_test(test_json_string_escaping),
 		cmocka_unit_test_setup_teardown(test_state_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_json_wiring, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_json_unknown_sections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rest_shown, setup, teardown),
 		cmocka_unit_test(test_strbuf_grows),
 	};
