@@ -350,6 +350,24 @@ static void say_enforcement(const struct config *c, FILE *out)
  * in it, a key that is not the certificate's, is said at the line of the
  * key that names it. Returns the number of problems.
  */
+/* The control socket is a unix socket: its file's mode and group are the
+ * whole of its access control, which a TCP port would not have. */
+static int check_control(const struct config *c, const struct config_origins *origins,
+			 FILE *errors)
+{
+	const struct config_key *k = config_key_find("control");
+	char what[256];
+	if (!c->control[0] || strncmp(c->control, "unix:", 5) == 0)
+		return 0;
+	int at = origin_of(origins, k);
+	spell(what, sizeof(what), k, c->control, at, 0, c);
+	report_at(errors, c, at);
+	fprintf(errors, "%s: a unix socket only (unix:PATH): its file's mode and group say who "
+			"may hold, pause or release the breakers\n",
+		what);
+	return 1;
+}
+
 static int check_tls(const struct config *c, const struct config_origins *origins,
 		     FILE *errors)
 {
@@ -439,6 +457,7 @@ int config_from_args(struct config *c, int argc, char **argv, FILE *out, FILE *e
 	warn_host_bits(c, &origins, "allow", errors);
 	warn_host_bits(c, &origins, "admin_allow", errors);
 	problems += check_tls(c, &origins, errors);
+	problems += check_control(c, &origins, errors);
 	problems += config_resolve_policies(c, errors);
 	if (problems > 0) {
 		if (c->path)

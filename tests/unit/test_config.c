@@ -271,6 +271,20 @@ static const struct {
 	 "expected a duration (0 for none) and at most 60m such as 30s or 500ms"},
 };
 
+/* The control socket is a unix socket: a TCP address is refused, at its
+ * line or option, with why. */
+static void test_control_is_unix(void **state)
+{
+	(void)state;
+	const char *path = file("[agent]\ncontrol = 127.0.0.1:9\n");
+	assert_int_equal(STATUS("--check", "-f", path), 1);
+	assert_errors_have(":2: control = 127.0.0.1:9: a unix socket only");
+	assert_int_equal(STATUS("--check", "--control", "127.0.0.1:9"), 1);
+	assert_errors_have("--control 127.0.0.1:9: a unix socket only");
+	assert_int_equal(STATUS("--check", "--control", "unix:/run/x/control.sock"), 0);
+	assert_int_equal(STATUS("--check", "--control", "none"), 0);
+}
+
 static void test_bad_values(void **state)
 {
 	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
@@ -843,6 +857,7 @@ int main(void)
 		cmocka_unit_test(test_restart_only_keys),
 		cmocka_unit_test(test_good_values),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_control_is_unix),
 		cmocka_unit_test(test_check_validates_addresses),
 		cmocka_unit_test(test_exposed_listener_needs_an_allowlist),
 		cmocka_unit_test(test_exposed_admin_needs_an_allowlist),
