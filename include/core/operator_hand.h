@@ -51,6 +51,10 @@ uint64_t breaker_hold_left_ms(const struct breaker *b, uint64_t now_ms);
  * trips (for the record) kept; any hold lifted, observe_only kept (it is
  * the backend's, not the breaker's). */
 void breaker_reset(struct breaker *b, uint64_t now_ms);
+/* The operator's fields of `from` onto `to`: the operator's word is about
+ * the server, whatever worker its breaker is about (a breaker replaced
+ * when HAProxy points the server elsewhere keeps it). */
+void breaker_keep_operator(struct breaker *to, const struct breaker *from);
 /* "out", "in", "none". */
 const char *breaker_hold_name(enum breaker_hold hold);
 
@@ -127,7 +131,7 @@ bool operator_hand_apply(const struct operator_hand *h, const char *backend, con
 			 struct breaker *b, uint64_t now_ms, int64_t now_wall_ms);
 
 /*
- * The record as text, one line each, a format of its own (docs/operating.md):
+ * The record as text, one line each, a format of its own (docs/control.md):
  *   spoa-breaker operator 1
  *   released SINCE UID
  *   pause BACKEND SINCE UID

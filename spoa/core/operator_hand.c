@@ -58,6 +58,14 @@ void breaker_reset(struct breaker *b, uint64_t now_ms)
 	b->observe_only = observe_only;
 }
 
+void breaker_keep_operator(struct breaker *to, const struct breaker *from)
+{
+	to->hold = from->hold;
+	to->hold_forced = from->hold_forced;
+	to->hold_until_s = from->hold_until_s;
+	to->observe_only = from->observe_only;
+}
+
 const char *breaker_hold_name(enum breaker_hold hold)
 {
 	switch (hold) {

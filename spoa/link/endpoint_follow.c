@@ -2,6 +2,7 @@
  * endpoint_follow.c - a breaker follows its worker when HAProxy points its
  * server elsewhere (endpoints.h).
  */
+#include "core/operator_hand.h"
 #include "link/link_internal.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -44,8 +45,11 @@ void link_follow_endpoint(struct haproxy_link *link, struct breaker_table_entry 
 	     !endpoint_recall_has(e->recall, entry->backend, agreed, now)))
 		return;
 	bool recalled;
+	struct breaker operator_word = entry->breaker;
 	struct breaker_event ev = endpoint_move(&entry->breaker, entry->backend, &from,
 						&slot->breaker_at, e->recall, now, &recalled);
+	/* A hold, a pause, a release are the server's, not the worker's. */
+	breaker_keep_operator(&entry->breaker, &operator_word);
 	/* Requests in flight there were the old worker's. */
 	for (unsigned i = 0; i < e->nb_links; i++)
 		e->links[i].entries[index].stall = (struct stall_watch){0};

@@ -304,3 +304,33 @@ never_served_by() { # NAME
 	wait_more_looks 3
 	maxconn_is w2 50
 }
+
+@test "a hold and a release outlive HAProxy pointing the server at another worker" {
+	run ctl hold in workers/w1
+	assert_success
+	# w1 now points at the worker answering 500: a clean breaker, its
+	# hold kept (the operator's word is about the server).
+	haproxy_cli "set server workers/w1 addr 127.0.0.1 port $W2_PORT"
+	wait_until 10 grep -q "breaker workers/w1: HAProxy points it at" "$RUN_DIR/agent.log"
+	local i
+	for i in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		[ "$(logged_state_of w1)" = open ] && break
+	done
+	[ "$(logged_state_of w1)" = open ]
+	wait_more_looks 3
+	is_not_drained w1
+	[ "$(shown_field w1 hold)" = in ]
+	# Released, a server re-pointed at the failing worker is left alone too.
+	run ctl release all
+	assert_success
+	haproxy_cli "set server workers/w3 addr 127.0.0.1 port $W2_PORT"
+	wait_until 10 grep -q "breaker workers/w3: HAProxy points it at" "$RUN_DIR/agent.log"
+	for i in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/"
+		[ "$(logged_state_of w3)" = open ] && break
+	done
+	wait_more_looks 3
+	is_not_drained w3
+	[ "$(shown_field w3 observe_only)" = true ]
+}
