@@ -7,7 +7,7 @@
  *                            socket_mode, socket_group, tls_cert, tls_key,
  *                            tls_ca, max_frame_size,
  *                            max_connections, idle_timeout, max_breakers,
- *                            log_level, syslog, ack_variables,
+ *                            log_level, log_format, syslog, ack_variables,
  *                            admin (HOST:PORT of /metrics, /state, /healthz;
  *                            none to disable)
  *   [haproxy]                enforce (runtime-api|agent-check|none),
@@ -86,6 +86,7 @@ struct config {
 	struct agent_settings agent;
 	bool max_connections_set; /* given: kept even above what the descriptor limit allows */
 	enum log_level log_level;
+	enum log_format log_format; /* text, or one JSON object per line */
 	bool use_syslog;
 	uint32_t max_breakers;
 	unsigned ack_variables; /* enum observe_var bits: what breaker-observe answers set */

@@ -30,7 +30,8 @@
 #define GIVEN(member) .given_offset = offsetof(struct config, member)
 
 /* Enums are written as 4-byte numbers (values.c): make sure they are. */
-_Static_assert(sizeof(enum log_level) == 4 && sizeof(enum enforce_mode) == 4 &&
+_Static_assert(sizeof(enum log_level) == 4 && sizeof(enum log_format) == 4 &&
+		       sizeof(enum enforce_mode) == 4 &&
 		       sizeof(((struct config *)0)->ack_variables) == 4 &&
 		       sizeof(enum breaker_half_open_backpressure) == 4 &&
 		       sizeof(enum breaker_open_late_success) == 4,
@@ -40,6 +41,10 @@ static const struct config_word log_levels[] = {
 	{"error", LOG_LEVEL_ERROR, false},   {"warning", LOG_LEVEL_WARNING, false},
 	{"notice", LOG_LEVEL_NOTICE, false}, {"info", LOG_LEVEL_INFO, false},
 	{"debug", LOG_LEVEL_DEBUG, false},   {NULL, 0, false},
+};
+
+static const struct config_word log_formats[] = {
+	{"text", LOG_FORMAT_TEXT, false}, {"json", LOG_FORMAT_JSON, false}, {NULL, 0, false},
 };
 
 static const struct config_word enforce_modes[] = {
@@ -190,6 +195,12 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 		IN_CONFIG(log_level), .words = log_levels, .flags = CONFIG_KEY_RELOADABLE,
 		.option = "log-level", .short_option = 'L', .arg = "LEVEL",
 		.help = "notice logs transitions, info connections too",
+	},
+	{
+		.name = "log_format", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ENUM,
+		IN_CONFIG(log_format), .words = log_formats, .flags = CONFIG_KEY_RELOADABLE,
+		.option = "log-format", .arg = "FORMAT",
+		.help = "text, or json: one object per line (time, level, msg, the event's fields)",
 	},
 	{
 		.name = "syslog", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_BOOL,

@@ -261,6 +261,7 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	d.load = load;
 	d.load_ctx = load_ctx;
 	log_init(d.config.log_level, d.config.use_syslog, "spoa-breaker");
+	log_set_format(d.config.log_format);
 
 	/* Writes use MSG_NOSIGNAL; this covers anything else. */
 	signal(SIGPIPE, SIG_IGN);

@@ -156,6 +156,7 @@ void daemon_reload(struct daemon *d)
 	config_restart_only_changes(&d->config, &fresh, warn_restart_only, NULL);
 	config_keep_restart_only(&fresh, &d->config);
 	log_init(fresh.log_level, fresh.use_syslog, "spoa-breaker");
+	log_set_format(fresh.log_format);
 	config_free(&d->config);
 	d->config = fresh;
 	d->admin_allow = *config_admin_allow(&d->config);

@@ -12,6 +12,33 @@
 #include "daemon/transition_log.h"
 #include "util/log.h"
 
+/* What kind of thing caused it, as the JSON log's "cause" says it: one
+ * word per enum breaker_cause_kind, stable for whoever filters on it. */
+static const char *cause_name(enum breaker_cause_kind kind)
+{
+	switch (kind) {
+	case BREAKER_CAUSE_RESPONSE:
+		return "response";
+	case BREAKER_CAUSE_COUNTERS:
+		return "haproxy_counters";
+	case BREAKER_CAUSE_COOLDOWN:
+		return "cooldown";
+	case BREAKER_CAUSE_CAPACITY_RETRY:
+		return "capacity_retry";
+	case BREAKER_CAUSE_PEER:
+		return "peer";
+	case BREAKER_CAUSE_IN_FLIGHT:
+		return "in_flight";
+	case BREAKER_CAUSE_ENDPOINT:
+		return "endpoint";
+	case BREAKER_CAUSE_REST_OVER:
+		return "rest_over";
+	case BREAKER_CAUSE_OPERATOR:
+		return "operator";
+	}
+	return "unknown";
+}
+
 static void format_reason(char *buf, size_t size, const struct breaker_table_entry *e,
 			  const struct breaker_cause *cause)
 {
@@ -208,8 +235,19 @@ static void log_transition(void *ctx, struct breaker_table_entry *e, const struc
 			   : e->breaker.hold == BREAKER_HOLD_OUT ? "; held out by the operator: it "
 									      "stays drained"
 								 : "";
-	log_record(LOG_LEVEL_NOTICE, "breaker %s/%s: %s -> %s (%s)%s%s", e->backend, e->server,
-		   breaker_state_name(ev->from), breaker_state_name(ev->to), reason, detail, held);
+	/* The same line, and for a JSON log the fields a reader filters on. */
+	const struct log_field fields[] = {
+		{"event", "transition"},
+		{"backend", e->backend},
+		{"server", e->server},
+		{"from", breaker_state_name(ev->from)},
+		{"to", breaker_state_name(ev->to)},
+		{"cause", cause_name(cause->kind)},
+	};
+	log_record_fields(LOG_LEVEL_NOTICE, fields, sizeof(fields) / sizeof(fields[0]),
+			  "breaker %s/%s: %s -> %s (%s)%s%s", e->backend, e->server,
+			  breaker_state_name(ev->from), breaker_state_name(ev->to), reason, detail,
+			  held);
 }
 
 struct breaker_subscriber transition_log_subscriber(void)

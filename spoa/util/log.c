@@ -14,6 +14,10 @@
  * syslog: our own datagram to /dev/log sent with MSG_DONTWAIT, one per
  * line, instead of syslog(3), whose send() blocks when the daemon behind
  * /dev/log stops reading. A datagram that cannot go now is dropped.
+ *
+ * JSON (log_set_format): the same lines, each one object (log_json.h); the
+ * timestamp is its "time", with syslog too, so the body says when even
+ * after a relay rewrote the header.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,9 +33,11 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/log_json.h"
 
 static enum log_level current_level = LOG_LEVEL_NOTICE;
 static bool to_syslog;
+static enum log_format format = LOG_FORMAT_TEXT;
 static char syslog_ident[32] = "spoa-breaker";
 
 static const char *const level_names[] = {"error", "warning", "notice", "info", "debug"};
@@ -143,50 +149,74 @@ static void append_line(const char *line, size_t len)
 	out.len += len;
 }
 
-/* "TIMESTAMP [level] text\n", cut to size but always ending the line. */
-static void format_stderr_line(char *line, size_t size, enum log_level level, const char *text)
+/* A line's text and the fields its JSON form carries beside it. */
+struct line {
+	enum log_level level;
+	const char *text;
+	const struct log_field *fields;
+	size_t nb_fields;
+};
+
+/* "2026-12-02T11:09:07.123Z": UTC, to the millisecond. */
+static void timestamp(char *stamp, size_t size)
 {
 	struct timespec ts;
 	struct tm tm;
-	char stamp[32];
+	char secs[40];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	int n = snprintf(line, size, "%s.%03ldZ [%s] %s\n", stamp, ts.tv_nsec / 1000000,
-			 level_names[level], text);
+	strftime(secs, sizeof(secs), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(stamp, size, "%s.%03ldZ", secs, ts.tv_nsec / 1000000);
+}
+
+/* "TIMESTAMP [level] text\n", or the JSON object and "\n"; cut to size
+ * (at least LOG_JSON_LINE_MAX) but always ending the line. */
+static void format_stderr_line(char *buf, size_t size, const struct line *l)
+{
+	char stamp[64];
+
+	timestamp(stamp, sizeof(stamp));
+	if (format == LOG_FORMAT_JSON) {
+		size_t n = log_json_format(buf, size - 1, stamp, level_names[l->level], l->text,
+					   l->fields, l->nb_fields);
+		buf[n] = '\n';
+		buf[n + 1] = '\0';
+		return;
+	}
+	int n = snprintf(buf, size, "%s [%s] %s\n", stamp, level_names[l->level], l->text);
 	if (n < 0)
-		line[0] = '\0';
+		buf[0] = '\0';
 	else if ((size_t)n >= size)
-		line[size - 2] = '\n';
+		buf[size - 2] = '\n';
 }
 
 /* Once the output drained, it says what it lost, before the next line. */
 static void tell_dropped(void)
 {
-	char line[1200], text[128];
+	char buf[LOG_JSON_LINE_MAX + 1], text[128];
 
 	if (!out.dropped_untold || out.len > 0 || out.broken)
 		return;
 	snprintf(text, sizeof(text), "%llu log line%s dropped: the log output did not keep up",
 		 (unsigned long long)out.dropped_untold, out.dropped_untold == 1 ? "" : "s");
 	out.dropped_untold = 0;
-	format_stderr_line(line, sizeof(line), LOG_LEVEL_WARNING, text);
-	append_line(line, strlen(line));
+	format_stderr_line(buf, sizeof(buf), &(struct line){.level = LOG_LEVEL_WARNING, .text = text});
+	append_line(buf, strlen(buf));
 }
 
 /* One stderr line: timestamp, level, text. */
-static void emit_stderr(enum log_level level, const char *text)
+static void emit_stderr(const struct line *l)
 {
-	char line[1200];
+	char buf[LOG_JSON_LINE_MAX + 1];
 
 	if (out.fd < 0)
 		open_stderr();
 	if (out.len)
 		flush(); /* make room first: the reader may have come back */
 	tell_dropped();
-	format_stderr_line(line, sizeof(line), level, text);
-	append_line(line, strlen(line));
+	format_stderr_line(buf, sizeof(buf), l);
+	append_line(buf, strlen(buf));
 	flush();
 }
 
@@ -204,17 +234,27 @@ static void syslog_connect(void)
 	}
 }
 
-/* One datagram as syslog(3) would write it: <PRI>TIMESTAMP IDENT[PID]: text. */
-static void emit_syslog(enum log_level level, const char *text)
+/* One datagram as syslog(3) would write it: <PRI>TIMESTAMP IDENT[PID]: text,
+ * or the JSON object in place of the text. */
+static void emit_syslog(const struct line *l)
 {
-	char line[1200], stamp[32];
+	char line[LOG_JSON_LINE_MAX + 128], stamp[32], body[LOG_JSON_LINE_MAX];
+	const char *text = l->text;
 	time_t now = time(NULL);
 	struct tm tm;
 
+	if (format == LOG_FORMAT_JSON) {
+		char iso[64];
+		timestamp(iso, sizeof(iso));
+		log_json_format(body, sizeof(body), iso, level_names[l->level], l->text, l->fields,
+				l->nb_fields);
+		text = body;
+	}
 	localtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%b %e %H:%M:%S", &tm);
-	int n = snprintf(line, sizeof(line), "<%d>%s %s[%d]: %s", LOG_DAEMON | syslog_priorities[level],
-			 stamp, syslog_ident, (int)getpid(), text);
+	int n = snprintf(line, sizeof(line), "<%d>%s %s[%d]: %s",
+			 LOG_DAEMON | syslog_priorities[l->level], stamp, syslog_ident,
+			 (int)getpid(), text);
 	if (n < 0)
 		return;
 	size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
@@ -233,12 +273,19 @@ static void emit_syslog(enum log_level level, const char *text)
 	lines_dropped(1);
 }
 
+static void emit_fields(enum log_level level, const char *text, const struct log_field *fields,
+			size_t nb)
+{
+	const struct line l = {.level = level, .text = text, .fields = fields, .nb_fields = nb};
+	if (to_syslog)
+		emit_syslog(&l);
+	else
+		emit_stderr(&l);
+}
+
 static void emit(enum log_level level, const char *text)
 {
-	if (to_syslog)
-		emit_syslog(level, text);
-	else
-		emit_stderr(level, text);
+	emit_fields(level, text, NULL, 0);
 }
 
 /* ---- the rate limit, per call site ---- */
@@ -379,6 +426,11 @@ void log_detach(void)
 	}
 }
 
+void log_set_format(enum log_format f)
+{
+	format = f;
+}
+
 bool log_enabled(enum log_level level)
 {
 	return level <= current_level;
@@ -413,14 +465,31 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	emit(level, line);
 }
 
+static void vrecord(enum log_level level, const struct log_field *fields, size_t nb,
+		    const char *fmt, va_list ap)
+{
+	char line[1024];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	emit_fields(level, line, fields, nb);
+}
+
 void log_record(enum log_level level, const char *fmt, ...)
 {
 	if (!log_enabled(level))
 		return;
-	char line[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vrecord(level, NULL, 0, fmt, ap);
 	va_end(ap);
-	emit(level, line);
+}
+
+void log_record_fields(enum log_level level, const struct log_field *fields, size_t nb,
+		       const char *fmt, ...)
+{
+	if (!log_enabled(level))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vrecord(level, fields, nb, fmt, ap);
+	va_end(ap);
 }
