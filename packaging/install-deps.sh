@@ -20,11 +20,12 @@ libssl-dev haproxy python3 curl socat"
 # iproute2 (ss), mmdebstrap (the other HAProxy versions, the fresh-machine
 # suite), python3-yaml (the compose file), dnsmasq-base (the DNS server the
 # server-template suite re-points slots with), openssl (the TLS suite makes its
-# certificates with it); then what the packaging suites
+# certificates with it), prometheus (its promtool checks and tests the alert
+# rules: tests/check-alerts.sh); then what the packaging suites
 # use (tests/packaging/: the manual page, the systemd unit, the Debian
 # package, the container image).
 ALL="$DEMO libcmocka-dev clang libclang-rt-14-dev bats bats-assert bats-support iproute2 mmdebstrap
-python3-yaml dnsmasq-base openssl scdoc man-db systemd build-essential debhelper lintian podman runc catatonit libfaketime"
+python3-yaml dnsmasq-base openssl prometheus scdoc man-db systemd build-essential debhelper lintian podman runc catatonit libfaketime"
 
 case "${1:-all}" in
 demo) PACKAGES=$DEMO ;;
