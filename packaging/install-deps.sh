@@ -23,9 +23,10 @@ libssl-dev haproxy python3 curl socat"
 # certificates with it), prometheus (its promtool checks and tests the alert
 # rules: tests/check-alerts.sh); then what the packaging suites
 # use (tests/packaging/: the manual page, the systemd unit, the Debian
-# package, the container image).
+# package, the container image; yamllint: the Kubernetes manifests).
 ALL="$DEMO libcmocka-dev clang libclang-rt-14-dev bats bats-assert bats-support iproute2 mmdebstrap
-python3-yaml dnsmasq-base openssl prometheus scdoc man-db systemd build-essential debhelper lintian podman runc catatonit libfaketime"
+python3-yaml dnsmasq-base openssl prometheus scdoc man-db systemd build-essential debhelper lintian podman runc catatonit libfaketime
+yamllint"
 
 case "${1:-all}" in
 demo) PACKAGES=$DEMO ;;

@@ -100,6 +100,8 @@ packaging_suites() {
 	run_suite image tests/packaging/image.sh
 	section "compose example: checked against haproxy.cfg, run"
 	run_suite compose tests/packaging/compose.sh
+	section "Kubernetes manifests: yamllint, the sidecar pod played with podman kube play"
+	run_suite kube tests/packaging/kube.sh
 	(. tests/packaging/podman.sh && podman_remove_dir "$SPOA_PODMAN_DIR")
 }
 PACKAGING_LOG=$(mktemp)
@@ -270,7 +272,7 @@ done
 wait "$packaging_pid"
 cat "$PACKAGING_LOG"
 # A suite that never reported (its shell killed, say) is a failure.
-for label in fresh manpage install systemd-unit deb image compose; do
+for label in fresh manpage install systemd-unit deb image compose kube; do
 	grep -q "^$label " "$RESULTS" || echo "$label 0 1" >>"$RESULTS"
 done
 

@@ -1,0 +1,229 @@
+#!/bin/bash
+# packaging/kubernetes/: every manifest passes yamllint, the ingress
+# controller's pieces agree with the shipped SPOE file and the agent's
+# options, and the plain HAProxy sidecar manifest (haproxy-sidecar.yaml)
+# runs with `podman kube play`, driven as a kubelet and a client would:
+#  - the pod is played with no network but its loopback; a "node" (a
+#    container of the base image, its own network namespace) is joined to
+#    it by a veth pair, 10.244.1.1 on the node's side and 10.244.1.5, the
+#    pod's address, on the pod's: the kubelet's probes and the clients
+#    come from there, as they come from outside a pod in a cluster;
+#  - what the test adds to the manifest, and only that: the demo workers
+#    (tests/lib/worker.py: w1 200, w2 503, w3 500) as containers of the
+#    pod on haproxy.cfg's default addresses, instead of BREAKER_W1..3; and
+#    no `ports` (podman 4.3 publishes them, which needs a bridge; nothing
+#    here reads them but this script, from the manifest as shipped).
+# Checked: a failing worker is drained through the socket in the shared
+# emptyDir, a busy one (503) never; each of the agent's probes passes from
+# the node while it runs and fails once it is stopped, while HAProxy goes
+# on serving; restarted, the agent has its breakers back from its
+# emptyDir; the agent runs as a non-root user, with no capability, on a
+# read-only root filesystem. The images are built only when the podman
+# directory check.sh shares (SPOA_PODMAN_DIR) does not already hold them:
+# the compose suite builds the same two. Skips (77) only where podman
+# cannot run a container at all.
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/podman.sh"
+cd "$REPO" || exit 1
+
+KUBE=packaging/kubernetes
+SIDECAR=$KUBE/haproxy-sidecar.yaml
+
+check "yamllint: every manifest and values file of $KUBE" yamllint --strict -c "$KUBE/.yamllint" "$KUBE"
+
+# The agent's arguments in a manifest, one per line: container NAME of
+# the first pod template in FILE.
+agent_args() { # FILE NAME
+	python3 - "$1" "$2" <<'PY'
+import sys, yaml
+for doc in yaml.safe_load_all(open(sys.argv[1])):
+    spec = (doc or {}).get("spec", {}).get("template", {}).get("spec")
+    for c in (spec or {}).get("containers", []):
+        if c["name"] == sys.argv[2]:
+            print("\n".join(str(a) for a in c.get("args", [])))
+            sys.exit(0)
+sys.exit(f"no container {sys.argv[2]} in {sys.argv[1]}")
+PY
+}
+args_pass_check() { # FILE NAME
+	local args
+	mapfile -t args < <(agent_args "$1" "$2") && [ "${#args[@]}" -gt 0 ] || return 1
+	make --no-print-directory BUILD="$BUILD" all >/dev/null && "$BUILD/spoa-breaker" --check "${args[@]}"
+}
+check "the sidecar's agent options pass spoa-breaker --check" args_pass_check "$SIDECAR" agent
+
+[ "$(id -u)" -eq 0 ] || skip_suite "podman here needs root"
+command -v podman >/dev/null || skip_suite "podman is not installed"
+
+RUN_DIR=$(mktemp -d /tmp/spoa-breaker-kube.XXXXXX)
+PLAY=$RUN_DIR/play.yaml
+POD=haproxy-breaker-pod-0
+VOLUMES=(haproxy-run breaker-state)
+cleanup() {
+	podman kube down "$PLAY" >/dev/null 2>&1
+	podman volume rm --force "${VOLUMES[@]}" >/dev/null 2>&1
+	podman_teardown kube
+	rm -rf "$RUN_DIR"
+}
+trap cleanup EXIT
+podman_setup
+
+check "the base image $BASE_IMAGE" base_image || { finish; exit; }
+podman run --rm --pull=never --network=none "$BASE_IMAGE" true >"$RUN_DIR/podman.log" 2>&1 ||
+	{ cat "$RUN_DIR/podman.log"; skip_suite "podman cannot run a container here"; }
+
+# The images the manifest names: the agent's (Dockerfile) and HAProxy's
+# (demo.Dockerfile: Debian's package, the repository's haproxy.cfg).
+image() { # NAME DOCKERFILE
+	podman image exists "$1" && return 0
+	podman build --pull=never --network=host --format docker -f "$2" -t "$1" . >"$RUN_DIR/build.log" 2>&1 ||
+		{ tail -n 40 "$RUN_DIR/build.log"; return 1; }
+}
+check "the agent's image (built if missing)" image localhost/spoa-breaker:latest Dockerfile || { finish; exit; }
+check "HAProxy's image (built if missing)" image localhost/spoa-breaker-demo:latest packaging/demo.Dockerfile || { finish; exit; }
+
+python3 - "$SIDECAR" >"$PLAY" <<'PY'
+import sys, yaml
+docs = list(yaml.safe_load_all(open(sys.argv[1])))
+spec = docs[0]["spec"]["template"]["spec"]
+image = next(c["image"] for c in spec["containers"] if c["name"] == "haproxy")
+for c in spec["containers"]:
+    c.pop("ports", None)
+    c["env"] = [e for e in c.get("env", []) if not e["name"].startswith("BREAKER_W")]
+for n, behaviour in ((1, 200), (2, 503), (3, 500)):
+    spec["containers"].append({
+        "name": f"w{n}", "image": image, "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "/usr/local/bin/worker.py", "--name", f"w{n}",
+                    "--port", str(8100 + n), "--behaviour", str(behaviour)]})
+yaml.safe_dump_all(docs, sys.stdout)
+PY
+podman volume rm --force "${VOLUMES[@]}" >/dev/null 2>&1
+play() { podman kube play --network none "$PLAY" 2>&1 | grep -v "$PODMAN_NOISE"; return "${PIPESTATUS[0]}"; }
+check "podman kube play: the Deployment's pod, HAProxy, the agent and three workers" play || { finish; exit; }
+
+POD_NETNS=/proc/$(podman inspect --format '{{.State.Pid}}' "$(podman pod inspect --format '{{.InfraContainerID}}' "$POD")")/ns/net
+SOCKET=$(podman volume inspect --format '{{.Mountpoint}}' haproxy-run)/admin.sock
+cli() { echo "$*" | socat -t 2 - "UNIX-CONNECT:$SOCKET"; }
+
+# The node: its own network namespace, a veth pair to the pod's.
+node() {
+	local pid
+	podman run -d --pull=never --name kube-node --network=none --entrypoint sleep "$BASE_IMAGE" infinity >/dev/null || return 1
+	pid=$(podman inspect --format '{{.State.Pid}}' kube-node) || return 1
+	NODE_NETNS=/proc/$pid/ns/net
+	nsenter --net="$POD_NETNS" ip link add eth0 type veth peer name kb-node netns "$pid" &&
+		nsenter --net="$POD_NETNS" ip addr add 10.244.1.5/24 dev eth0 &&
+		nsenter --net="$POD_NETNS" ip link set eth0 up &&
+		nsenter --net="$NODE_NETNS" ip addr add 10.244.1.1/24 dev kb-node &&
+		nsenter --net="$NODE_NETNS" ip link set kb-node up
+}
+node >"$RUN_DIR/node.log" 2>&1
+check "a node's network namespace, joined to the pod's at 10.244.1.5" bash -c "cat '$RUN_DIR/node.log'; [ -e '$NODE_NETNS' ]" ||
+	{ finish; exit; }
+from_node() { nsenter --net="$NODE_NETNS" "$@"; }
+
+agent_up() {
+	wait_server_up "$SOCKET" spoa-breaker agent || { podman logs "$POD-agent" 2>&1 | tail -n 20; return 1; }
+}
+check "HAProxy brings the agent in, through SPOP on the pod's loopback" agent_up
+
+# The agent's probes as the manifest declares them, one per line:
+# "KIND PORT PATH TIMEOUT", a named port resolved from the container's.
+probes() {
+	python3 - "$SIDECAR" <<'PY'
+import sys, yaml
+spec = next(yaml.safe_load_all(open(sys.argv[1])))["spec"]["template"]["spec"]
+agent = next(c for c in spec["containers"] if c["name"] == "agent")
+ports = {p["name"]: p["containerPort"] for p in agent.get("ports", [])}
+for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
+    probe = agent.get(kind)
+    if probe:
+        get = probe["httpGet"]
+        print(kind, ports.get(get["port"], get["port"]), get["path"], probe.get("timeoutSeconds", 1))
+PY
+}
+mapfile -t PROBES < <(probes)
+# A kubelet's httpGet: from the node to the pod's address; 200-399 passes.
+probe_passes() { # PORT PATH TIMEOUT
+	local code
+	code=$(from_node curl -s -o /dev/null -w '%{http_code}' --max-time "$3" "http://10.244.1.5:$1$2")
+	echo "GET http://10.244.1.5:$1$2 from the node: $code"
+	[ "$code" -ge 200 ] && [ "$code" -lt 400 ]
+}
+check "the agent declares its probes on the admin listener's port" bash -c "printf '%s\n' '${PROBES[*]}'; [ ${#PROBES[@]} -ge 1 ]"
+for probe in "${PROBES[@]}"; do
+	read -r kind port path timeout <<<"$probe"
+	check "  ... $kind passes from the node while the agent runs" probe_passes "$port" "$path" "$timeout"
+done
+
+# Requests from the node to HAProxy's frontend on the pod's address,
+# until w3 (500) is drained in HAProxy (srv_admin_state 8).
+drained() { [ "$(($(cli "show servers state workers" | awk -v s="$1" '$4 == s {print $7}') & 8))" -ne 0 ]; }
+w3_drained() {
+	for _ in $(seq 40); do
+		from_node curl -s -o /dev/null --max-time 5 http://10.244.1.5:8080/
+		drained w3 && return 0
+	done
+	cli "show servers state workers"
+	podman logs "$POD-agent" 2>&1 | tail -n 20
+	return 1
+}
+check "the failing worker (500) is drained through the socket in the shared emptyDir" w3_drained
+
+breaker_state() { # SERVER
+	from_node curl -s --max-time 5 http://10.244.1.5:9786/state | python3 -c '
+import json, sys
+state = json.load(sys.stdin)
+print(next(b["state"] for b in state["breakers"] if b["server"] == sys.argv[1]))' "$1"
+}
+# w2 answers 503 to each request it gets: 20 more requests, then w2 is
+# still in rotation, its breaker closed.
+busy_never_drained() {
+	local state
+	for _ in $(seq 20); do
+		from_node curl -s -o /dev/null --max-time 5 http://10.244.1.5:8080/
+	done
+	state=$(breaker_state w2)
+	echo "w2: breaker $state"
+	cli "show servers state workers"
+	! drained w2 && [ "$state" = closed ]
+}
+check "the busy worker (503) is never drained: in rotation, its breaker closed" busy_never_drained
+
+ro_non_root() {
+	local user ro caps
+	user=$(podman exec "$POD-agent" id -u) ro=$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$POD-agent")
+	caps=$(podman exec "$POD-agent" awk '/^CapEff/ {print $2}' /proc/1/status)
+	echo "uid $user, read-only root $ro, effective capabilities $caps"
+	[ "$user" != 0 ] && [ "$ro" = true ] && [ "$caps" = 0000000000000000 ] &&
+		! podman exec "$POD-agent" touch /usr/sbin/written 2>/dev/null
+}
+check "the agent runs non-root, with no capability, on a read-only root filesystem" ro_non_root
+
+probe_fails() { ! probe_passes "$@"; }
+podman stop --time 5 "$POD-agent" >/dev/null 2>&1
+for probe in "${PROBES[@]}"; do
+	read -r kind port path timeout <<<"$probe"
+	check "  ... $kind fails from the node once the agent is stopped" probe_fails "$port" "$path" "$timeout"
+done
+serves() { [ "$(from_node curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://10.244.1.5:8080/)" = 200 ]; }
+check "HAProxy serves without the agent (it fails open)" serves
+
+restored() {
+	podman start "$POD-agent" >/dev/null || return 1
+	for _ in $(seq 50); do
+		[ "$(breaker_state w3 2>/dev/null)" = open ] && return 0
+		sleep 0.1
+	done
+	podman logs "$POD-agent" 2>&1 | tail -n 10
+	return 1
+}
+check "restarted, the agent has its breakers back from its emptyDir (w3 open)" restored
+
+down() {
+	podman kube down "$PLAY" >/dev/null && [ -z "$(podman pod ps --quiet --filter "name=^$POD\$")" ]
+}
+check "podman kube down removes the pod" down
+
+finish
