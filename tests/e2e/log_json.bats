@@ -2,11 +2,12 @@
 # log_format = json: every line the agent writes is one JSON object with
 # time, level and msg, and a breaker's transition carries its fields
 # (event, backend, server, from, to, cause) for a collector to filter on,
-# against a real HAProxy with a failing worker.
+# against a real HAProxy with a failing worker; a reload switches it.
 
 load helpers
 
-setup() {
+# The enforcement scene, w2 answering 500, the agent logging JSON.
+start_json_scene() {
 	W2_BEHAVIOUR=500
 	# A short cool-down: the open -> half_open line, caused by the timer,
 	# comes on its own.
@@ -40,6 +41,7 @@ PY
 }
 
 @test "json: every line is one object; the transitions carry event, backend, server, from, to and cause" {
+	start_json_scene
 	trip_w2
 	# The timer's line: the log has both kinds of cause once it is there.
 	wait_until 10 grep -q "breaker workers/w2: open -> half_open" "$RUN_DIR/agent.log"
@@ -53,4 +55,30 @@ PY
 	run grep -c '^{"time":"' "$RUN_DIR/agent.log"
 	[ "$output" -eq "$(wc -l <"$RUN_DIR/agent.log")" ]
 	grep -q '"level":"notice","msg":"spoa-breaker stopped"}$' "$RUN_DIR/agent.log"
+}
+
+@test "SIGHUP switches the log from text to json: every line after the reload is one object" {
+	new_run_dir
+	local port
+	port=$(free_port)
+	printf '[agent]\nlog_format = text\n' >"$RUN_DIR/agent.ini"
+	start_agent agent -f "$RUN_DIR/agent.ini" --listen "127.0.0.1:$port" --admin none
+	wait_until 10 grep -q "\[notice\] spoa-breaker .* started" "$RUN_DIR/agent.log"
+	printf '[agent]\nlog_format = json\n' >"$RUN_DIR/agent.ini"
+	kill -HUP "$(cat "$RUN_DIR/agent.pid")"
+	wait_until 10 grep -q '"msg":"configuration reloaded"}$' "$RUN_DIR/agent.log"
+	stop agent
+	# Text up to the reload's own lines, JSON from then on, the last
+	# lines (the goodbye) included.
+	run python3 - "$RUN_DIR/agent.log" <<'PY'
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+first = next(i for i, l in enumerate(lines) if l.startswith("{"))
+assert "[notice] spoa-breaker" in "\n".join(lines[:first]), lines[:first]
+objects = [json.loads(l) for l in lines[first:]]
+assert objects[-1]["msg"] == "spoa-breaker stopped", objects[-1]
+assert any(o["msg"] == "configuration reloaded" for o in objects), objects
+print(len(objects), "JSON lines")
+PY
+	assert_success
 }
