@@ -7,6 +7,10 @@
 
 #include "util/log_json.h"
 
+/* What the fields always leave: time and level (at most 128 bytes with
+ * their keys) and 1 KiB of message. */
+#define MSG_ROOM_MIN (128 + 1024)
+
 /* The length of the well-formed UTF-8 sequence at p (at most `left`
  * bytes), or 0 when the byte at p does not start one (RFC 3629: no
  * overlong forms, no surrogates, nothing past U+10FFFF). */
@@ -129,8 +133,14 @@ size_t log_json_format(char *out, size_t size, const char *time, const char *lev
 	 * which comes before them, has the rest. */
 	for (size_t i = 0; i < nb; i++) {
 		size_t v = escaped_length(fields[i].value, LOG_JSON_FIELD_MAX);
-		fields_room += strlen(fields[i].key) + 6 +
-			       (v < LOG_JSON_FIELD_MAX ? v : LOG_JSON_FIELD_MAX);
+		size_t room = strlen(fields[i].key) + 6 + (v < LOG_JSON_FIELD_MAX ? v : LOG_JSON_FIELD_MAX);
+		/* Keys longer than the contract's are left out with what
+		 * follows, rather than the object overrunning out. */
+		if (fields_room + room + MSG_ROOM_MIN > size) {
+			nb = i;
+			break;
+		}
+		fields_room += room;
 	}
 	n += write_key(out + n, "time", true);
 	n += write_escaped(out + n, 64, time);

@@ -127,6 +127,20 @@ static void test_too_long_is_cut_between_characters(void **state)
 	/* and the message kept at least a kilobyte */
 	assert_true(log_capture_count(out, "\\u0001") >= 1024 / 6);
 
+	/* Keys past the contract's 32 bytes: the fields that would squeeze
+	 * the message under 1 KiB are left out, the object stays whole. */
+	static char key[300];
+	memset(key, 'k', sizeof(key) - 1);
+	for (size_t i = 0; i < LOG_MAX_FIELDS; i++)
+		f[i] = (struct log_field){key, name};
+	out = format("the message", f, LOG_MAX_FIELDS);
+	assert_true(whole_object(out));
+	assert_non_null(strstr(out, "\"msg\":\"the message\""));
+	/* each takes 299 + 6 + 256 bytes; time, level and 1 KiB of
+	 * message keep 1152 */
+	assert_int_equal(log_capture_count(out, "\"kkkkkkkk"), (LOG_JSON_LINE_MAX - 1152) / 561);
+	assert_true(strlen(out) <= LOG_JSON_LINE_MAX - 1024);
+
 	/* A multi-byte character is never split by the cut. */
 	static char wide[4096];
 	for (size_t i = 0; i + 3 < sizeof(wide); i += 3)
