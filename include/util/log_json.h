@@ -30,7 +30,7 @@
  * are the caller's words, msg any text; nb is at most LOG_MAX_FIELDS (more
  * are left out, and so are fields that would leave the message less than
  * 1 KiB, which only keys longer than 32 bytes can reach). */
-size_t log_json_format(char *out, size_t size, const char *time, const char *level,
-		       const char *msg, const struct log_field *fields, size_t nb);
+size_t log_json_format(char *out, size_t size, const char *time, const char *level, const char *msg,
+		       const struct log_field *fields, size_t nb);
 
 #endif /* SPOA_LOG_JSON_H */

@@ -201,7 +201,8 @@ static void tell_dropped(void)
 	snprintf(text, sizeof(text), "%llu log line%s dropped: the log output did not keep up",
 		 (unsigned long long)out.dropped_untold, out.dropped_untold == 1 ? "" : "s");
 	out.dropped_untold = 0;
-	format_stderr_line(buf, sizeof(buf), &(struct line){.level = LOG_LEVEL_WARNING, .text = text});
+	format_stderr_line(buf, sizeof(buf),
+			   &(struct line){.level = LOG_LEVEL_WARNING, .text = text});
 	append_line(buf, strlen(buf));
 }
 

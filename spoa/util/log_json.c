@@ -122,8 +122,8 @@ static size_t write_key(char *out, const char *key, bool first)
 	return n + 5;
 }
 
-size_t log_json_format(char *out, size_t size, const char *time, const char *level,
-		       const char *msg, const struct log_field *fields, size_t nb)
+size_t log_json_format(char *out, size_t size, const char *time, const char *level, const char *msg,
+		       const struct log_field *fields, size_t nb)
 {
 	size_t fields_room = 0, n = 0;
 
@@ -133,7 +133,8 @@ size_t log_json_format(char *out, size_t size, const char *time, const char *lev
 	 * which comes before them, has the rest. */
 	for (size_t i = 0; i < nb; i++) {
 		size_t v = escaped_length(fields[i].value, LOG_JSON_FIELD_MAX);
-		size_t room = strlen(fields[i].key) + 6 + (v < LOG_JSON_FIELD_MAX ? v : LOG_JSON_FIELD_MAX);
+		size_t room =
+		    strlen(fields[i].key) + 6 + (v < LOG_JSON_FIELD_MAX ? v : LOG_JSON_FIELD_MAX);
 		/* Keys longer than the contract's are left out with what
 		 * follows, rather than the object overrunning out. */
 		if (fields_room + room + MSG_ROOM_MIN > size) {
