@@ -2,14 +2,17 @@
  * test_log_json.c - a JSON log line is one whole object whatever it
  * carries: quotes, backslashes, control bytes and bytes that are not UTF-8
  * are escaped, a value too long is cut between two characters and says so,
- * and the logger writes the object, its fields after msg, one per line.
+ * any bytes give valid UTF-8, and the logger writes the object, its fields
+ * after msg, one per line.
  */
+#include <locale.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -153,6 +156,36 @@ static void test_too_long_is_cut_between_characters(void **state)
 	assert_non_null(strstr(out, "\xe2\x82\xac...\"}"));
 }
 
+/* Whatever the bytes, the line is one whole object of valid UTF-8 (the C
+ * library's UTF-8 decoder, not ours, is the judge). */
+static void test_any_bytes_give_one_object_of_utf8(void **state)
+{
+	static char msg[3000], value[3][600];
+	uint64_t x = 88172645463325252ull; /* xorshift: the same bytes each run */
+	(void)state;
+	if (!setlocale(LC_CTYPE, "C.UTF-8"))
+		skip();
+	for (int round = 0; round < 5000; round++) {
+		char *bufs[] = {msg, value[0], value[1], value[2]};
+		size_t sizes[] = {sizeof(msg), sizeof(value[0]), sizeof(value[1]), sizeof(value[2])};
+		for (size_t b = 0; b < 4; b++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			size_t len = x % sizes[b];
+			for (size_t i = 0; i < len; i++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				bufs[b][i] = (char)(x % 255 + 1);
+			}
+			bufs[b][len] = '\0';
+		}
+		const struct log_field f[] = {{"event", value[0]}, {"backend", value[1]},
+					      {"server", value[2]}};
+		const char *out = format(msg, f, 3);
+		assert_true(whole_object(out));
+		assert_true(mbstowcs(NULL, out, 0) != (size_t)-1);
+	}
+	setlocale(LC_CTYPE, "C");
+}
+
 static void test_the_logger_writes_json_lines(void **state)
 {
 	static char buf[1 << 16];
@@ -189,6 +222,7 @@ int main(void)
 		cmocka_unit_test(test_fields_follow_msg_in_their_order),
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_too_long_is_cut_between_characters),
+		cmocka_unit_test(test_any_bytes_give_one_object_of_utf8),
 		cmocka_unit_test(test_the_logger_writes_json_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
