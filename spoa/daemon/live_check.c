@@ -12,6 +12,7 @@
 
 #include "config/section_names.h"
 #include "daemon/live_check.h"
+#include "daemon/operator_store.h"
 #include "link/map_file.h"
 #include "link/owner_map.h"
 #include "link/retry_map.h"
@@ -277,6 +278,73 @@ static void check_sections(const struct config *c, FILE *out)
 	section_names_free(&names);
 }
 
+/* One hold or pause of the operator's record that no HAProxy lists. */
+static void say_unheld(void *ctx, const struct section_name *n)
+{
+	struct unlisted_said *said = ctx;
+	const char *where = said->every_haproxy ? "no HAProxy lists"
+						: "none of the HAProxies that answered lists";
+	if (n->server[0])
+		fprintf(said->out,
+			"control: warning: the operator's hold on %s/%s: %s server %s in backend "
+			"%s: it applies once one does (spoa-breaker ctl unhold %s/%s lifts it)\n",
+			n->backend, n->server, where, n->server, n->backend, n->backend, n->server);
+	else
+		fprintf(said->out,
+			"control: warning: the operator's pause of backend %s: %s it: it applies "
+			"once one does (spoa-breaker ctl resume %s lifts it)\n",
+			n->backend, where, n->backend);
+}
+
+/* The operator's record (STATE_FILE.operator, the control socket's holds
+ * and pauses) read as the agent would at its start, and each hold or
+ * pause naming what no HAProxy lists said: a command typed for a server
+ * that has gone since. Never fails the check. */
+static void check_operator_record(const struct config *c, FILE *out)
+{
+	char path[CONFIG_PATH_MAX_LEN + 16], err[512];
+	struct operator_hand hand;
+	struct section_names names;
+
+	if (!c->state_file[0] || !operator_store_path(c->state_file, path, sizeof(path)))
+		return;
+	operator_hand_init(&hand);
+	if (!operator_store_load(path, &hand, err, sizeof(err))) {
+		fprintf(out, "control: the operator's record is unreadable, the agent would start "
+			     "without it: %s\n", err);
+		return;
+	}
+	if (hand.nb_holds == 0 && hand.nb_paused == 0) {
+		operator_hand_free(&hand);
+		return;
+	}
+	fprintf(out, "control: the operator's record %s: %u holds, %u backends paused%s\n", path,
+		hand.nb_holds, hand.nb_paused, hand.released ? ", the agent released" : "");
+	section_names_init(&names, c->nb_runtime_api, false);
+	bool ok = true;
+	for (uint32_t i = 0; ok && i < hand.nb_holds; i++)
+		ok = section_names_add(&names, hand.holds[i].backend, hand.holds[i].server, 0);
+	for (uint32_t i = 0; ok && i < hand.nb_paused; i++)
+		ok = section_names_add(&names, hand.paused[i].backend, "", 0);
+	operator_hand_free(&hand);
+	if (!ok) {
+		fprintf(out, "control: holds not checked against HAProxy: out of memory\n");
+		section_names_free(&names);
+		return;
+	}
+	section_names_sort(&names);
+	unsigned read = 0;
+	for (unsigned i = 0; i < names.nb_sources; i++)
+		read += read_names(c->runtime_api[i], &names, i, out);
+	if (read > 0) {
+		struct unlisted_said said = {.config = c,
+					     .every_haproxy = read == c->nb_runtime_api,
+					     .out = out};
+		section_names_each_unlisted(&names, say_unheld, &said);
+	}
+	section_names_free(&names);
+}
+
 static int check_one(const char *address, FILE *out)
 {
 	static char reply[LIVE_CHECK_REPLY_MAX];
@@ -339,5 +407,6 @@ int live_check(const struct config *c, FILE *out)
 		if (check_one(c->runtime_api[i], out) != 0)
 			status = 1;
 	check_sections(c, out);
+	check_operator_record(c, out);
 	return status;
 }

@@ -334,3 +334,23 @@ never_served_by() { # NAME
 	is_not_drained w3
 	[ "$(shown_field w3 observe_only)" = true ]
 }
+
+@test "--check names the operator's holds and pauses that no HAProxy lists" {
+	stop_all
+	W2_BEHAVIOUR=200 setup
+	local dir=$BATS_TEST_TMPDIR/check
+	mkdir -p "$dir"
+	printf '%s\n' "spoa-breaker operator 1" "pause nosuch 1 0" "hold out workers/w9 0 1 0" \
+		"hold in workers/w1 0 1 0" >"$dir/state.msgpack.operator"
+	run "$SPOA_BIN" --check --state-file "$dir/state.msgpack" --runtime-api "unix:$RUN_DIR/admin.sock"
+	assert_success
+	assert_output --partial "2 holds, 1 backends paused"
+	assert_output --partial "the operator's hold on workers/w9: no HAProxy lists server w9 in backend workers"
+	assert_output --partial "the operator's pause of backend nosuch: no HAProxy lists it"
+	refute_output --partial "hold on workers/w1:"
+	# A broken record is said, line and all.
+	printf '%s\n' "spoa-breaker operator 1" "hold sideways workers/w1 0 1 0" >"$dir/state.msgpack.operator"
+	run "$SPOA_BIN" --check --state-file "$dir/state.msgpack" --runtime-api "unix:$RUN_DIR/admin.sock"
+	assert_output --partial "unreadable, the agent would start without it"
+	assert_output --partial "line 2"
+}
