@@ -190,9 +190,14 @@ debug_headers_from() { # FROM
 # HAProxy again, as the shipped configuration starts it, with the agent's
 # record loaded from BREAKER_OWNED_MAP (a file of the test's own).
 restart_haproxy_with_owned_map() {
+	local old
+	old=$(haproxy_pid)
 	stop haproxy
 	spawn haproxy "$HAPROXY_BIN" -db -f "$REPO/haproxy/haproxy.cfg"
 	wait_port "$FE_PORT"
+	# The frontend's port may still be the old process's a moment (a
+	# loaded machine): the admin socket must answer from the new one.
+	wait_until 10 pid_changed_from "$old"
 }
 owned_map_lists() { # ENTRY
 	haproxy_cli "show map $BREAKER_OWNED_MAP" | grep -qE "^0x[0-9a-f]+ $1\$"
