@@ -35,6 +35,13 @@ else
 	echo "check-docs 0 1" >>"$RESULTS"
 fi
 
+section "alerts: promtool checks and tests the rules; rules and dashboard name only exported metrics"
+if SPOA_BIN=$PWD/$BUILD/spoa-breaker tests/check-alerts.sh && tests/check-alerts.sh --self-test; then
+	echo "check-alerts 1 0" >>"$RESULTS"
+else
+	echo "check-alerts 0 1" >>"$RESULTS"
+fi
+
 # Counts TAP lines -- "ok N ...", "ok N ... # skip", "not ok N ..." -- into
 # "LABEL passed failed skipped" in $RESULTS. A suite that died before
 # reporting anything, or exited non-zero with nothing failed, is a failure;
