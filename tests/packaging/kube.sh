@@ -53,6 +53,76 @@ args_pass_check() { # FILE NAME
 }
 check "the sidecar's agent options pass spoa-breaker --check" args_pass_check "$SIDECAR" agent
 
+# Beside the ingress controller (haproxytech): its pieces agree with each
+# other and with what ships in haproxy/; the snippets themselves run under
+# tests/e2e/ingress_shaped.bats.
+INGRESS=$KUBE/ingress-haproxytech
+check "ingress: the agent's options pass spoa-breaker --check" args_pass_check "$INGRESS/deployment-patch.yaml" spoa-breaker
+ingress_agrees() {
+	python3 - "$INGRESS" haproxy/spoe-breaker-steady.conf <<'PY'
+import os, re, sys, yaml
+d, shipped = sys.argv[1], open(sys.argv[2]).read()
+def load(name):
+    return next(doc for doc in yaml.safe_load_all(open(os.path.join(d, name))) if doc)
+files = load("spoa-breaker-files.yaml")["data"]
+snippets = load("controller-configmap.yaml")["data"]
+spec = load("deployment-patch.yaml")["spec"]["template"]["spec"]
+values = load("values.yaml")["controller"]
+controller, agent = spec["containers"]
+problems = []
+if files["spoe-breaker-steady.conf"] != shipped.replace("map(breaker-watched.map)", "map(/etc/haproxy/spoa-breaker/breaker-watched.map)"):
+    problems.append("spoa-breaker-files.yaml's SPOE file is not haproxy/spoe-breaker-steady.conf with the map's absolute path")
+if values["config"] != snippets:
+    problems.append("values.yaml's controller.config is not controller-configmap.yaml's data")
+if values["extraContainers"] != [agent] or values["extraVolumeMounts"] != controller["volumeMounts"] or values["extraVolumes"] != spec["volumes"]:
+    problems.append("values.yaml's extra containers, volumes or mounts are not deployment-patch.yaml's")
+args = agent["args"]
+opt = lambda name: args[args.index(name) + 1]
+socket = re.search(r"stats socket (\S+) .*level admin", snippets["global-config-snippet"]).group(1)
+if opt("--runtime-api") != "unix:" + socket:
+    problems.append(f"the agent drives {opt('--runtime-api')}, the global snippet's socket is {socket}")
+server = re.search(r"server agent (\S+)", files["haproxy-aux.cfg"]).group(1)
+if opt("--listen") != server:
+    problems.append(f"the agent listens on {opt('--listen')}, haproxy-aux.cfg sends to {server}")
+mounts = lambda c: {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+run_dir = os.path.dirname(socket)
+if not mounts(controller).get(run_dir) or mounts(controller).get(run_dir) != mounts(agent).get(run_dir):
+    problems.append(f"the two containers do not share a volume at {run_dir}")
+for path in re.findall(r"/etc/haproxy/spoa-breaker/([\w.-]+)", snippets["frontend-config-snippet"] + files["spoe-breaker-steady.conf"]):
+    if path not in files:
+        problems.append(f"the snippets name /etc/haproxy/spoa-breaker/{path}, which spoa-breaker-files.yaml has not")
+if mounts(controller).get("/etc/haproxy/spoa-breaker") != "spoa-breaker-files":
+    problems.append("the controller's container does not mount spoa-breaker-files at /etc/haproxy/spoa-breaker")
+print("\n".join(problems))
+sys.exit(1 if problems else 0)
+PY
+}
+check "ingress: the SPOE file is the shipped one, values.yaml is the patch and the ConfigMap, socket and addresses agree" ingress_agrees
+if command -v kubectl >/dev/null; then
+	# The patch on a Deployment of the controller's shape, offline.
+	patched() {
+		kubectl patch --local -o json --type strategic --patch-file "$INGRESS/deployment-patch.yaml" -f - <<'YAML' |
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: haproxy-kubernetes-ingress, namespace: haproxy-controller}
+spec:
+  selector: {matchLabels: {run: haproxy-ingress}}
+  template:
+    metadata: {labels: {run: haproxy-ingress}}
+    spec:
+      containers:
+        - {name: haproxy-ingress, image: haproxytech/kubernetes-ingress, args: [--configmap=haproxy-controller/haproxy-kubernetes-ingress]}
+YAML
+			python3 -c '
+import json, sys
+spec = json.load(sys.stdin)["spec"]["template"]["spec"]
+names = [c["name"] for c in spec["containers"]]
+print(names)
+assert names == ["haproxy-ingress", "spoa-breaker"] and spec["containers"][0]["args"] and len(spec["containers"][0]["volumeMounts"]) == 3'
+	}
+	check "ingress: kubectl patch --local adds the agent and keeps the controller's container" patched
+fi
+
 [ "$(id -u)" -eq 0 ] || skip_suite "podman here needs root"
 command -v podman >/dev/null || skip_suite "podman is not installed"
 
