@@ -53,6 +53,35 @@ args_pass_check() { # FILE NAME
 }
 check "the sidecar's agent options pass spoa-breaker --check" args_pass_check "$SIDECAR" agent
 
+# The PodMonitor and the NetworkPolicy for the sidecar: they select its
+# pods, the PodMonitor scrapes a port the agent names, the policy admits
+# HAProxy's frontend and the agent's admin port, and nothing else.
+monitor_and_policy_agree() {
+	python3 - "$SIDECAR" "$KUBE/podmonitor.yaml" "$KUBE/networkpolicy.yaml" <<'PY'
+import sys, yaml
+deployment = next(yaml.safe_load_all(open(sys.argv[1])))
+labels = deployment["spec"]["template"]["metadata"]["labels"]
+containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
+ports = {p["name"]: p["containerPort"] for c in containers.values() for p in c.get("ports", [])}
+monitor = next(d for d in yaml.safe_load_all(open(sys.argv[2])) if d and d["metadata"]["name"] == deployment["metadata"]["name"])
+policy = next(d for d in yaml.safe_load_all(open(sys.argv[3])) if d and d["metadata"]["name"] == deployment["metadata"]["name"])
+problems = []
+selects = lambda selector: all(labels.get(k) == v for k, v in selector["matchLabels"].items())
+if not selects(monitor["spec"]["selector"]) or not selects(policy["spec"]["podSelector"]):
+    problems.append("the PodMonitor or the NetworkPolicy does not select the Deployment's pods")
+agent_ports = {p["name"] for p in containers["agent"].get("ports", [])}
+for endpoint in monitor["spec"]["podMetricsEndpoints"]:
+    if endpoint["port"] not in agent_ports or endpoint["path"] != "/metrics":
+        problems.append(f"the PodMonitor scrapes {endpoint['port']}{endpoint['path']}, not the agent's admin port's /metrics")
+admitted = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+if admitted != set(ports.values()):
+    problems.append(f"the NetworkPolicy admits ports {sorted(admitted)}, the pod serves {sorted(ports.values())}")
+print("\n".join(problems))
+sys.exit(1 if problems else 0)
+PY
+}
+check "podmonitor.yaml and networkpolicy.yaml select the sidecar's pods and name its ports" monitor_and_policy_agree
+
 # Beside the ingress controller (haproxytech): its pieces agree with each
 # other and with what ships in haproxy/; the snippets themselves run under
 # tests/e2e/ingress_shaped.bats.
