@@ -127,6 +127,26 @@ sys.exit(1 if problems else 0)
 PY
 }
 check "ingress: the SPOE file is the shipped one, values.yaml is the patch and the ConfigMap, socket and addresses agree" ingress_agrees
+# HAProxy Ingress (jcmoraisjr) takes the same lines under its own keys:
+# those that run in ingress_shaped.bats.
+haproxy_ingress_same_lines() {
+	python3 - "$INGRESS" "$KUBE/ingress-haproxy-ingress/controller-configmap.yaml" <<'PY'
+import os, sys, yaml
+def load(path):
+    return next(doc for doc in yaml.safe_load_all(open(path)) if doc)["data"]
+theirs = load(os.path.join(sys.argv[1], "controller-configmap.yaml"))
+files = load(os.path.join(sys.argv[1], "spoa-breaker-files.yaml"))
+ours = load(sys.argv[2])
+lines = lambda text: [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
+problems = [f"config-{key} is not {key}-config-snippet" for key in ("global", "frontend", "backend")
+            if ours[f"config-{key}"] != theirs[f"{key}-config-snippet"]]
+if lines(ours["config-sections"]) != lines(files["haproxy-aux.cfg"]):
+    problems.append("config-sections is not haproxy-aux.cfg's backend")
+print("\n".join(problems))
+sys.exit(1 if problems else 0)
+PY
+}
+check "HAProxy Ingress: its ConfigMap carries the lines ingress_shaped.bats runs" haproxy_ingress_same_lines
 if command -v kubectl >/dev/null; then
 	# The patch on a Deployment of the controller's shape, offline.
 	patched() {
