@@ -4,7 +4,8 @@
 # (haproxy-ingress-shaped.cfg.in), with the very lines
 # packaging/kubernetes/ingress-haproxytech/ ships: its ConfigMap's snippets
 # where the controller puts them, the SPOE file and maps of its files
-# ConfigMap, the agent's backend in haproxy-aux.cfg. HAProxy runs as the
+# ConfigMap, the agent's backend in haproxy-aux.cfg (put together by
+# tests/lib/ingress_cfg.py, which kube.sh uses too). HAProxy runs as the
 # controller runs it (master-worker, a master socket, the two files); the
 # agent drives it through the snippet's socket, and the test plays the
 # controller's Runtime API commands: a pod's slot parked (addr 127.0.0.1
@@ -53,29 +54,8 @@ render_controller_cfg() {
 	for slot in $(seq 4 42); do
 		servers+="  server SRV_$slot 127.0.0.1:1 disabled"$'\n'
 	done
-	SERVERS=$servers python3 - "$KUBE_DIR" "$BATS_TEST_DIRNAME/haproxy-ingress-shaped.cfg.in" <<'PY'
-import os, re, sys, yaml
-kube, template = sys.argv[1], sys.argv[2]
-run = os.environ["RUN_DIR"]
-def ours(text):
-    return (text.replace("/etc/haproxy/spoa-breaker/", run + "/spoa-breaker/")
-                .replace("/run/spoa-breaker/", run + "/")
-                .replace("127.0.0.1:12345", os.environ["AGENT_ADDR"]))
-def data(name):
-    return next(d for d in yaml.safe_load_all(open(os.path.join(kube, name))) if d)["data"]
-files = data("spoa-breaker-files.yaml")
-os.makedirs(run + "/spoa-breaker")
-for name in ("spoe-breaker-steady.conf", "breaker-watched.map", "breaker-owned.map"):
-    open(run + "/spoa-breaker/" + name, "w").write(ours(files[name]))
-open(run + "/haproxy-aux.cfg", "w").write(ours(files["haproxy-aux.cfg"]))
-snippets = data("controller-configmap.yaml")
-values = dict(os.environ)
-for key in ("global", "frontend", "backend"):
-    lines = ours(snippets[key + "-config-snippet"]).splitlines()
-    values[key.upper() + "_SNIPPET"] = "\n".join("  " + l for l in lines)
-cfg = re.sub(r"@([A-Z0-9_]+)@", lambda m: values[m.group(1)].rstrip("\n"), open(template).read())
-open(run + "/haproxy.cfg", "w").write(cfg)
-PY
+	SERVERS=$servers python3 "$REPO/tests/lib/ingress_cfg.py" "$BATS_TEST_DIRNAME/haproxy-ingress-shaped.cfg.in" \
+		"$KUBE_DIR" "$RUN_DIR" "$RUN_DIR" "$AGENT_ADDR" || return 1
 	"$HAPROXY_BIN" -c -f "$RUN_DIR/haproxy.cfg" -f "$RUN_DIR/haproxy-aux.cfg" >"$RUN_DIR/haproxy-check.log" 2>&1 || {
 		cat "$RUN_DIR/haproxy-check.log" >&2
 		return 1

@@ -18,10 +18,12 @@
 # the node while it runs and fails once it is stopped, while HAProxy goes
 # on serving; restarted, the agent has its breakers back from its
 # emptyDir; the agent runs as a non-root user, with no capability, on a
-# read-only root filesystem. The images are built only when the podman
-# directory check.sh shares (SPOA_PODMAN_DIR) does not already hold them:
-# the compose suite builds the same two. Skips (77) only where podman
-# cannot run a container at all.
+# read-only root filesystem. Then the ingress controller's pod the
+# shipped patch makes (ingress-haproxytech/), around a stand-in for the
+# controller (see there), played and driven the same way. The images are
+# built only when the podman directory check.sh shares (SPOA_PODMAN_DIR)
+# does not already hold them: the compose suite builds the same two.
+# Skips (77) only where podman cannot run a container at all.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/podman.sh"
@@ -178,9 +180,13 @@ command -v podman >/dev/null || skip_suite "podman is not installed"
 RUN_DIR=$(mktemp -d /tmp/spoa-breaker-kube.XXXXXX)
 PLAY=$RUN_DIR/play.yaml
 POD=haproxy-breaker-pod-0
-VOLUMES=(haproxy-run breaker-state)
+INGRESS_PLAY=$RUN_DIR/ingress-play.yaml
+INGRESS_POD=haproxy-kubernetes-ingress-pod-0
+# The volumes podman makes of the manifests' emptyDirs and ConfigMaps.
+VOLUMES=(haproxy-run breaker-state spoa-breaker-run spoa-breaker-state spoa-breaker-files controller-cfg)
 cleanup() {
 	podman kube down "$PLAY" >/dev/null 2>&1
+	podman kube down "$INGRESS_PLAY" >/dev/null 2>&1
 	podman volume rm --force "${VOLUMES[@]}" >/dev/null 2>&1
 	podman_teardown kube
 	rm -rf "$RUN_DIR"
@@ -218,26 +224,31 @@ for n, behaviour in ((1, 200), (2, 503), (3, 500)):
 yaml.safe_dump_all(docs, sys.stdout)
 PY
 podman volume rm --force "${VOLUMES[@]}" >/dev/null 2>&1
-play() { podman kube play --network none "$PLAY" 2>&1 | grep -v "$PODMAN_NOISE"; return "${PIPESTATUS[0]}"; }
-check "podman kube play: the Deployment's pod, HAProxy, the agent and three workers" play || { finish; exit; }
+play() { podman kube play --network none "$1" 2>&1 | grep -v "$PODMAN_NOISE"; return "${PIPESTATUS[0]}"; }
+check "podman kube play: the Deployment's pod, HAProxy, the agent and three workers" play "$PLAY" || { finish; exit; }
 
-POD_NETNS=/proc/$(podman inspect --format '{{.State.Pid}}' "$(podman pod inspect --format '{{.InfraContainerID}}' "$POD")")/ns/net
+# A pod's network namespace: its infra container's.
+pod_netns() { # POD
+	echo "/proc/$(podman inspect --format '{{.State.Pid}}' "$(podman pod inspect --format '{{.InfraContainerID}}' "$1")")/ns/net"
+}
+POD_NETNS=$(pod_netns "$POD")
 SOCKET=$(podman volume inspect --format '{{.Mountpoint}}' haproxy-run)/admin.sock
 cli() { echo "$*" | socat -t 2 - "UNIX-CONNECT:$SOCKET"; }
 
-# The node: its own network namespace, a veth pair to the pod's.
-node() {
+# The node: a container of its own network namespace, a veth pair to the
+# pod's. Sets NODE_NETNS, so it is called as it is, not through check.
+node() { # NAME POD_NETNS
 	local pid
-	podman run -d --pull=never --name kube-node --network=none --entrypoint sleep "$BASE_IMAGE" infinity >/dev/null || return 1
-	pid=$(podman inspect --format '{{.State.Pid}}' kube-node) || return 1
+	podman run -d --pull=never --name "$1" --network=none --entrypoint sleep "$BASE_IMAGE" infinity >/dev/null || return 1
+	pid=$(podman inspect --format '{{.State.Pid}}' "$1") || return 1
 	NODE_NETNS=/proc/$pid/ns/net
-	nsenter --net="$POD_NETNS" ip link add eth0 type veth peer name kb-node netns "$pid" &&
-		nsenter --net="$POD_NETNS" ip addr add 10.244.1.5/24 dev eth0 &&
-		nsenter --net="$POD_NETNS" ip link set eth0 up &&
+	nsenter --net="$2" ip link add eth0 type veth peer name kb-node netns "$pid" &&
+		nsenter --net="$2" ip addr add 10.244.1.5/24 dev eth0 &&
+		nsenter --net="$2" ip link set eth0 up &&
 		nsenter --net="$NODE_NETNS" ip addr add 10.244.1.1/24 dev kb-node &&
 		nsenter --net="$NODE_NETNS" ip link set kb-node up
 }
-node >"$RUN_DIR/node.log" 2>&1
+node kube-node "$POD_NETNS" >"$RUN_DIR/node.log" 2>&1
 check "a node's network namespace, joined to the pod's at 10.244.1.5" bash -c "cat '$RUN_DIR/node.log'; [ -e '$NODE_NETNS' ]" ||
 	{ finish; exit; }
 from_node() { nsenter --net="$NODE_NETNS" "$@"; }
@@ -247,13 +258,13 @@ agent_up() {
 }
 check "HAProxy brings the agent in, through SPOP on the pod's loopback" agent_up
 
-# The agent's probes as the manifest declares them, one per line:
+# The agent's probes as a manifest declares them, one per line:
 # "KIND PORT PATH TIMEOUT", a named port resolved from the container's.
-probes() {
-	python3 - "$SIDECAR" <<'PY'
+probes() { # FILE CONTAINER
+	python3 - "$1" "$2" <<'PY'
 import sys, yaml
-spec = next(yaml.safe_load_all(open(sys.argv[1])))["spec"]["template"]["spec"]
-agent = next(c for c in spec["containers"] if c["name"] == "agent")
+spec = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d)["spec"]["template"]["spec"]
+agent = next(c for c in spec["containers"] if c["name"] == sys.argv[2])
 ports = {p["name"]: p["containerPort"] for p in agent.get("ports", [])}
 for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
     probe = agent.get(kind)
@@ -262,7 +273,7 @@ for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
         print(kind, ports.get(get["port"], get["port"]), get["path"], probe.get("timeoutSeconds", 1))
 PY
 }
-mapfile -t PROBES < <(probes)
+mapfile -t PROBES < <(probes "$SIDECAR" agent)
 # A kubelet's httpGet: from the node to the pod's address; 200-399 passes.
 probe_passes() { # PORT PATH TIMEOUT
 	local code
@@ -278,7 +289,9 @@ done
 
 # Requests from the node to HAProxy's frontend on the pod's address,
 # until w3 (500) is drained in HAProxy (srv_admin_state 8).
-drained() { [ "$(($(cli "show servers state workers" | awk -v s="$1" '$4 == s {print $7}') & 8))" -ne 0 ]; }
+# srv_admin_state's 8 (drain) of SERVER in BACKEND, through $SOCKET.
+BACKEND=workers
+drained() { [ "$(($(cli "show servers state $BACKEND" | awk -v s="$1" '$4 == s {print $7}') & 8))" -ne 0 ]; }
 w3_drained() {
 	for _ in $(seq 40); do
 		from_node curl -s -o /dev/null --max-time 5 http://10.244.1.5:8080/
@@ -310,15 +323,15 @@ busy_never_drained() {
 }
 check "the busy worker (503) is never drained: in rotation, its breaker closed" busy_never_drained
 
-ro_non_root() {
+ro_non_root() { # CONTAINER UID
 	local user ro caps
-	user=$(podman exec "$POD-agent" id -u) ro=$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$POD-agent")
-	caps=$(podman exec "$POD-agent" awk '/^CapEff/ {print $2}' /proc/1/status)
+	user=$(podman exec "$1" id -u) ro=$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$1")
+	caps=$(podman exec "$1" awk '/^CapEff/ {print $2}' /proc/1/status)
 	echo "uid $user, read-only root $ro, effective capabilities $caps"
-	[ "$user" != 0 ] && [ "$ro" = true ] && [ "$caps" = 0000000000000000 ] &&
-		! podman exec "$POD-agent" touch /usr/sbin/written 2>/dev/null
+	[ "$user" = "$2" ] && [ "$ro" = true ] && [ "$caps" = 0000000000000000 ] &&
+		! podman exec "$1" touch /usr/sbin/written 2>/dev/null
 }
-check "the agent runs non-root, with no capability, on a read-only root filesystem" ro_non_root
+check "the agent runs as 10001, with no capability, on a read-only root filesystem" ro_non_root "$POD-agent" 10001
 
 probe_fails() { ! probe_passes "$@"; }
 podman stop --time 5 "$POD-agent" >/dev/null 2>&1
@@ -340,9 +353,119 @@ restored() {
 }
 check "restarted, the agent has its breakers back from its emptyDir (w3 open)" restored
 
-down() {
-	podman kube down "$PLAY" >/dev/null && [ -z "$(podman pod ps --quiet --filter "name=^$POD\$")" ]
+down() { # PLAY POD
+	podman kube down "$1" >/dev/null && [ -z "$(podman pod ps --quiet --filter "name=^$2\$")" ]
 }
-check "podman kube down removes the pod" down
+check "podman kube down removes the pod" down "$PLAY" "$POD"
+podman rm --force --time 0 kube-node >/dev/null 2>&1
+
+
+# The ingress controller's pod (ingress-haproxytech/): the shipped patch
+# applied to a Deployment of the controller's shape whose container is a
+# stand-in for the controller: Debian's HAProxy, as the controller's user,
+# started as the controller starts it on a configuration of its shape
+# (tests/lib/ingress_cfg.py: the one ingress_shaped.bats runs, with the
+# shipped paths) mounted from a ConfigMap; the shipped files ConfigMap as
+# it is. The patch is merged as a strategic merge patch does (containers
+# by name; kubectl's own merge is checked above), with two changes for
+# podman 4.3, which ignores subPath (a ConfigMap mounted whole) and
+# publishes ports: the stand-in reads haproxy-aux.cfg from the files'
+# directory instead of the subPath mount, and no `ports`. Three pods of
+# the demo workers in SRV_1..SRV_3 (healthy, busy, broken), 39 slots
+# parked.
+servers=""
+for n in 1 2 3; do servers+="  server SRV_$n 127.0.0.1:$((8100 + n)) enabled"$'\n'; done
+for n in $(seq 4 42); do servers+="  server SRV_$n 127.0.0.1:1 disabled"$'\n'; done
+render_ingress() {
+	local out=$RUN_DIR/ingress
+	# The template's RUN_DIR: where the controller keeps its pid file and
+	# socket, in the stand-in's /tmp.
+	mkdir -p "$out" &&
+		SERVERS=$servers FE_PORT=8080 BACKEND=default_svc_vllm_http RUN_DIR=/tmp \
+			python3 tests/lib/ingress_cfg.py tests/e2e/haproxy-ingress-shaped.cfg.in "$INGRESS" "$out" &&
+		python3 - "$INGRESS" "$out/haproxy.cfg" >"$INGRESS_PLAY" <<'PY'
+import os, sys, yaml
+kube, cfg = sys.argv[1], open(sys.argv[2]).read()
+load = lambda name: [d for d in yaml.safe_load_all(open(os.path.join(kube, name))) if d]
+files = load("spoa-breaker-files.yaml")
+patch = load("deployment-patch.yaml")[0]["spec"]["template"]["spec"]
+demo = "localhost/spoa-breaker-demo:latest"
+controller = {
+    "name": "haproxy-ingress", "image": demo, "imagePullPolicy": "IfNotPresent",
+    "command": ["haproxy", "-W", "-db", "-S", "/tmp/haproxy-master.sock,level,admin",
+                "-f", "/usr/local/etc/haproxy/haproxy.cfg", "-f", "/etc/haproxy/spoa-breaker/haproxy-aux.cfg"],
+    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
+                        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    "volumeMounts": [{"name": "controller-cfg", "mountPath": "/usr/local/etc/haproxy"}]}
+spec = {"containers": [controller], "volumes": [{"name": "controller-cfg", "configMap": {"name": "controller-cfg"}}]}
+for c in patch["containers"]:
+    mine = next((m for m in spec["containers"] if m["name"] == c["name"]), None)
+    if mine is None:
+        mine = dict(c, volumeMounts=[])
+        mine.pop("ports", None)
+        spec["containers"].append(mine)
+    mine["volumeMounts"] += [m for m in c.get("volumeMounts", []) if "subPath" not in m]
+spec["volumes"] += patch["volumes"]
+for n, behaviour in ((1, 200), (2, 503), (3, 500)):
+    spec["containers"].append({
+        "name": f"pod{n}", "image": demo, "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "/usr/local/bin/worker.py", "--name", f"pod{n}",
+                    "--port", str(8100 + n), "--behaviour", str(behaviour)]})
+labels = {"run": "haproxy-ingress"}
+deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+              "metadata": {"name": "haproxy-kubernetes-ingress", "labels": labels},
+              "spec": {"selector": {"matchLabels": labels},
+                       "template": {"metadata": {"labels": labels}, "spec": spec}}}
+cfgmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "controller-cfg"}, "data": {"haproxy.cfg": cfg}}
+yaml.safe_dump_all(files + [cfgmap, deployment], sys.stdout)
+PY
+}
+check "ingress: the controller's pod of the shipped patch and files, with a stand-in controller" render_ingress || { finish; exit; }
+podman volume rm --force "${VOLUMES[@]}" >/dev/null 2>&1
+check "ingress: podman kube play: the stand-in, the agent and three pods" play "$INGRESS_PLAY" ||
+	{ finish; exit; }
+node kube-node2 "$(pod_netns "$INGRESS_POD")" >"$RUN_DIR/node2.log" 2>&1
+check "ingress: a node's network namespace, joined to the pod's at 10.244.1.5" bash -c "cat '$RUN_DIR/node2.log'; [ -e '$NODE_NETNS' ]" ||
+	{ finish; exit; }
+SOCKET=$(podman volume inspect --format '{{.Mountpoint}}' spoa-breaker-run)/haproxy.sock
+BACKEND=default_svc_vllm_http
+ingress_agent_up() {
+	wait_server_up "$SOCKET" spoa-breaker agent || {
+		podman logs "$INGRESS_POD-haproxy-ingress" 2>&1 | tail -n 10
+		podman logs "$INGRESS_POD-spoa-breaker" 2>&1 | tail -n 10
+		return 1
+	}
+}
+check "ingress: HAProxy brings the agent in (haproxy-aux.cfg's backend, loopback)" ingress_agent_up
+socket_is_the_controllers() {
+	stat -c '%u:%g %a' "$SOCKET"
+	[ "$(stat -c '%u:%g %a' "$SOCKET")" = "1000:1000 600" ]
+}
+check "ingress: the global snippet's socket, in the shared emptyDir, is the controller's user's, mode 600" socket_is_the_controllers
+mapfile -t PROBES < <(probes "$INGRESS/deployment-patch.yaml" spoa-breaker)
+for probe in "${PROBES[@]}"; do
+	read -r kind port path timeout <<<"$probe"
+	check "ingress:   ... $kind passes from the node" probe_passes "$port" "$path" "$timeout"
+done
+in_pod() { nsenter --net="$(pod_netns "$INGRESS_POD")" "$@"; }
+failing_pod_drained() {
+	for _ in $(seq 40); do
+		in_pod curl -s -o /dev/null --max-time 5 http://127.0.0.1:8080/
+		drained SRV_3 && return 0
+	done
+	cli "show servers state $BACKEND" | head -n 5
+	podman logs "$INGRESS_POD-spoa-breaker" 2>&1 | tail -n 20
+	return 1
+}
+check "ingress: the failing pod (500) behind 42 slots is drained, by the agent as the controller's user" failing_pod_drained
+busy_pod_kept() {
+	for _ in $(seq 20); do in_pod curl -s -o /dev/null --max-time 5 http://127.0.0.1:8080/; done
+	cli "show servers state $BACKEND" | head -n 4
+	! drained SRV_2 && [ "$(breaker_state SRV_2)" = closed ]
+}
+check "ingress: the busy pod (503) is never drained" busy_pod_kept
+check "ingress: the agent runs as 1000, with no capability, on a read-only root filesystem" ro_non_root "$INGRESS_POD-spoa-breaker" 1000
+check "ingress: podman kube down removes the pod" down "$INGRESS_PLAY" "$INGRESS_POD"
+podman rm --force --time 0 kube-node2 >/dev/null 2>&1
 
 finish
