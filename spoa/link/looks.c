@@ -58,8 +58,11 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	 * parked slot, a `disabled` line, an operator's - so it is neither
 	 * listed nor out. Every other server counts, with a breaker or not
 	 * (a full table); it is out when down by health check or drained,
-	 * by anyone. */
-	bool row_capacity = !(row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT));
+	 * by anyone. CMAINT alone is no maintenance: HAProxy keeps it on a
+	 * `disabled` server made ready at runtime (a controller filling a
+	 * parked slot), which serves; a `disabled` one not yet made ready
+	 * still has FMAINT. HAProxy's own maintenance mask leaves it out too. */
+	bool row_capacity = !(row->admin_state & RUNTIME_API_ADMF_MAINT);
 	bool row_out = row->op_state == RUNTIME_API_SRV_STOPPED ||
 		       (row->admin_state & RUNTIME_API_ADMF_DRAIN);
 	if (!entry) {
@@ -85,8 +88,7 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	if (!link_look_predates(link, en->last_command)) {
 		en->seen.drained = row->admin_state & RUNTIME_API_ADMF_FDRAIN;
 		/* Inherited drain is configuration, like maintenance: hands off. */
-		en->seen.maint = row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_CMAINT |
-						     RUNTIME_API_ADMF_IDRAIN);
+		en->seen.maint = row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_IDRAIN);
 	}
 	en->seen.down = row->op_state == RUNTIME_API_SRV_STOPPED;
 	if (group) {

@@ -132,12 +132,9 @@ drain_by_traffic() { # SLOT
 
 # A slot the controller wrote `disabled` and later readied keeps HAProxy's
 # CMAINT flag (srv_admin_state 4) while it serves: HAProxy's own mask of
-# maintenance (SRV_ADMF_MAINT) leaves that flag out. The agent reads it
-# as maintenance (spoa/link/looks.c: seen.maint and row_capacity), keeps
-# its hands off the pod and leaves it out of the cap's count until the
-# controller's next reload rewrites the slot as `enabled`.
+# maintenance (SRV_ADMF_MAINT) leaves that flag out, and so does the agent
+# (spoa/link/looks.c): the pod there is guarded and counted by the cap.
 @test "a pod put in a parked slot is guarded: failing there, it is drained" {
-	skip "the agent reads CMAINT alone, a configured-disabled slot made ready, as maintenance"
 	local p5_port
 	p5_port=$(free_port)
 	start_worker p5 "$p5_port" 500
