@@ -91,7 +91,7 @@ struct config_key {
 };
 
 #define CONFIG_NB_KEYS 52
-extern const struct config_key config_keys[CONFIG_NB_KEYS];
+extern const struct config_key config_keys[]; /* CONFIG_NB_KEYS rows (keys.c checks) */
 
 /* The row of a key as written in the file, or NULL. */
 const struct config_key *config_key_find(const char *name);

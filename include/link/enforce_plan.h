@@ -1,5 +1,5 @@
 /*
- * enforce.h - what the breakers want from HAProxy, and how to get there.
+ * enforce_plan.h - what the breakers want from HAProxy, and how to get there.
  *
  * The plan is pure: from what a breaker wants (its state), what HAProxy
  * last said about the server, and what the agent remembers having changed,

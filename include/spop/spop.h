@@ -103,7 +103,7 @@ static inline struct spop_data spop_data_bool(bool v)
 	return d;
 }
 
-/* ---- handshake and disconnect (spop_hello.c) ---- */
+/* ---- handshake and disconnect (hello.c) ---- */
 
 /* Reads a HAPROXY-HELLO payload and agrees on version 2.0, the smaller
  * max-frame-size and the capabilities we support (pipelining only: never

@@ -91,7 +91,7 @@ static const struct config_word open_late_success_words[] = {
 	{NULL, 0, false},
 };
 
-const struct config_key config_keys[CONFIG_NB_KEYS] = {
+const struct config_key config_keys[] = {
 	/* ---- [agent]: the process; only a restart changes most of it ---- */
 	{
 		.name = "listen", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ADDRESS,
@@ -528,6 +528,11 @@ const struct config_key config_keys[CONFIG_NB_KEYS] = {
 			"the control socket's pause, kept in the file",
 	},
 };
+
+/* A row added without CONFIG_NB_KEYS, or the count raised without its
+ * row, would otherwise leave a zeroed key or none: the build stops. */
+_Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) == CONFIG_NB_KEYS,
+	       "CONFIG_NB_KEYS must count the rows of config_keys");
 
 const struct config_key *config_key_find(const char *name)
 {

@@ -27,9 +27,10 @@
  * forever is NOT detected here. HTTP status alone cannot tell "busy" from
  * "broken and saying 503", and counting it as a fault produced the worse,
  * fleet-wide false-shed: the busiest workers marked down, pressure
- * concentrated on the rest. A wedged-at-503 worker needs a different signal
- * (e.g. a bound on how long a worker may answer only backpressure).
- * Operators whose workers use 503 for outages move it to the failure set.
+ * concentrated on the rest. A worker wedged at 503 is found by another
+ * signal, not here: only capacity statuses for wedged_after while its
+ * neighbours succeed (breaker_is_wedged()). Operators whose workers use
+ * 503 for outages may also move it to the failure set.
  */
 enum breaker_outcome breaker_outcome(const struct breaker_policy *policy, int status)
 {

@@ -1,5 +1,5 @@
 /*
- * spop_codec.c - decode and encode SPOP items over caller-owned buffers.
+ * codec.c - decode and encode SPOP items over caller-owned buffers.
  *
  * No allocation, no I/O, no globals: the connection layer owns all memory,
  * and every function here can be unit-tested and fuzzed on a byte array.

@@ -1,5 +1,5 @@
 /*
- * spop_hello.c - the HELLO handshake and DISCONNECT frames, as pure functions.
+ * hello.c - the HELLO handshake and DISCONNECT frames, as pure functions.
  *
  * The rules come from what HAProxy 2.6 and 3.x accept: version "2.0",
  * max-frame-size = min(ours, HAProxy's) and never below 256, a capabilities
