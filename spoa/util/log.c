@@ -466,8 +466,11 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	emit(level, line);
 }
 
-static void vrecord(enum log_level level, const struct log_field *fields, size_t nb,
-		    const char *fmt, va_list ap)
+/* A format of the caller's, checked at its call (clang's
+ * -Wformat-nonliteral wants the attribute to follow it here). */
+__attribute__((format(printf, 4, 0))) static void vrecord(enum log_level level,
+							const struct log_field *fields, size_t nb,
+							const char *fmt, va_list ap)
 {
 	char line[1024];
 	vsnprintf(line, sizeof(line), fmt, ap);
