@@ -21,11 +21,14 @@ free_port() {
 	local given="${BATS_TEST_TMPDIR:-${BATS_FILE_TMPDIR:-/tmp}}/.ports-given" port
 	touch "$given"
 	for _ in $(seq 20); do
+		# SO_REUSEADDR as HAProxy and the workers bind: a port an
+		# earlier test's connections left in TIME_WAIT is free to them.
 		port=$(python3 -c '
 import random, socket, sys
 base, span = int(sys.argv[1] or 0), int(sys.argv[2])
 for _ in range(200):
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         s.bind(("127.0.0.1", random.randrange(base, base + span) if base else 0))
     except OSError:
@@ -33,8 +36,13 @@ for _ in range(200):
     print(s.getsockname()[1])
     break
 ' "${E2E_PORT_BASE:-}" "${E2E_PORT_SPAN:-2000}")
-		grep -qx "$port" "$given" || break
+		[ -n "$port" ] && ! grep -qx "$port" "$given" && break
+		port=""
 	done
+	[ -n "$port" ] || {
+		echo "free_port: no free port found (E2E_PORT_BASE ${E2E_PORT_BASE:-unset})" >&2
+		return 1
+	}
 	echo "$port" >>"$given"
 	echo "$port"
 }
