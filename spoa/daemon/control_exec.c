@@ -279,8 +279,8 @@ static void do_hold(struct daemon *d, const struct control_request *req, long ui
 		strbuf_printf(out, "error: %s\n", err);
 		return;
 	}
+	/* Published: the timer subscriber arms for a timed hold's end. */
 	apply_entry(d, e, uid, e->breaker.state, true);
-	breakers_arm_entry(&d->breakers, e);
 	log_notice("control: uid %ld holds %s/%s %s%s%s", uid, e->backend, e->server,
 		   breaker_hold_name(req->hold), req->force ? ", past the ejection cap" : "",
 		   req->for_ms ? " for a time" : " until unhold");
@@ -395,7 +395,7 @@ static void do_release(struct daemon *d, bool release, long uid, struct strbuf *
 	save(d, out);
 }
 
-static void run(struct daemon *d, const struct control_request *rq, long uid, struct strbuf *out);
+static void run(struct daemon *d, const struct control_request *req, long uid, struct strbuf *out);
 
 void daemon_control_exec(void *ctx, const char *line, size_t len, long uid, struct strbuf *out)
 {
@@ -417,17 +417,16 @@ void daemon_control_exec(void *ctx, const char *line, size_t len, long uid, stru
 		d->control_done++;
 }
 
-static void run(struct daemon *d, const struct control_request *rq, long uid, struct strbuf *out)
+static void run(struct daemon *d, const struct control_request *req, long uid, struct strbuf *out)
 {
-	const struct control_request req = *rq;
-	switch (req.verb) {
+	switch (req->verb) {
 	case CONTROL_HELP: strbuf_puts(out, control_help_text); return;
-	case CONTROL_SHOW_BREAKERS: show_breakers(d, &req, out); return;
-	case CONTROL_HOLD: do_hold(d, &req, uid, out); return;
-	case CONTROL_UNHOLD: do_unhold(d, &req, uid, out); return;
-	case CONTROL_RESET: do_reset(d, &req, uid, out); return;
-	case CONTROL_PAUSE: do_pause(d, &req, uid, out); return;
-	case CONTROL_RESUME: do_resume(d, &req, uid, out); return;
+	case CONTROL_SHOW_BREAKERS: show_breakers(d, req, out); return;
+	case CONTROL_HOLD: do_hold(d, req, uid, out); return;
+	case CONTROL_UNHOLD: do_unhold(d, req, uid, out); return;
+	case CONTROL_RESET: do_reset(d, req, uid, out); return;
+	case CONTROL_PAUSE: do_pause(d, req, uid, out); return;
+	case CONTROL_RESUME: do_resume(d, req, uid, out); return;
 	case CONTROL_RELEASE_ALL: do_release(d, true, uid, out); return;
 	case CONTROL_RESUME_ALL: do_release(d, false, uid, out); return;
 	}
