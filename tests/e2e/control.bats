@@ -239,12 +239,13 @@ never_served_by() { # NAME
 @test "a client that never finishes its line does not stall SPOP, and is answered and closed" {
 	stop_all
 	W2_BEHAVIOUR=200 setup
-	local holders=()
-	for _ in $(seq 20); do
+	local holders=() i
+	for i in $(seq 20); do
 		# Connected, a few bytes, never a newline (nor the end of the stream).
 		# (bats' fd 3 closed: a background process holding it would
 		# hold the test open; the sleep ends on its own after the test.)
-		(printf 'show br'; sleep 15) 3>&- 2>/dev/null | socat - "unix:$CONTROL" >/dev/null 2>&1 3>&- &
+		(printf 'show br'; sleep 15) 3>&- 2>/dev/null |
+			socat - "unix:$CONTROL" >"$BATS_TEST_TMPDIR/holder.$i" 2>&1 3>&- &
 		holders+=($!)
 	done
 	# SPOP is answered meanwhile: the breaker's header comes back.
@@ -255,6 +256,10 @@ never_served_by() { # NAME
 	# And the socket still serves a command (the clients beyond its
 	# bound were told it was busy and closed).
 	wait_until 20 bash -c "'$SPOA_BIN' ctl --socket '$CONTROL' show breakers | grep -q workers/w1"
+	# Those the socket took (16 at once, its bound, so at least 16) were
+	# answered at its timeout and closed; any beyond were refused as busy
+	# (a refusal the client may not read: its unread line resets it).
+	wait_until 20 bash -c "[ \$(grep -l '^error: no complete line in time' '$BATS_TEST_TMPDIR'/holder.* | wc -l) -ge 16 ]"
 	kill "${holders[@]}" 2>/dev/null || true
 }
 
