@@ -285,6 +285,9 @@ done
 
 section "summary"
 awk '{ printf "%-26s %4d passed, %d failed%s\n", $1, $2, $3, ($4 ? ", " $4 " skipped" : "") }' "$RESULTS"
+# Each failed test by name, just above the total, so that the tail of the
+# output says which.
+grep -h '^not ok ' "$E2E_LOGS"/*.log "$PACKAGING_LOG" 2>/dev/null | sed 's/^/failed: /' || true
 total=$(awk '{p += $2; f += $3; s += $4} END {printf "%d passed, %d failed", p, f; if (s) printf ", %d skipped", s}' "$RESULTS")
 echo "$total"
 case "$total" in
