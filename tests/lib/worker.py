@@ -15,6 +15,9 @@ form /status/NNN overrides for one request:
   slow:SECONDS[:NNN]
             a whole 200 answer (or status NNN), head and body, after
             SECONDS (a long completion that is not streamed; a late refusal)
+  cap:K:SECONDS
+            an engine of capacity K: a 200 after SECONDS while fewer than K
+            requests are in service, 503 at once beyond (a batch that is full)
   stream:FIRST:TOTAL
             a 200 head after FIRST seconds (the first token), then a chunked
             body of server-sent events, one every 100 ms, ending TOTAL
@@ -42,6 +45,7 @@ import os
 import random
 import socket
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -100,6 +104,21 @@ class Handler(BaseHTTPRequestHandler):
             _, first, total = behaviour.split(":")
             self.stream(arrived, float(first), float(total))
             return
+        elif behaviour.startswith("cap:"):
+            _, k, seconds = behaviour.split(":")
+            with self.server.lock:
+                full = self.server.in_service >= int(k)
+                if not full:
+                    self.server.in_service += 1
+            if full:
+                behaviour = "503"
+            else:
+                try:
+                    time.sleep(float(seconds))
+                finally:
+                    with self.server.lock:
+                        self.server.in_service -= 1
+                behaviour = "200"
         elif behaviour == "busy":
             r = self.server.rng.random()
             behaviour = "503" if r < 0.5 else "429" if r < 0.8 else "200"
@@ -183,6 +202,8 @@ def main():
     server.mode_file = args.mode_file
     server.hang_limit = args.hang_limit
     server.rng = random.Random(os.getpid())
+    server.lock = threading.Lock()
+    server.in_service = 0  # cap:K:SECONDS's requests being served
     print(f"worker {args.name} on {args.host}:{args.port} ({args.behaviour})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
