@@ -13,7 +13,7 @@
 #include "core/breaker-t.h"
 
 /* The defaults of docs/design.md, "Per-state rules": threshold 3,
- * cool-down 30 s, 1 probe, capacity {429, 503}, failure 500-599 minus
+ * cool-down 30 s, 1 probe, capacity {429, 503, 529}, failure 500-599 minus
  * capacity, ignore empty,
  * half-open backpressure `close`, open late success `ignore`; open-time
  * backoff up to 5 min, forgotten after 60 s closed; the failure-rate

@@ -33,6 +33,11 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	 * an outage - the very behaviour this agent exists to correct. */
 	status_set_add(&policy->capacity, 429);
 	status_set_add(&policy->capacity, 503);
+	/* And 529, NVIDIA Dynamo's "overloaded" answer, which other LLM APIs
+	 * give too: busy, not dead. Like 503 it leaves the derived failure
+	 * set below; unlike 503, HAProxy's retry-on cannot list it, so it
+	 * always reaches the client and SPOE. */
+	status_set_add(&policy->capacity, 529);
 	derive_failure_set(policy);
 	policy->half_open_backpressure = BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE;
 	policy->open_late_success = BREAKER_OPEN_LATE_SUCCESS_IGNORE;

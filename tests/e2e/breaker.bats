@@ -24,6 +24,30 @@ teardown() {
 	assert_output "closed backpressure 0 "
 }
 
+# 529, an LLM server's "overloaded" (NVIDIA Dynamo's), is a capacity status
+# by default although it is a 5xx; the 500s after it open the same breaker.
+@test "a worker answering 529 a hundred times stays closed; 500s then open it" {
+	local i opened_at=0
+	for i in $(seq 100); do
+		run verdict_of /status/529
+		assert_output "closed backpressure 0 "
+	done
+	# No retry-on can list 529: the client gets the worker's own answer.
+	run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/status/529"
+	assert_output 529
+	[ "$(header_of /status/529 x-worker)" = w1 ]
+	for i in $(seq 50); do
+		run verdict_of /status/500
+		if [[ "$output" == "open failure "* ]]; then
+			opened_at=$i
+			break
+		fi
+		assert_output "closed failure $i "
+	done
+	[ "$opened_at" -gt 1 ]
+	assert_output "open failure $opened_at closed->open"
+}
+
 @test "a worker answering 500 opens its breaker at the threshold" {
 	local i opened_at=0 previous=0
 	for i in $(seq 50); do

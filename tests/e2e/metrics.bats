@@ -200,7 +200,8 @@ b = {x[\"server\"]: x for x in doc[\"breakers\"]}
 assert set(b) == {\"w1\", \"w2\", \"w3\"}, b
 p = b[\"w2\"][\"policy\"]
 assert p[\"threshold\"] == 3 and p[\"cooldown_ms\"] == 60000, p
-assert p[\"capacity_statuses\"] == \"429,503\", p
+assert p[\"capacity_statuses\"] == \"429,503,529\", p
+assert p[\"failure_statuses\"] == \"500-502,504-528,530-599\", p
 for k in (\"since_ms\", \"cooldown_left_ms\", \"failure_streak\"):
     assert isinstance(b[\"w2\"][k], int), k
 print(\"ok\")'"

@@ -56,7 +56,7 @@ static void open_then_half_open(struct breaker *b, uint64_t *now)
 
 enum policy_variant {
 	POLICY_DEFAULT,
-	POLICY_503_IS_FAILURE, /* capacity = {429}: the failure set follows */
+	POLICY_503_IS_FAILURE, /* capacity = {429}: the failure set follows, 529 too */
 	POLICY_IGNORE_501,     /* ignore = {501} */
 	POLICY_408_IS_FAILURE, /* failure = {408, 500-599} minus capacity */
 	POLICY_NARROW_FAILURE, /* failure = {500, 502} */
@@ -83,7 +83,8 @@ static void make_policy(struct breaker_policy *p, enum policy_variant variant)
 		layer.fields = BREAKER_FIELD_FAILURE_SET;
 		status_set_add(&layer.values.failure, 408);
 		status_set_add_range(&layer.values.failure, 500, 502);
-		status_set_add_range(&layer.values.failure, 504, 599);
+		status_set_add_range(&layer.values.failure, 504, 528);
+		status_set_add_range(&layer.values.failure, 530, 599);
 		break;
 	case POLICY_NARROW_FAILURE:
 		layer.fields = BREAKER_FIELD_FAILURE_SET;
@@ -109,6 +110,11 @@ static const struct {
 	/* docs/design.md, "Busy is not dead": "alive and busy" is neutral. */
 	{POLICY_DEFAULT, 429, BREAKER_OUTCOME_BACKPRESSURE},
 	{POLICY_DEFAULT, 503, BREAKER_OUTCOME_BACKPRESSURE},
+	/* NVIDIA Dynamo's overload answer, and other LLM APIs': a 5xx that
+	 * says busy, as 503 does; its neighbours stay failures. */
+	{POLICY_DEFAULT, 529, BREAKER_OUTCOME_BACKPRESSURE},
+	{POLICY_DEFAULT, 528, BREAKER_OUTCOME_FAILURE},
+	{POLICY_DEFAULT, 530, BREAKER_OUTCOME_FAILURE},
 	{POLICY_DEFAULT, 500, BREAKER_OUTCOME_FAILURE},
 	{POLICY_DEFAULT, 502, BREAKER_OUTCOME_FAILURE},
 	{POLICY_DEFAULT, 504, BREAKER_OUTCOME_FAILURE},
@@ -123,6 +129,7 @@ static const struct {
 	 * set makes it a failure, and 429 stays backpressure. */
 	{POLICY_503_IS_FAILURE, 503, BREAKER_OUTCOME_FAILURE},
 	{POLICY_503_IS_FAILURE, 429, BREAKER_OUTCOME_BACKPRESSURE},
+	{POLICY_503_IS_FAILURE, 529, BREAKER_OUTCOME_FAILURE},
 	{POLICY_IGNORE_501, 501, BREAKER_OUTCOME_IGNORED},
 	{POLICY_IGNORE_501, 500, BREAKER_OUTCOME_FAILURE},
 	{POLICY_IGNORE_501, 503, BREAKER_OUTCOME_BACKPRESSURE},
@@ -156,7 +163,7 @@ static void test_outcome_defaults_exhaustive(void **state)
 
 	for (int status = 100; status <= 599; status++) {
 		enum breaker_outcome expected;
-		if (status == 429 || status == 503)
+		if (status == 429 || status == 503 || status == 529)
 			expected = BREAKER_OUTCOME_BACKPRESSURE;
 		else if (status >= 500)
 			expected = BREAKER_OUTCOME_FAILURE;
@@ -521,15 +528,15 @@ static void test_transition_table_is_complete(void **state)
 
 /* ==== busy is not dead, sets replace (docs/design.md) ==== */
 
-/* Busy is not dead: an engine answering 503 (or 429) far past any
+/* Busy is not dead: an engine answering 503 (or 429, or 529) far past any
  * threshold leaves the breaker CLOSED and admitting. */
 static void test_backpressure_storm_never_opens(void **state)
 {
-	const int statuses[] = {503, 429};
+	const int statuses[] = {503, 429, 529};
 	struct breaker_policy p;
 	breaker_policy_defaults(&p);
 
-	for (size_t s = 0; s < 2; s++) {
+	for (size_t s = 0; s < sizeof(statuses) / sizeof(statuses[0]); s++) {
 		struct breaker b;
 		breaker_init(&b, &p, T0);
 		unsigned storm = 100 * p.threshold + 1000;
@@ -646,7 +653,7 @@ static void test_half_open_probe_503_never_wedges(void **state)
  * default, neither does a late success. */
 static void test_late_outcomes_while_open(void **state)
 {
-	const int statuses[] = {503, 429, 500, 502, 200, 404};
+	const int statuses[] = {503, 429, 529, 500, 502, 200, 404};
 	struct breaker_policy p;
 	breaker_policy_defaults(&p);
 
@@ -795,9 +802,9 @@ static void test_defaults(void **state)
 	assert_int_equal(p.cooldown_ms, 30000);
 	assert_int_equal(p.half_open_probes, 1);
 	status_set_format(&p.capacity, list, sizeof(list));
-	assert_string_equal(list, "429,503");
+	assert_string_equal(list, "429,503,529");
 	status_set_format(&p.failure, list, sizeof(list));
-	assert_string_equal(list, "500-502,504-599");
+	assert_string_equal(list, "500-502,504-528,530-599");
 	assert_true(status_set_is_empty(&p.ignore));
 	assert_int_equal(p.half_open_backpressure, BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE);
 	assert_int_equal(p.open_late_success, BREAKER_OPEN_LATE_SUCCESS_IGNORE);

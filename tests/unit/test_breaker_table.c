@@ -458,7 +458,8 @@ static void test_policy_error_names_the_level(void **state)
 	l.global.fields = BREAKER_FIELD_FAILURE_SET | BREAKER_FIELD_THRESHOLD;
 	l.global.values.threshold = 5;
 	status_set_add_range(&l.global.values.failure, 500, 502);
-	status_set_add_range(&l.global.values.failure, 504, 599);
+	status_set_add_range(&l.global.values.failure, 504, 528);
+	status_set_add_range(&l.global.values.failure, 530, 599);
 	server.fields = BREAKER_FIELD_CAPACITY_SET;
 	status_set_add(&server.values.capacity, 429);
 	status_set_add(&server.values.capacity, 503);

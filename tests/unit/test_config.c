@@ -101,7 +101,7 @@ static void test_every_key_is_an_option(void **state)
 	assert_non_null(strstr(r.out, "  -L, --log-level LEVEL"));
 	const char *flat = flat_out();
 	assert_non_null(strstr(flat, "(default 500ms)"));
-	assert_non_null(strstr(flat, "(default 429,503)"));
+	assert_non_null(strstr(flat, "(default 429,503,529)"));
 	assert_non_null(strstr(flat, "(default 127.0.0.1:12345; changes need a restart)"));
 	assert_non_null(strstr(flat, "error, warning, notice, info or debug;"));
 }
@@ -655,7 +655,8 @@ static void test_policy_problems_at_their_sections(void **state)
 	path = file("[breaker]\nthreshold = 3\n");
 	assert_int_equal(STATUS("--check", "-f", path, "--failure-statuses", "500-599"), 1);
 	assert_errors_have("spoa-breaker: --failure-statuses 500-599 overlaps the default "
-			   "capacity_statuses 429,503 on 503 (a status belongs to one set only)");
+			   "capacity_statuses 429,503,529 on 503,529 "
+			   "(a status belongs to one set only)");
 }
 
 /* The backoff and failure-rate keys that only make sense together. */

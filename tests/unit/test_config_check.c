@@ -168,7 +168,7 @@ static void test_overlap_at_the_more_specific_key(void **state)
 	assert_int_equal(STATUS("--check", "-f", path), 1);
 	snprintf(line, sizeof(line),
 		 "%s:4: [backend be]: ignore_statuses = 503 overlaps the default "
-		 "capacity_statuses 429,503 on 503 (a status belongs to one set only)\n",
+		 "capacity_statuses 429,503,529 on 503 (a status belongs to one set only)\n",
 		 path);
 	assert_errors_have(line);
 
@@ -196,7 +196,7 @@ static void test_overlap_said_beside_another_problem(void **state)
 	assert_errors_have(line);
 	snprintf(line, sizeof(line),
 		 "%s:6: [breaker]: failure_statuses = 500-599 overlaps the default "
-		 "capacity_statuses 429,503 on 503",
+		 "capacity_statuses 429,503,529 on 503,529",
 		 path);
 	assert_errors_have(line);
 }

@@ -45,6 +45,9 @@ static const struct {
 	{"none", "none", 0},
 	{"  none  ", "none", 0},
 	{"429,500-502,504-599", "429,500-502,504-599", 100},
+	/* The default sets, as /state and --check print them. */
+	{"529,503,429", "429,503,529", 3},
+	{"500-502,504-528,530-599", "500-502,504-528,530-599", 98},
 };
 
 static void test_parse_valid(void **state)
