@@ -180,6 +180,10 @@ struct breaker_policy {
 	 * servers - the file's form of the control socket's pause
 	 * (enforce_wanted_state()). */
 	bool observe_only;
+	/* The agent learns the servers' capacity from their workers'
+	 * refusals and sets their maxconn to it (link/capacity.h); false
+	 * leaves the server's own maxconn alone (the operator's pin). */
+	bool learn_capacity;
 };
 
 /* Which fields of a policy one configuration level sets. */
@@ -207,6 +211,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_RETRY_AFTER_MAX = 1u << 20,
 	BREAKER_FIELD_RETRIED_TIMEOUTS = 1u << 21,
 	BREAKER_FIELD_OBSERVE_ONLY = 1u << 22,
+	BREAKER_FIELD_LEARN_CAPACITY = 1u << 23,
 };
 
 /* One level of configuration (global, a backend, a server): the fields
@@ -278,10 +283,13 @@ struct breaker {
 	 * the newest `window` of them, so a reload may change it. */
 	uint64_t window_failures;
 	/* The worker's own Retry-After (rest.c): no new requests until
-	 * rest_until_ms (0: not resting), a rest of rest_ms so far; rests
-	 * started, for the record (saturates). Beside the state, never part
-	 * of it: a resting breaker keeps its state, its streak and its
-	 * window. Not in the snapshot: a rest lasts seconds. */
+	 * rest_until_ms, a rest of rest_ms so far (rest_ms 0: not resting);
+	 * rests started, for the record (saturates). rest_until_ms set with
+	 * rest_ms 0 is a word not yet a rest: the end the worker asked for,
+	 * kept until it is known whether the worker refuses everything.
+	 * Beside the state, never part of it: a resting breaker keeps its
+	 * state, its streak and its window. Not in the snapshot: a rest
+	 * lasts seconds. */
 	uint64_t rest_until_ms;
 	uint32_t rest_ms;
 	uint32_t rests;
@@ -328,6 +336,10 @@ enum breaker_rest_change {
 	BREAKER_REST_STARTED,  /* it was not resting: no new requests from now */
 	BREAKER_REST_EXTENDED, /* resting, and told to wait longer than that */
 	BREAKER_REST_ENDED,    /* the time it asked for elapsed */
+	/* A word not yet a rest (breaker_rest_word()): the worker said "come
+	 * back in N s"; whether it refuses everything is told later. */
+	BREAKER_REST_ASKED,
+	BREAKER_REST_DROPPED, /* the word was dropped: the worker answers, or it expired */
 };
 
 /* What one record or tick did, for the caller to act on (log, Runtime API,

@@ -294,14 +294,42 @@ uint64_t breaker_wake_deadline(const struct breaker *b);
 uint64_t breaker_rest_left_ms(const struct breaker *b, uint64_t now_ms);
 static inline bool breaker_is_resting(const struct breaker *b)
 {
-	return b->rest_until_ms != 0;
+	return b->rest_ms != 0;
 }
+/*
+ * A capacity status's Retry-After is one client's word (RFC 9110: when
+ * that client may come back), not a sign that the worker refuses
+ * everything: a busy engine says it on every refusal while it goes on
+ * serving its batch. Drained on every such word, the workers that carry
+ * the load at its peak would each leave rotation in turn. So a word
+ * becomes a rest only once the worker is seen answering nothing else:
+ *
+ * breaker_rest_word() takes a response's word. Resting already, it is
+ * breaker_rest_on_response() (a later end extends the rest). Otherwise
+ * it is kept, not acted on (ASKED): the latest end asked for stands.
+ * breaker_rest_answered(): the worker answered something other than a
+ * capacity status - the word is dropped (DROPPED).
+ * breaker_rest_confirm(): the verdict on a kept word, from a look at
+ * HAProxy's counters (no success since the previous look) or, where the
+ * agent has no look, a second word with no success between: the rest
+ * starts, until the end the word asked for (STARTED); a word whose end
+ * has passed is dropped, never applied late (DROPPED).
+ * breaker_rest_tick() drops a kept word whose end has passed, quietly.
+ */
+static inline bool breaker_rest_word_kept(const struct breaker *b)
+{
+	return b->rest_ms == 0 && b->rest_until_ms != 0;
+}
+enum breaker_rest_change breaker_rest_word(struct breaker *b, enum breaker_outcome outcome,
+					   uint64_t retry_after_s, uint64_t now_ms);
+enum breaker_rest_change breaker_rest_answered(struct breaker *b);
+enum breaker_rest_change breaker_rest_confirm(struct breaker *b, uint64_t now_ms);
 /* When the rest began (meaningful while resting). */
 static inline uint64_t breaker_rest_since_ms(const struct breaker *b)
 {
 	return b->rest_until_ms - b->rest_ms;
 }
-/* "started", "extended", "ended"; NULL for UNCHANGED. */
+/* "started", "extended", "ended", "asked", "dropped"; NULL for UNCHANGED. */
 const char *breaker_rest_change_name(enum breaker_rest_change change);
 
 /* Dirty: not CLOSED, a failure streak, or a failure in the window under

@@ -42,6 +42,10 @@ enum breaker_cause_kind {
 	/* The rest a worker's Retry-After asked for elapsed (core/rest.c),
 	 * with no transition at the same tick */
 	BREAKER_CAUSE_REST_OVER,
+	/* HAProxy's look: a worker that asked to be left alone (Retry-After)
+	 * answered nothing but capacity statuses since the previous look;
+	 * its word becomes a rest (core/rest.c) */
+	BREAKER_CAUSE_REST_WORD,
 	/* The operator's hand moved (core/operator_hand.h): a hold set, lifted
 	 * or ended, a backend paused or resumed, the agent released or
 	 * resumed; `uid` says who asked (-1: the hold's own end, a start) */

@@ -74,6 +74,11 @@ struct observe_ctx {
 	 * and values that are neither seconds nor a date. */
 	uint64_t retry_after_dates;
 	uint64_t retry_after_invalid;
+	/* No look at HAProxy's counters tells whether a worker that sent a
+	 * Retry-After answers anything else (no Runtime API: agent-check
+	 * mode, where every response is notified): its second word with no
+	 * success between starts the rest (core/rest.c). */
+	bool words_confirm_words;
 };
 
 /* The dispatch handler; ctx is a struct observe_ctx. */

@@ -91,7 +91,7 @@ bool breaker_is_dirty(const struct breaker *b)
 bool breaker_is_forgettable(const struct breaker *b)
 {
 	/* A held breaker is the operator's word: never forgotten. */
-	return !breaker_is_dirty(b) && b->trips_in_a_row == 0 && !breaker_is_resting(b) &&
+	return !breaker_is_dirty(b) && b->trips_in_a_row == 0 && b->rest_until_ms == 0 &&
 	       b->hold == BREAKER_HOLD_NONE;
 }
 

@@ -97,19 +97,63 @@ enum breaker_rest_change breaker_rest_on_response(struct breaker *b, enum breake
 	return BREAKER_REST_EXTENDED;
 }
 
-enum breaker_rest_change breaker_rest_tick(struct breaker *b, uint64_t now_ms)
+enum breaker_rest_change breaker_rest_word(struct breaker *b, enum breaker_outcome outcome,
+					   uint64_t retry_after_s, uint64_t now_ms)
 {
-	if (!breaker_is_resting(b) || now_ms < b->rest_until_ms)
+	if (breaker_is_resting(b))
+		return breaker_rest_on_response(b, outcome, retry_after_s, now_ms);
+	uint64_t want = breaker_rest_wanted_ms(b->policy, outcome, retry_after_s);
+	if (want == 0)
+		return BREAKER_REST_UNCHANGED;
+	/* The longer word stands, as for a rest. */
+	if (now_ms + want > b->rest_until_ms)
+		b->rest_until_ms = now_ms + want;
+	return BREAKER_REST_ASKED;
+}
+
+enum breaker_rest_change breaker_rest_answered(struct breaker *b)
+{
+	if (!breaker_rest_word_kept(b))
 		return BREAKER_REST_UNCHANGED;
 	b->rest_until_ms = 0;
+	return BREAKER_REST_DROPPED;
+}
+
+enum breaker_rest_change breaker_rest_confirm(struct breaker *b, uint64_t now_ms)
+{
+	if (!breaker_rest_word_kept(b))
+		return BREAKER_REST_UNCHANGED;
+	if (now_ms >= b->rest_until_ms) {
+		/* Its time is over: a late rest would drain a worker that
+		 * said it would be serving again by now. */
+		b->rest_until_ms = 0;
+		return BREAKER_REST_DROPPED;
+	}
+	/* Until the end the word asked for, not a full word from now: the
+	 * verdict took a look's time, which the worker did not ask for. */
+	uint64_t left = b->rest_until_ms - now_ms;
+	b->rest_ms = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+	if (b->rests < UINT32_MAX)
+		b->rests++;
+	return BREAKER_REST_STARTED;
+}
+
+enum breaker_rest_change breaker_rest_tick(struct breaker *b, uint64_t now_ms)
+{
+	if (b->rest_until_ms == 0 || now_ms < b->rest_until_ms)
+		return BREAKER_REST_UNCHANGED;
+	bool was_resting = breaker_is_resting(b);
+	b->rest_until_ms = 0;
 	b->rest_ms = 0;
-	return BREAKER_REST_ENDED;
+	/* A word that never became a rest ends with nothing to undo. */
+	return was_resting ? BREAKER_REST_ENDED : BREAKER_REST_UNCHANGED;
 }
 
 uint64_t breaker_wake_deadline(const struct breaker *b)
 {
 	uint64_t state = breaker_next_deadline(b);
-	if (breaker_is_resting(b) && b->rest_until_ms < state)
+	/* A kept word's end too: it is dropped then. */
+	if (b->rest_until_ms != 0 && b->rest_until_ms < state)
 		state = b->rest_until_ms;
 	/* An operator's hold for a time ends on time too. */
 	uint64_t hold_until = breaker_hold_until_ms(b);
@@ -132,6 +176,8 @@ const char *breaker_rest_change_name(enum breaker_rest_change change)
 	case BREAKER_REST_STARTED: return "started";
 	case BREAKER_REST_EXTENDED: return "extended";
 	case BREAKER_REST_ENDED: return "ended";
+	case BREAKER_REST_ASKED: return "asked";
+	case BREAKER_REST_DROPPED: return "dropped";
 	}
 	return NULL;
 }

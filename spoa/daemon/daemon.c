@@ -199,6 +199,7 @@ static bool start(struct daemon *d)
 	state_store_load(d->state);
 	daemon_control_apply(d);
 	d->breakers.observe.ack_vars = c->ack_variables;
+	d->breakers.observe.words_confirm_words = c->enforce != ENFORCE_RUNTIME_API;
 	dispatch_init(&d->dispatch);
 	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->breakers.observe);
 	/* What runs may differ from what was configured (the descriptor limit);

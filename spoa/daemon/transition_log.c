@@ -33,6 +33,8 @@ static const char *cause_name(enum breaker_cause_kind kind)
 		return "endpoint";
 	case BREAKER_CAUSE_REST_OVER:
 		return "rest_over";
+	case BREAKER_CAUSE_REST_WORD:
+		return "rest_word";
 	case BREAKER_CAUSE_OPERATOR:
 		return "operator";
 	}
@@ -102,6 +104,9 @@ static void format_reason(char *buf, size_t size, const struct breaker_table_ent
 		return;
 	case BREAKER_CAUSE_REST_OVER:
 		snprintf(buf, size, "the worker's rest ended");
+		return;
+	case BREAKER_CAUSE_REST_WORD:
+		snprintf(buf, size, "the worker answered nothing but capacity statuses");
 		return;
 	case BREAKER_CAUSE_OPERATOR:
 		snprintf(buf, size, "the operator's hand");
@@ -195,13 +200,21 @@ static void log_rest(const struct breaker_table_entry *e, const struct breaker_e
 {
 	const struct breaker *b = &e->breaker;
 
-	if (ev->rest == BREAKER_REST_STARTED)
-		log_notice("breaker %s/%s: worker resting for %u ms%s (Retry-After on a %d): "
-			   "drained until then, within the ejection cap; the breaker stays %s",
+	/* Started at a look (the word kept until the counters said the worker
+	 * answers nothing else), or by a second word over SPOP. */
+	if (ev->rest == BREAKER_REST_STARTED && cause->kind == BREAKER_CAUSE_RESPONSE)
+		log_notice("breaker %s/%s: worker resting for %u ms%s (Retry-After on a %d, "
+			   "nothing but capacity statuses since its last word): drained until "
+			   "then, within the ejection cap; the breaker stays %s",
 			   e->backend, e->server, b->rest_ms,
 			   b->rest_ms == b->policy->retry_after_max_ms ? ", bounded by retry_after_max"
 								       : "",
 			   cause->status, breaker_state_name(b->state));
+	else if (ev->rest == BREAKER_REST_STARTED)
+		log_notice("breaker %s/%s: worker resting for %u ms (Retry-After, and no success "
+			   "since the previous look): drained until then, within the ejection "
+			   "cap; the breaker stays %s",
+			   e->backend, e->server, b->rest_ms, breaker_state_name(b->state));
 	else if (ev->rest == BREAKER_REST_ENDED)
 		log_info("breaker %s/%s: worker's rest over, back in rotation unless its breaker "
 			 "says otherwise (%s)",

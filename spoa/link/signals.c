@@ -113,6 +113,29 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 }
 
 /*
+ * A worker's Retry-After kept since it came (core/rest.c), judged by the
+ * look: a success since the previous look means it answers, and the word
+ * goes (its refusals are its capacity speaking: capacity.c lowers its
+ * maxconn instead); none, and it refuses everything - the rest starts, until
+ * the end the word asked for. HAProxy counts every answer, notified or
+ * not, so both SPOE modes are judged alike.
+ */
+static void judge_rest_word(struct haproxy_link *link, struct breaker_table_entry *entry,
+			    bool answered)
+{
+	struct breaker *b = &entry->breaker;
+	if (!breaker_rest_word_kept(b))
+		return;
+	uint64_t now = clock_now_ms();
+	struct breaker_event ev = {.from = b->state, .to = b->state};
+	ev.rest = answered ? breaker_rest_answered(b) : breaker_rest_confirm(b, now);
+	if (ev.rest != BREAKER_REST_STARTED)
+		return;
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_REST_WORD, .now_ms = now};
+	breakers_publish(link->owner->breakers, entry, &ev, &cause);
+}
+
+/*
  * Steady-state mode: a clean server's successes are not notified, yet
  * wedged_after and stalled_after need to know that a backend's other
  * servers are serving. HAProxy's counters know: 1xx-3xx answers since the
@@ -136,6 +159,8 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 					   link->look_ms);
 	/* And for the metrics, the successes SPOP was not told of. */
 	counters_note_counted_successes(&entry->counters, delta, baseline && link->watched_map[0]);
+	if (baseline)
+		judge_rest_word(link, entry, delta > 0);
 }
 
 /* The backend's rows are all read: each server is judged against the

@@ -91,12 +91,23 @@ static enum breaker_rest_change note_retry_after(struct observe_ctx *o, struct b
 						 const struct spop_data *arg,
 						 enum breaker_outcome outcome, uint64_t now)
 {
+	/* A worker that answers is not refusing everything: its word, if
+	 * one is kept, is dropped (breaker_rest_word()). */
+	if (outcome == BREAKER_OUTCOME_SUCCESS)
+		return breaker_rest_answered(b);
 	if (outcome != BREAKER_OUTCOME_BACKPRESSURE)
 		return BREAKER_REST_UNCHANGED; /* any other status's header means nothing here */
 	uint64_t seconds;
 	switch (retry_after_arg(arg, &seconds)) {
 	case RETRY_AFTER_SECONDS:
-		return breaker_rest_on_response(b, outcome, seconds, now);
+		/* A word with one kept before it and no success between (a
+		 * success drops it): where no look at HAProxy's counters
+		 * confirms words, that is the worker refusing everything. */
+		if (o->words_confirm_words && breaker_rest_word_kept(b))
+			return breaker_rest_confirm(b, now) == BREAKER_REST_STARTED
+				       ? BREAKER_REST_STARTED
+				       : breaker_rest_word(b, outcome, seconds, now);
+		return breaker_rest_word(b, outcome, seconds, now);
 	case RETRY_AFTER_DATE:
 		/* A date needs the worker's clock and ours to agree; the
 		 * workers that shed load send seconds. */

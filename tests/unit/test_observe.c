@@ -317,6 +317,10 @@ static void test_retry_after_argument(void **state)
 				fail_msg("case %zu: refused", i);
 		struct breaker_table_entry *e = breaker_table_find(&f.table, "workers", 7, "w1", 2);
 		assert_non_null(e);
+		/* The word is kept, not yet a rest: the look that finds no
+		 * success since turns it into one, of what it asked. */
+		assert_false(breaker_is_resting(&e->breaker));
+		breaker_rest_confirm(&e->breaker, T0);
 		if (breaker_rest_left_ms(&e->breaker, T0) != cases[i].rest_ms ||
 		    f.observe.retry_after_dates != cases[i].dates ||
 		    f.observe.retry_after_invalid != cases[i].invalid)
@@ -332,6 +336,35 @@ static void test_retry_after_argument(void **state)
 	}
 }
 
+/* The word and the worker's answers over SPOP: a success drops a kept
+ * word; where no look confirms words, a second word with nothing but
+ * capacity statuses since starts the rest; where looks do, it does not. */
+static void test_words_over_spop(void **state)
+{
+	(void)state;
+	const struct spop_data two = spop_data_string("2", 1);
+	for (int by_words = 0; by_words <= 1; by_words++) {
+		struct fixture f;
+		setup(&f, OBSERVE_VARS_ALL);
+		f.observe.words_confirm_words = by_words;
+		observe_full(&f, "w1", 503, NULL, &two);
+		struct breaker_table_entry *e = breaker_table_find(&f.table, "workers", 7, "w1", 2);
+		assert_non_null(e);
+		assert_true(breaker_rest_word_kept(&e->breaker));
+		/* A success: the worker answers, the word goes. */
+		observe_full(&f, "w1", 200, NULL, NULL);
+		assert_false(breaker_rest_word_kept(&e->breaker));
+		assert_false(breaker_is_resting(&e->breaker));
+		/* Two words in a row, nothing else between. */
+		observe_full(&f, "w1", 503, NULL, &two);
+		observe_full(&f, "w1", 429, NULL, &two);
+		assert_int_equal(breaker_is_resting(&e->breaker), by_words);
+		assert_int_equal(e->breaker.rests, by_words);
+		assert_int_equal(breaker_rest_word_kept(&e->breaker), !by_words);
+		teardown(&f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_config_words_are_the_variables),
 		cmocka_unit_test(test_steady_messages_counted),
 		cmocka_unit_test(test_retry_after_argument),
+		cmocka_unit_test(test_words_over_spop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

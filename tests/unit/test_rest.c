@@ -308,6 +308,68 @@ static void test_names(void **state)
 	assert_string_equal(breaker_rest_change_name(BREAKER_REST_ENDED), "ended");
 }
 
+/* A word is kept, not acted on: the longer one stands; a success drops
+ * it; the verdict starts a rest until the end it asked for (never a full
+ * word from the verdict), or drops one whose end has passed; the tick
+ * drops an expired word with nothing to undo; a resting worker's word
+ * extends its rest as before. */
+static void test_words(void **state)
+{
+	(void)state;
+	struct breaker_policy p;
+	breaker_policy_defaults(&p);
+	struct breaker b;
+	breaker_init(&b, &p, T0);
+
+	assert_int_equal(breaker_rest_word(&b, BP, 2, T0), BREAKER_REST_ASKED);
+	assert_true(breaker_rest_word_kept(&b));
+	assert_false(breaker_is_resting(&b));
+	assert_int_equal(breaker_rest_left_ms(&b, T0), 0);
+	assert_false(breaker_is_forgettable(&b));
+	assert_int_equal(breaker_wake_deadline(&b), T0 + 2000);
+	/* A shorter word changes nothing, a longer one moves the end. */
+	assert_int_equal(breaker_rest_word(&b, BP, 1, T0 + 100), BREAKER_REST_ASKED);
+	assert_int_equal(b.rest_until_ms, T0 + 2000);
+	assert_int_equal(breaker_rest_word(&b, BP, 3, T0 + 100), BREAKER_REST_ASKED);
+	assert_int_equal(b.rest_until_ms, T0 + 3100);
+	/* The worker answers: the word goes. */
+	assert_int_equal(breaker_rest_answered(&b), BREAKER_REST_DROPPED);
+	assert_false(breaker_rest_word_kept(&b));
+	assert_int_equal(breaker_rest_answered(&b), BREAKER_REST_UNCHANGED);
+	assert_int_equal(breaker_rest_confirm(&b, T0 + 200), BREAKER_REST_UNCHANGED);
+	assert_true(breaker_is_forgettable(&b));
+
+	/* Confirmed: a rest until the word's end. */
+	breaker_rest_word(&b, BP, 2, T0 + 1000);
+	assert_int_equal(breaker_rest_confirm(&b, T0 + 1400), BREAKER_REST_STARTED);
+	assert_true(breaker_is_resting(&b));
+	assert_int_equal(b.rests, 1);
+	assert_int_equal(breaker_rest_left_ms(&b, T0 + 1400), 1600);
+	/* Resting, a word extends the rest; a success does not end it. */
+	assert_int_equal(breaker_rest_word(&b, BP, 3, T0 + 1500), BREAKER_REST_EXTENDED);
+	assert_int_equal(b.rest_until_ms, T0 + 4500);
+	assert_int_equal(breaker_rest_answered(&b), BREAKER_REST_UNCHANGED);
+	assert_true(breaker_is_resting(&b));
+	assert_int_equal(breaker_rest_tick(&b, T0 + 4500), BREAKER_REST_ENDED);
+	assert_false(breaker_is_resting(&b));
+
+	/* A word whose end passed before its verdict is never applied late. */
+	breaker_rest_word(&b, BP, 1, T0 + 5000);
+	assert_int_equal(breaker_rest_confirm(&b, T0 + 6000), BREAKER_REST_DROPPED);
+	assert_false(breaker_is_resting(&b));
+	assert_int_equal(b.rests, 1);
+	/* And the tick drops an expired word quietly. */
+	breaker_rest_word(&b, BP, 1, T0 + 7000);
+	assert_int_equal(breaker_rest_tick(&b, T0 + 8000), BREAKER_REST_UNCHANGED);
+	assert_false(breaker_rest_word_kept(&b));
+	assert_int_equal(breaker_wake_deadline(&b), BREAKER_NO_DEADLINE);
+	/* Only a capacity status's word counts, and not with the rule off. */
+	assert_int_equal(breaker_rest_word(&b, BREAKER_OUTCOME_FAILURE, 2, T0), BREAKER_REST_UNCHANGED);
+	p.retry_after_max_ms = 0;
+	assert_int_equal(breaker_rest_word(&b, BP, 2, T0), BREAKER_REST_UNCHANGED);
+	assert_false(breaker_rest_word_kept(&b));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_resting_is_not_forgettable),
 		cmocka_unit_test(test_table_tick),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_words),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
