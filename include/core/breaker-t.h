@@ -180,10 +180,10 @@ struct breaker_policy {
 	 * servers - the file's form of the control socket's pause
 	 * (enforce_wanted_state()). */
 	bool observe_only;
-	/* The agent learns the servers' capacity from their workers'
-	 * refusals and sets their maxconn to it (link/capacity.h); false
-	 * leaves the server's own maxconn alone (the operator's pin). */
-	bool learn_capacity;
+	/* False: the agent learns the servers' capacity from their workers'
+	 * refusals and sets their maxconn to it (link/capacity.h). True: the
+	 * operator's pin, the server's own maxconn is left alone. */
+	bool pin_maxconn;
 };
 
 /* Which fields of a policy one configuration level sets. */
@@ -211,7 +211,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_RETRY_AFTER_MAX = 1u << 20,
 	BREAKER_FIELD_RETRIED_TIMEOUTS = 1u << 21,
 	BREAKER_FIELD_OBSERVE_ONLY = 1u << 22,
-	BREAKER_FIELD_LEARN_CAPACITY = 1u << 23,
+	BREAKER_FIELD_PIN_MAXCONN = 1u << 23,
 };
 
 /* One level of configuration (global, a backend, a server): the fields

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core/breaker-t.h"
+#include "link/capacity.h"
 #include "link/faults-t.h"
 
 /* HAProxy instances (one Runtime API socket each) one agent can drive. */
@@ -109,6 +110,10 @@ struct enforce_entry {
 	 * look's row said, for the judgement at the end of its backend's
 	 * rows (signals.c), and the look that wrote it. */
 	uint64_t sent_counted;
+	/* Its worker's capacity as this HAProxy's looks learn it (capacity.h),
+	 * and the capacity statuses retried elsewhere this look found. */
+	struct capacity capacity;
+	uint64_t look_capacity_retries;
 	uint64_t heads_counted;
 	uint64_t stall_scur;
 	struct enforce_stall_row stall_row;

@@ -7,8 +7,9 @@
  * transition (act at once) and reconciliation (after HAProxy reloads or
  * forgets), so both always agree.
  *
- *   closed     state ready (if we drained it) and the server's own maxconn
- *              back (if we changed it)
+ *   closed     state ready (if we drained it) and the learnt capacity as its
+ *              maxconn (capacity.h), or the server's own back (if we
+ *              changed it)
  *   open       state drain (also a resting worker's: enforce_wanted_state())
  *   half_open  state ready (if we drained it) and maxconn = half_open_probes;
  *              state drain while the probes are out, if guard_room
@@ -50,6 +51,14 @@ enum breaker_state enforce_wanted_state(const struct breaker *b);
 struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_probes,
 				 bool guard_room, const struct enforce_seen *seen,
 				 struct enforce_memory *mem);
+
+/* The same, with the capacity learnt for the server (capacity.h; 0:
+ * none): a closed breaker's server gets it as its maxconn, unless its own
+ * is lower. Only closed: half-open's probes set their own, and an open
+ * server takes nothing. */
+struct enforce_plan enforce_plan_limited(enum breaker_state want, uint32_t half_open_probes,
+					 bool guard_room, uint32_t capacity_limit,
+					 const struct enforce_seen *seen, struct enforce_memory *mem);
 
 /* What HAProxy holds once the plan's commands have landed: seen is updated
  * as the next look would report it. */

@@ -25,7 +25,7 @@
  * The files, one concern each: lifecycle.c, subscriber.c, commands.c,
  * looks.c, signals.c, endpoint_follow.c, wiring_report.c, ejection_cap.c,
  * converge.c, records.c (the life of the records HAProxy keeps for the
- * agent, haproxy_record.h), peers.c. Their state is in enforcer-t.h.
+ * agent, haproxy_record.h), peers.c, capacity_watch.c. Their state is in enforcer-t.h.
  */
 #ifndef SPOA_LINK_INTERNAL_H
 #define SPOA_LINK_INTERNAL_H
@@ -159,6 +159,12 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 				 struct enforce_entry *en, const struct runtime_api_stat_row *row);
 void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, const struct runtime_api_stat_row *row);
+/* capacity_watch.c: the capacity each look learns (capacity.h), after
+ * the row's faults are recorded; and whether a breaker's server takes the
+ * limit learnt (no operator's hand, pin_maxconn off). */
+void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *entry,
+			struct enforce_entry *en);
+bool link_capacity_applies(const struct breaker *b);
 /* ... and once `show stat` ended (complete: read whole), the stalled
  * rule judges the last backend's servers. */
 void link_stall_rows_end(struct haproxy_link *link, bool complete);

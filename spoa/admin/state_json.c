@@ -104,7 +104,9 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	/* The backend's ejection cap, as this server's backend has it. */
 	u64_field(o, "max_ejection_percent", p->max_ejection_percent, false);
 	key(o, "drain_last_server");
-	strbuf_puts(o, p->drain_last_server ? "true" : "false");
+	strbuf_puts(o, p->drain_last_server ? "true," : "false,");
+	key(o, "pin_maxconn");
+	strbuf_puts(o, p->pin_maxconn ? "true" : "false");
 	strbuf_putc(o, '}');
 }
 

@@ -507,6 +507,17 @@ const struct config_key config_keys[] = {
 			"and then retried elsewhere is no sign of life (off: every retry of a "
 			"capacity status is backpressure, however late the status)",
 	},
+	/* At every level: an operator who knows a server's capacity pins it
+	 * (its own maxconn stays). Named for what it turns off, as learning
+	 * is on by default: on the command line a boolean is a flag. */
+	{
+		.name = "pin_maxconn", .sections = CONFIG_SECTIONS_POLICY, .type = CONFIG_BOOL,
+		IN_POLICY(pin_maxconn, BREAKER_FIELD_PIN_MAXCONN),
+		.flags = CONFIG_KEY_RELOADABLE, .option = "pin-maxconn",
+		.help = "leave the servers' own maxconn alone (off: each server's maxconn is its "
+			"worker's capacity, learnt from its capacity statuses, and HAProxy queues "
+			"what is beyond it)",
+	},
 	/* Per backend, in its own section only: a backend left out of the
 	 * breakers on purpose. No command-line flag: a flag could only turn
 	 * it on, and every backend is guarded unless its section says not. */

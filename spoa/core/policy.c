@@ -63,6 +63,10 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	/* Off, as the shipped haproxy.cfg retries no response timeout. */
 	policy->retried_timeouts = false;
 	policy->guarded = true;
+	/* Not pinned: a busy worker's capacity becomes its maxconn, and
+	 * HAProxy queues the rest instead of sending it to be refused
+	 * (link/capacity.h). */
+	policy->pin_maxconn = false;
 }
 
 /* Reports a non-empty intersection of two named sets, listing its statuses. */
@@ -210,6 +214,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->guarded = v->guarded;
 	if (f & BREAKER_FIELD_OBSERVE_ONLY)
 		p->observe_only = v->observe_only;
+	if (f & BREAKER_FIELD_PIN_MAXCONN)
+		p->pin_maxconn = v->pin_maxconn;
 }
 
 bool breaker_policy_resolve(struct breaker_policy *out,

@@ -27,8 +27,9 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	enum breaker_state want = enforce_wanted_state(b);
 	bool guard_room = want != BREAKER_HALF_OPEN || e->mode == ENFORCE_AGENT_CHECK ||
 			  link_cap_room_for_guard(link, entry, en);
-	struct enforce_plan plan = enforce_plan(want, b->policy->half_open_probes, guard_room,
-						&en->seen, &en->mem);
+	uint32_t limit = want == BREAKER_CLOSED && link_capacity_applies(b) ? en->capacity.limit : 0;
+	struct enforce_plan plan = enforce_plan_limited(want, b->policy->half_open_probes, guard_room,
+							limit, &en->seen, &en->mem);
 	char command[RUNTIME_API_CMD_MAX];
 	char why[64];
 

@@ -50,9 +50,12 @@ void link_follow_endpoint(struct haproxy_link *link, struct breaker_table_entry 
 						&slot->breaker_at, e->recall, now, &recalled);
 	/* A hold, a pause, a release are the server's, not the worker's. */
 	breaker_keep_operator(&entry->breaker, &operator_word);
-	/* Requests in flight there were the old worker's. */
-	for (unsigned i = 0; i < e->nb_links; i++)
+	/* Requests in flight there were the old worker's, and so was the
+	 * capacity learnt. */
+	for (unsigned i = 0; i < e->nb_links; i++) {
 		e->links[i].entries[index].stall = (struct stall_watch){0};
+		capacity_forget(&e->links[i].entries[index].capacity);
+	}
 	log_notice("breaker %s/%s: HAProxy points it at %s instead of %s: %s", entry->backend,
 		   entry->server, slot->breaker_at.text, from.text,
 		   recalled ? "that worker's breaker, remembered from another server"

@@ -32,6 +32,13 @@ struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_pro
 				 bool guard_room, const struct enforce_seen *seen,
 				 struct enforce_memory *mem)
 {
+	return enforce_plan_limited(want, half_open_probes, guard_room, 0, seen, mem);
+}
+
+struct enforce_plan enforce_plan_limited(enum breaker_state want, uint32_t half_open_probes,
+					 bool guard_room, uint32_t capacity_limit,
+					 const struct enforce_seen *seen, struct enforce_memory *mem)
+{
 	struct enforce_plan plan = {0};
 
 	if (!seen->known) {
@@ -91,6 +98,20 @@ struct enforce_plan enforce_plan(enum breaker_state want, uint32_t half_open_pro
 		if (seen->drained)
 			plan.set_ready = true;
 		mem->drained_by_us = false;
+		if (capacity_limit != 0) {
+			/* The learnt capacity (capacity.h), never above the
+			 * server's own maxconn: at or above it, the server's
+			 * own is what it gets back. */
+			learn_own_maxconn(seen, mem);
+			if (mem->own_maxconn == 0 || capacity_limit < mem->own_maxconn) {
+				if (seen->maxconn != capacity_limit) {
+					plan.set_maxconn = true;
+					plan.maxconn = capacity_limit;
+				}
+				mem->maxconn_by_us = true;
+				break;
+			}
+		}
 		if (mem->maxconn_by_us && mem->own_maxconn_known && seen->maxconn != mem->own_maxconn) {
 			plan.set_maxconn = true;
 			plan.maxconn = mem->own_maxconn;

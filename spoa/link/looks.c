@@ -164,6 +164,7 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 	link_record_faults(link, entry, en, row);
 	link_note_counted_successes(link, entry, en, row);
 	link_look_in_flight(link, entry, en, row);
+	link_look_capacity(link, entry, en);
 }
 
 static size_t on_stat_bytes(void *ctx, const char *buf, size_t len, bool at_end)

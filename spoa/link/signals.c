@@ -66,6 +66,7 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	e->stats.aborted_bodies += d.aborted_bodies;
 	e->stats.redispatches += d.redispatches;
 	e->stats.capacity_retries += d.capacity_retries;
+	en->look_capacity_retries = d.capacity_retries; /* capacity_watch.c */
 	uint64_t now = clock_now_ms();
 	/*
 	 * A held retry is no sign of life. Closed, it is left to the
@@ -116,15 +117,19 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
  * A worker's Retry-After kept since it came (core/rest.c), judged by the
  * look: a success since the previous look means it answers, and the word
  * goes (its refusals are its capacity speaking: capacity.c lowers its
- * maxconn instead); none, and it refuses everything - the rest starts, until
- * the end the word asked for. HAProxy counts every answer, notified or
- * not, so both SPOE modes are judged alike.
+ * maxconn instead). None, and nothing in service there either - it holds
+ * no request and still says no: it refuses everything, and the rest
+ * starts, until the end the word asked for. None with requests in service
+ * tells nothing (a batch of long answers runs on, and a look may fall
+ * between two of them): the word waits for the next look, or its end.
+ * HAProxy counts every answer, notified or not, so both SPOE modes are
+ * judged alike.
  */
 static void judge_rest_word(struct haproxy_link *link, struct breaker_table_entry *entry,
-			    bool answered)
+			    bool answered, uint32_t in_flight)
 {
 	struct breaker *b = &entry->breaker;
-	if (!breaker_rest_word_kept(b))
+	if (!breaker_rest_word_kept(b) || (!answered && in_flight > 0))
 		return;
 	uint64_t now = clock_now_ms();
 	struct breaker_event ev = {.from = b->state, .to = b->state};
@@ -160,7 +165,7 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 	/* And for the metrics, the successes SPOP was not told of. */
 	counters_note_counted_successes(&entry->counters, delta, baseline && link->watched_map[0]);
 	if (baseline)
-		judge_rest_word(link, entry, delta > 0);
+		judge_rest_word(link, entry, delta > 0, en->seen.sessions);
 }
 
 /* The backend's rows are all read: each server is judged against the

@@ -44,6 +44,13 @@ enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *e
 		     ev->rest == BREAKER_REST_ENDED || operator;
 	if (!moves || e->mode == ENFORCE_AGENT_CHECK)
 		return drain_decision(e, entry, index);
+	/* Back from a trip: its learnt capacity starts again low and earns
+	 * its way up (capacity.h), so a recovered worker is not handed a full
+	 * share at once. */
+	if (ev->to == BREAKER_CLOSED && ev->from != BREAKER_CLOSED)
+		for (unsigned i = 0; i < e->nb_links; i++)
+			capacity_slow_start(&e->links[i].entries[index].capacity,
+					    entry->breaker.policy->half_open_probes);
 	/* Before the drain: the other nodes learn of it at their next look
 	 * (a rest is this node's own: each HAProxy sees the worker's header). */
 	if (e->verdict_table[0] && cause->kind != BREAKER_CAUSE_PEER &&

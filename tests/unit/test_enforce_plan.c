@@ -260,6 +260,47 @@ static void test_resting_is_planned_as_open(void **state)
 	}
 }
 
+/* A closed breaker's server takes the capacity learnt as its maxconn,
+ * the server's own noted first; never above its own (at or above it, the
+ * own comes back); a limit of 0 gives the own back. */
+static void test_capacity_limit(void **state)
+{
+	(void)state;
+	struct enforce_seen seen = UP(0);
+	struct enforce_memory mem = FRESH;
+	struct enforce_plan p = enforce_plan_limited(BREAKER_CLOSED, PROBES, true, 3, &seen, &mem);
+	assert_true(p.set_maxconn);
+	assert_int_equal(p.maxconn, 3);
+	assert_true(mem.maxconn_by_us);
+	assert_true(mem.own_maxconn_known);
+	assert_int_equal(mem.own_maxconn, 0);
+	enforce_plan_assume_applied(&p, &seen);
+	/* Unchanged: nothing to send. */
+	p = enforce_plan_limited(BREAKER_CLOSED, PROBES, true, 3, &seen, &mem);
+	assert_false(p.set_maxconn);
+	/* Learning forgot it: the own (unlimited) back. */
+	p = enforce_plan_limited(BREAKER_CLOSED, PROBES, true, 0, &seen, &mem);
+	assert_true(p.set_maxconn);
+	assert_int_equal(p.maxconn, 0);
+	assert_false(mem.maxconn_by_us);
+
+	/* The operator's own maxconn 50 is a ceiling. */
+	seen = (struct enforce_seen)UP(50);
+	mem = (struct enforce_memory)FRESH;
+	p = enforce_plan_limited(BREAKER_CLOSED, PROBES, true, 7, &seen, &mem);
+	assert_int_equal(p.maxconn, 7);
+	enforce_plan_assume_applied(&p, &seen);
+	p = enforce_plan_limited(BREAKER_CLOSED, PROBES, true, 60, &seen, &mem);
+	assert_true(p.set_maxconn);
+	assert_int_equal(p.maxconn, 50);
+	assert_false(mem.maxconn_by_us);
+	/* Half-open keeps its probes' limit, whatever was learnt. */
+	seen = (struct enforce_seen)UP(0);
+	mem = (struct enforce_memory)FRESH;
+	p = enforce_plan_limited(BREAKER_HALF_OPEN, PROBES, true, 0, &seen, &mem);
+	assert_int_equal(p.maxconn, PROBES);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_half_open_guard_needs_room),
 		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_resting_is_planned_as_open),
+		cmocka_unit_test(test_capacity_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,78 @@
+/*
+ * capacity.h - each server's capacity, learnt from its worker's refusals
+ * (pure; docs/capacity.md).
+ *
+ * A worker that answers a capacity status (503, 429, 529) says it is full:
+ * its capacity is below the requests it had. HAProxy has the tool for a
+ * full server: its maxconn, beyond which requests wait in HAProxy's queue
+ * (`timeout queue`) for whichever worker frees a slot first, instead of
+ * being sent, refused, and retried. The agent sets each server's maxconn
+ * from what its looks at HAProxy see, additive increase and decrease, in
+ * the spirit of TCP's congestion window, driven by the worker's explicit
+ * refusals rather than by latency:
+ *
+ *   refusals since the previous look   the limit goes one down (with no
+ *                                      limit yet: to one below the requests
+ *                                      the server held, scur - 1), never
+ *                                      below the floor: a refusal at
+ *                                      concurrency c says the capacity is
+ *                                      below c
+ *   none, every slot taken (scur at    the limit grows: by one, or doubling
+ *   the limit)                         back towards the last limit the
+ *                                      worker held (slow start)
+ *   none, slots free                   nothing: the limit is not what
+ *                                      holds the server back
+ *
+ * So a worker refusing beyond K settles at K or K + 1 (the limit probes one
+ * above, is refused, comes back), and one whose capacity changes is followed
+ * one request per look either way, faster upwards after a trip (doubling
+ * back to the limit it had, then one by one). Never above the ceiling (the
+ * operator's own maxconn, 0: none). A server that never refuses is never
+ * limited: no limit is learnt before the first refusal.
+ */
+#ifndef SPOA_CAPACITY_H
+#define SPOA_CAPACITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The lowest limit learnt: one request at a time still finds out whether
+ * the worker can take more. */
+#define CAPACITY_FLOOR 1u
+
+/* What the link keeps per server (and per HAProxy: each learns its own
+ * share of a worker, as TCP flows share a link). */
+struct capacity {
+	uint32_t limit;        /* the learnt maxconn; 0: none learnt */
+	uint32_t step;         /* the next increase (slow start doubles it) */
+	uint32_t slow_start_to; /* doubling stops here; 0: one by one */
+	uint64_t refusals_counted; /* the breaker's SPOP capacity statuses at the previous look */
+	bool counted;          /* refusals_counted is a baseline */
+};
+
+/* One look at one server whose breaker is closed. */
+struct capacity_look {
+	uint64_t refusals; /* capacity statuses since the previous look: over SPOP
+			    * and retried elsewhere (HAProxy's counters) */
+	uint32_t sessions; /* requests in flight there (scur) */
+	uint32_t ceiling;  /* the operator's maxconn; 0: none */
+};
+
+enum capacity_change {
+	CAPACITY_UNCHANGED,
+	CAPACITY_LOWERED,
+	CAPACITY_RAISED,
+};
+
+enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_look *look);
+
+/* The worker is judged anew (its breaker tripped, the server points at
+ * another worker, learning is off for it): where it tripped, it comes
+ * back at `start` (the half-open probes' maxconn) and doubles back towards
+ * the limit it had; elsewhere the limit is forgotten. */
+void capacity_slow_start(struct capacity *c, uint32_t start);
+void capacity_forget(struct capacity *c);
+
+const char *capacity_change_name(enum capacity_change change);
+
+#endif /* SPOA_CAPACITY_H */

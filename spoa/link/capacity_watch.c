@@ -1,0 +1,57 @@
+/*
+ * capacity_watch.c - the link's look at each server's capacity: its
+ * worker's refusals since the previous look, its requests in flight, and
+ * the limit capacity.c learns from them (docs/capacity.md). The limit
+ * reaches HAProxy with the server's next convergence (converge.c), which
+ * follows every look.
+ */
+#include "link/link_internal.h"
+
+/* Learnt only while the breaker alone decides what the server holds, and
+ * it holds requests: closed, not resting, no operator's hand on it. */
+static bool learns(const struct breaker *b)
+{
+	return b->state == BREAKER_CLOSED && !breaker_is_resting(b) && link_capacity_applies(b);
+}
+
+bool link_capacity_applies(const struct breaker *b)
+{
+	return !b->policy->pin_maxconn && b->hold == BREAKER_HOLD_NONE && !b->observe_only &&
+	       !b->policy->observe_only;
+}
+
+void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *entry,
+			struct enforce_entry *en)
+{
+	const struct breaker *b = &entry->breaker;
+	struct capacity *c = &en->capacity;
+	/* The capacity statuses SPOP was told of since the previous look (one
+	 * per request that reached a client with one), beside those HAProxy
+	 * retried elsewhere, which only its counters tell. */
+	uint64_t told = entry->counters.outcomes[BREAKER_OUTCOME_BACKPRESSURE];
+	uint64_t told_since = c->counted && told >= c->refusals_counted ? told - c->refusals_counted
+									  : 0;
+	c->refusals_counted = told;
+	c->counted = true;
+	if (b->policy->pin_maxconn) {
+		capacity_forget(c); /* pinned by the operator: the server's own maxconn */
+		return;
+	}
+	if (!learns(b))
+		return;
+	/* The operator's maxconn, as the agent found it before changing it. */
+	uint32_t ceiling = en->mem.own_maxconn_known ? en->mem.own_maxconn
+			   : en->mem.maxconn_by_us  ? 0
+						    : en->seen.maxconn;
+	struct capacity_look look = {.refusals = told_since + en->look_capacity_retries,
+				     .sessions = en->seen.sessions,
+				     .ceiling = ceiling};
+	uint32_t was = c->limit;
+	enum capacity_change change = capacity_on_look(c, &look);
+	if (change != CAPACITY_UNCHANGED)
+		log_debug("HAProxy %s: %s/%s capacity %s to %u (was %u%s; %llu refused, %u in "
+			  "flight)",
+			  runtime_api_client_address(link->client), entry->backend, entry->server,
+			  capacity_change_name(change), c->limit, was, was ? "" : ": none",
+			  (unsigned long long)look.refusals, look.sessions);
+}

@@ -1,0 +1,133 @@
+/*
+ * test_capacity.c - a server's capacity learnt from its worker's refusals
+ * (capacity.c): the first refusals set a limit one below what the server
+ * held; refusals lower it one a look, a full server with none raises it
+ * one a look; never below the floor nor above the ceiling; a worker that
+ * never refuses is never limited; after a trip the limit doubles back to
+ * where it was; and, simulated against a worker of capacity K, the limit
+ * settles at K or K + 1 and follows K when it changes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "link/capacity.h"
+
+static enum capacity_change look(struct capacity *c, uint64_t refusals, uint32_t sessions,
+				 uint32_t ceiling)
+{
+	struct capacity_look l = {.refusals = refusals, .sessions = sessions, .ceiling = ceiling};
+	return capacity_on_look(c, &l);
+}
+
+/* (limit before, refusals, in flight, ceiling) -> (change, limit after). */
+static void test_rules_table(void **state)
+{
+	(void)state;
+	const struct {
+		uint32_t limit, sessions, ceiling;
+		uint64_t refusals;
+		enum capacity_change change;
+		uint32_t after;
+	} cases[] = {
+		/* Never refused: never limited, however busy. */
+		{0, 40, 0, 0, CAPACITY_UNCHANGED, 0},
+		/* The first refusals: one below what it held. */
+		{0, 5, 0, 3, CAPACITY_LOWERED, 4},
+		{0, 1, 0, 1, CAPACITY_LOWERED, 1}, /* the floor */
+		{0, 0, 0, 2, CAPACITY_UNCHANGED, 0}, /* nothing seen: no guess */
+		{0, 9, 6, 1, CAPACITY_LOWERED, 6},   /* the ceiling */
+		/* Limited and refused: one down, from the limit. */
+		{4, 4, 0, 7, CAPACITY_LOWERED, 3},
+		{4, 1, 0, 1, CAPACITY_LOWERED, 3},
+		{1, 1, 0, 5, CAPACITY_UNCHANGED, 1},
+		/* Limited, no refusal: up one when full, nothing when not. */
+		{4, 4, 0, 0, CAPACITY_RAISED, 5},
+		{4, 3, 0, 0, CAPACITY_UNCHANGED, 4},
+		{6, 6, 6, 0, CAPACITY_UNCHANGED, 6}, /* at the ceiling */
+		{UINT32_MAX, UINT32_MAX, 0, 0, CAPACITY_RAISED, UINT32_MAX},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct capacity c = {.limit = cases[i].limit, .step = 1};
+		enum capacity_change got =
+			look(&c, cases[i].refusals, cases[i].sessions, cases[i].ceiling);
+		if (got != cases[i].change || c.limit != cases[i].after)
+			fail_msg("case %zu: %s to %u, want %s to %u", i, capacity_change_name(got),
+				 c.limit, capacity_change_name(cases[i].change), cases[i].after);
+	}
+}
+
+/* Back from a trip: from the probes' limit, doubling while full, to the
+ * limit it had, then one by one; a refusal on the way ends the doubling. */
+static void test_slow_start(void **state)
+{
+	(void)state;
+	struct capacity c = {0};
+	capacity_slow_start(&c, 1);
+	assert_int_equal(c.limit, 0); /* nothing learnt: nothing to come back to */
+
+	c = (struct capacity){.limit = 16, .step = 1};
+	capacity_slow_start(&c, 1);
+	assert_int_equal(c.limit, 1);
+	const uint32_t climb[] = {2, 4, 8, 16, 17, 18};
+	for (size_t i = 0; i < sizeof(climb) / sizeof(climb[0]); i++) {
+		assert_int_equal(look(&c, 0, c.limit, 0), CAPACITY_RAISED);
+		assert_int_equal(c.limit, climb[i]);
+	}
+	c = (struct capacity){.limit = 16, .step = 1};
+	capacity_slow_start(&c, 2);
+	look(&c, 0, 2, 0);
+	assert_int_equal(c.limit, 4);
+	look(&c, 3, 4, 0); /* refused at 4: the worker changed */
+	assert_int_equal(c.limit, 3);
+	look(&c, 0, 3, 0);
+	assert_int_equal(c.limit, 4); /* one by one from here */
+	capacity_forget(&c);
+	assert_int_equal(c.limit, 0);
+	assert_int_equal(look(&c, 0, 50, 0), CAPACITY_UNCHANGED);
+}
+
+/* A worker of capacity k behind HAProxy: at a limit above k, the excess
+ * requests are refused; at or below, none is; demand always fills the
+ * limit (a queue waits). */
+static void simulate(struct capacity *c, uint32_t k, int looks)
+{
+	for (int i = 0; i < looks; i++) {
+		uint32_t held = c->limit == 0 ? 3 * k : c->limit;
+		uint64_t refused = held > k ? held - k : 0;
+		look(c, refused, held, 0);
+	}
+}
+
+static void test_settles_and_follows(void **state)
+{
+	(void)state;
+	const uint32_t ks[] = {1, 2, 4, 8, 16, 64};
+	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		struct capacity c = {0};
+		simulate(&c, ks[i], 4 * (int)ks[i] + 10);
+		if (c.limit < ks[i] || c.limit > ks[i] + 1)
+			fail_msg("capacity %u: limit %u", ks[i], c.limit);
+	}
+	/* 4 -> 2 -> 6: followed each way. */
+	struct capacity c = {0};
+	simulate(&c, 4, 20);
+	simulate(&c, 2, 20);
+	assert_in_range(c.limit, 2, 3);
+	simulate(&c, 6, 20);
+	assert_in_range(c.limit, 6, 7);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rules_table),
+		cmocka_unit_test(test_slow_start),
+		cmocka_unit_test(test_settles_and_follows),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
