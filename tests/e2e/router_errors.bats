@@ -7,9 +7,9 @@
 # Worker responses must come back as the worker sent them, with neither
 # header.
 #
-# The shipped configuration runs unchanged but for two timeouts, shortened
-# so that the timeouts can be waited for: connect 1s -> 300ms (also the
-# queue timeout), server 30s -> 1s.
+# The shipped configuration runs unchanged but for three timeouts, shortened
+# so that the timeouts can be waited for: connect 1s -> 300ms, queue 5s ->
+# 300ms, server 30s -> 1s.
 
 load helpers
 
@@ -100,8 +100,9 @@ setup_file() {
 		"$REPO/haproxy/breaker-retry-at.map" \
 		"$REPO/haproxy/router-errors" "$RUN_DIR/haproxy/"
 	sed -i -e 's/^\( *timeout connect\) .*/\1 300ms/' -e 's/^\( *timeout server\) .*/\1 1s/' \
-		"$RUN_DIR/haproxy/haproxy.cfg"
+		-e 's/^\( *timeout queue\) .*/\1 300ms/' "$RUN_DIR/haproxy/haproxy.cfg"
 	grep -q '^    timeout server 1s' "$RUN_DIR/haproxy/haproxy.cfg"
+	grep -q '^    timeout queue 300ms' "$RUN_DIR/haproxy/haproxy.cfg"
 	"$HAPROXY_BIN" -c -f "$RUN_DIR/haproxy/haproxy.cfg" >"$RUN_DIR/check.log" 2>&1 || {
 		cat "$RUN_DIR/check.log" >&2
 		return 1
