@@ -19,9 +19,11 @@ struct state_json_cursor {
 };
 
 bool state_json_render_head(const struct metrics_source *s, struct strbuf *out);
-/* capped: as metrics_render_servers() has it. */
+/* capped: as metrics_render_servers() has it; learnt: per table index, the
+ * maxconn the agent holds for the server from its learnt capacity (0:
+ * none; link/capacity.h), or NULL. */
 bool state_json_render_breakers(const struct breaker_table *t, const bool *capped,
-				uint64_t now_ms, struct state_json_cursor *c, struct strbuf *out,
+				const uint32_t *learnt, uint64_t now_ms, struct state_json_cursor *c, struct strbuf *out,
 				uint32_t budget);
 
 /* Appends v as a JSON string, quotes included: " \ and every control

@@ -131,6 +131,10 @@ struct enforcer {
 	 * the ejection cap on some HAProxy (ejection_cap.c); what the ACK,
 	 * the metrics and /state say (enforcer_ejection_capped()). */
 	bool *ejection_capped;
+	/* Per breaker table index: the maxconn the agent holds for the server
+	 * from its learnt capacity on the first HAProxy (0: none), as /state
+	 * says it (enforcer_maxconn_learnt()). */
+	uint32_t *maxconn_learnt;
 	/* Per entry index: the worker each breaker is about, and whether an
 	 * HAProxy ever listed its server; and the breakers of workers that
 	 * servers left recently (endpoints.h). */

@@ -108,6 +108,10 @@ const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsig
  * ejection cap on some HAProxy (NULL without an enforcer). Valid until the
  * table grows or the enforcer is replaced: borrow it for one render. */
 const bool *enforcer_ejection_capped(const struct enforcer *e);
+/* Per breaker table index: the maxconn the agent holds for the server from
+ * its learnt capacity on the first HAProxy (0: none; capacity.h). The same
+ * lifetime as enforcer_ejection_capped()'s. */
+const uint32_t *enforcer_maxconn_learnt(const struct enforcer *e);
 
 /* The operator released the agent, or resumed it: the maps' entries the
  * agent keeps follow at each breaker's next convergence. */

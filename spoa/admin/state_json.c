@@ -6,7 +6,7 @@
  *    "unknown_sections":["backend be_statc"],"breakers":[
  *     {"backend":"workers","server":"w2","state":"open","failure_streak":3,
  *      "since_ms":1200,"cooldown_left_ms":58800,"trips":4,"rest_left_ms":0,"rests":0,
- *      "rest_ejection_capped":false,"trips_in_a_row":2,
+ *      "rest_ejection_capped":false,"maxconn_learnt":0,"trips_in_a_row":2,
  *      "opened_by":"probe_failed","window_volume":9,"window_failures":3,
  *      "failure_rate_percent":33,"open_duration_ms":60000,
  *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}
@@ -111,7 +111,7 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 }
 
 static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e, uint64_t now,
-			   bool capped)
+			   bool capped, uint32_t learnt)
 {
 	const struct breaker *b = &e->breaker;
 	uint64_t since = now > b->state_since_ms ? now - b->state_since_ms : 0;
@@ -142,6 +142,9 @@ static void breaker_object(struct strbuf *o, const struct breaker_table_entry *e
 	key(o, "rest_ejection_capped");
 	strbuf_puts(o, b->state != BREAKER_OPEN && breaker_is_resting(b) && capped ? "true,"
 										     : "false,");
+	/* The maxconn the agent holds for the server from its worker's
+	 * learnt capacity (0: none; docs/capacity.md). */
+	u64_field(o, "maxconn_learnt", learnt, false);
 	/* The operator's word (core/operator_hand.h): a hold, how long
 	 * still (0: until unhold), and whether only observed here. */
 	string_field(o, "hold", breaker_hold_name((enum breaker_hold)b->hold), false);
@@ -339,7 +342,7 @@ bool state_json_render_head(const struct metrics_source *s, struct strbuf *o)
 }
 
 bool state_json_render_breakers(const struct breaker_table *t, const bool *capped,
-				uint64_t now_ms, struct state_json_cursor *c, struct strbuf *o,
+				const uint32_t *learnt, uint64_t now_ms, struct state_json_cursor *c, struct strbuf *o,
 				uint32_t budget)
 {
 	for (; t && c->index < t->allocated; c->index++) {
@@ -351,7 +354,8 @@ bool state_json_render_breakers(const struct breaker_table *t, const bool *cappe
 			continue;
 		if (c->written++)
 			strbuf_putc(o, ',');
-		breaker_object(o, e, now_ms, capped && capped[c->index]);
+		breaker_object(o, e, now_ms, capped && capped[c->index],
+			       learnt ? learnt[c->index] : 0);
 	}
 	strbuf_puts(o, "]}\n");
 	return true;

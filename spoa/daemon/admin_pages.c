@@ -33,6 +33,7 @@ static bool render_slice(struct daemon *d, enum admin_page page, struct admin_cu
 		struct state_json_cursor sc = {.index = c->index, .written = c->written};
 		c->done = state_json_render_breakers(&d->breakers.table,
 						     enforcer_ejection_capped(d->enforcer),
+						     enforcer_maxconn_learnt(d->enforcer),
 						     clock_now_ms(), &sc, out, PAGE_SLICE_ENTRIES);
 		c->index = sc.index;
 		c->written = sc.written;

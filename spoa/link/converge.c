@@ -33,6 +33,12 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	char command[RUNTIME_API_CMD_MAX];
 	char why[64];
 
+	/* What /state says, the first HAProxy's: the limit in force (the
+	 * plan keeps it only below the server's own maxconn). */
+	if (link == &e->links[0])
+		e->maxconn_learnt[breaker_table_index(e->table, entry)] =
+			!plan.hands_off && en->mem.maxconn_by_us && want == BREAKER_CLOSED ? limit : 0;
+
 	if (plan.hands_off) {
 		if (want != BREAKER_CLOSED)
 			log_debug("breaker %s/%s is %s%s, left alone: %s", entry->backend,

@@ -119,9 +119,10 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 	e->capacity = nb_entries;
 	e->last_spop_ms = calloc(nb_entries, sizeof(*e->last_spop_ms));
 	e->ejection_capped = calloc(nb_entries, sizeof(*e->ejection_capped));
+	e->maxconn_learnt = calloc(nb_entries, sizeof(*e->maxconn_learnt));
 	e->slots = calloc(nb_entries, sizeof(*e->slots));
 	e->recall = calloc(1, sizeof(*e->recall));
-	if (!e->last_spop_ms || !e->ejection_capped || !e->slots || !e->recall) {
+	if (!e->last_spop_ms || !e->ejection_capped || !e->maxconn_learnt || !e->slots || !e->recall) {
 		errmsg_set(err, err_size, "out of memory");
 		enforcer_free(e);
 		return NULL;
@@ -212,6 +213,7 @@ void enforcer_free(struct enforcer *e)
 	free(e->agent_check_mem);
 	free(e->last_spop_ms);
 	free(e->ejection_capped);
+	free(e->maxconn_learnt);
 	free(e->slots);
 	free(e->recall);
 	free(e);
@@ -273,6 +275,11 @@ const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsig
 const bool *enforcer_ejection_capped(const struct enforcer *e)
 {
 	return e ? e->ejection_capped : NULL;
+}
+
+const uint32_t *enforcer_maxconn_learnt(const struct enforcer *e)
+{
+	return e ? e->maxconn_learnt : NULL;
 }
 
 void enforcer_set_released(struct enforcer *e, bool released)

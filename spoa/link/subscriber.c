@@ -90,7 +90,8 @@ bool enforcer_on_reserve(void *ctx, uint32_t allocated)
 	if (!grow_array((void **)&e->last_spop_ms, sizeof(*e->last_spop_ms), have, allocated) ||
 	    !grow_array((void **)&e->slots, sizeof(*e->slots), have, allocated) ||
 	    !grow_array((void **)&e->ejection_capped, sizeof(*e->ejection_capped), have,
-			allocated))
+			allocated) ||
+	    !grow_array((void **)&e->maxconn_learnt, sizeof(*e->maxconn_learnt), have, allocated))
 		return false;
 	if (e->agent_check_mem &&
 	    !grow_array((void **)&e->agent_check_mem, sizeof(*e->agent_check_mem), have, allocated))
@@ -107,6 +108,7 @@ void enforcer_on_created(void *ctx, uint32_t index)
 		memset(&e->links[i].entries[index], 0, sizeof(e->links[i].entries[index]));
 	e->last_spop_ms[index] = 0;
 	e->ejection_capped[index] = false;
+	e->maxconn_learnt[index] = 0;
 	memset(&e->slots[index], 0, sizeof(e->slots[index]));
 	if (e->agent_check_mem)
 		memset(&e->agent_check_mem[index], 0, sizeof(e->agent_check_mem[index]));

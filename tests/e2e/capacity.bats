@@ -8,46 +8,19 @@
 # alone. Every load is bounded in count and time.
 
 load helpers
+load rest_scene
 
 teardown() {
 	stop_all
 }
 
-# Three workers in `workers` (haproxy-enforce.cfg.in: round robin, no
-# retries, w2 at maxconn 50 of its own), with a queue of 5 s: Wn_BEHAVIOUR
-# (default 200; tests/lib/worker.py's cap:K:SECONDS is an engine of
-# capacity K), Wn_RETRY_AFTER; w2 reads its behaviour from
-# $RUN_DIR/w2.mode when that file says something. The agent on the
-# Runtime API with $AGENT_ARGS, looks every 200 ms.
+# The rest scene (rest_scene.bash), with a queue of 5 s, and workers that
+# keep their behaviour whatever the path (tests/lib/worker.py's
+# cap:K:SECONDS is an engine of capacity K), w2's read from
+# $RUN_DIR/w2.mode when that file says something.
 start_capacity_scene() {
-	RUN_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/scene.XXXXXX")
-	export RUN_DIR
-	FE_PORT=$(free_port) W1_PORT=$(free_port) W2_PORT=$(free_port) W3_PORT=$(free_port)
-	AGENT_PORT=$(free_port) ADMIN_PORT=$(free_port)
-	AGENT_ADDR=127.0.0.1:$AGENT_PORT
-	SPOE_CONF=${SPOE_CONF:-$REPO/haproxy/spoe-breaker.conf}
-	AGENT_CHECK_DEFAULTS="" W1_AGENT="" W2_AGENT="" W3_AGENT=""
-	TIMEOUT_SERVER=10s EXTRA_DEFAULTS='timeout queue 5s'
-	export FE_PORT W1_PORT W2_PORT W3_PORT AGENT_PORT ADMIN_PORT AGENT_ADDR SPOE_CONF
-	export AGENT_CHECK_DEFAULTS W1_AGENT W2_AGENT W3_AGENT TIMEOUT_SERVER EXTRA_DEFAULTS
-	local n name port behaviour retry_after
-	for n in 1 2 3; do
-		name=w$n port=W${n}_PORT behaviour=W${n}_BEHAVIOUR retry_after=W${n}_RETRY_AFTER
-		local args=(--name "$name" --port "${!port}" --behaviour "${!behaviour:-200}"
-			--arrivals "$RUN_DIR/$name.arrivals" --no-override --backlog 64)
-		[ -n "${!retry_after:-}" ] && args+=(--retry-after "${!retry_after}")
-		[ "$name" = w2 ] && args+=(--mode-file "$RUN_DIR/w2.mode")
-		spawn "$name" python3 "$WORKER" "${args[@]}"
-		wait_port "${!port}"
-	done
-	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
-	start_agent agent --listen "$AGENT_ADDR" --admin "127.0.0.1:$ADMIN_PORT" \
-		--runtime-api "unix:$RUN_DIR/admin.sock" --poll-interval 200ms ${AGENT_ARGS:-}
-	wait_port "$AGENT_PORT"
-	echo 1 >"$RUN_DIR/server-state" # an empty state, version 1
-	start_haproxy "$BATS_TEST_DIRNAME/haproxy-enforce.cfg.in"
-	wait_until 10 agent_is_up
-	wait_until 5 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' 1
+	TIMEOUT_SERVER=10s EXTRA_DEFAULTS='timeout queue 5s' W2_MODE_FILE=1 \
+		WORKER_ARGS="--no-override --backlog 64" start_rest_scene
 }
 
 # CLIENTS closed-loop clients, each sending requests back to back until
@@ -101,6 +74,10 @@ backpressure_of() { # SERVER
 	done
 	wait_until 10 two_looks_after "$looks"
 	limit_between w1 2 4
+	# /state says what the agent holds there.
+	local learnt
+	learnt=$(breaker_field workers/w1 maxconn_learnt)
+	[ "$learnt" -ge 2 ] && [ "$learnt" -le 4 ]
 	# Busy is not dead: never drained, never opened.
 	is_not_drained w1
 	[ "$(breaker_field workers/w1 state)" = closed ]
@@ -108,13 +85,8 @@ backpressure_of() { # SERVER
 	# The servers that never refused keep their own maxconn.
 	[ "$(limit_of w3)" = 0 ]
 	[ "$(limit_of w2)" = 50 ]
+	[ "$(breaker_field workers/w2 maxconn_learnt)" = 0 ]
 	stop_load
-}
-
-two_looks_after() { # N
-	local now
-	now=$(looks_ok)
-	[ -n "$now" ] && [ "$now" -ge $(($1 + 2)) ]
 }
 
 @test "a worker whose capacity doubles gets a higher limit, never above its own maxconn" {
@@ -161,5 +133,6 @@ two_looks_after() { # N
 	wait_until 30 limit_between w1 2 3
 	[ "$(backpressure_of w2)" -gt 0 ]
 	[ "$(limit_of w2)" = 50 ]
+	[ "$(breaker_field workers/w2 maxconn_learnt)" = 0 ]
 	stop_load
 }

@@ -614,7 +614,10 @@ class Soak:
                 probes = b["policy"]["half_open_probes"]
                 exp[w] = {"state": s, "drain": hv[w].get("scur", 0) >= probes, "maxconn": str(probes)}
             else:
-                exp[w] = {"state": s, "drain": False, "maxconn": ""}
+                # Closed: unlimited, or the capacity the agent learnt from
+                # the worker's refusals (docs/capacity.md).
+                learnt = b.get("maxconn_learnt", 0) if b else 0
+                exp[w] = {"state": s, "drain": False, "maxconn": str(learnt) if learnt else ""}
         return exp, by_server
 
     def last_fault(self):

@@ -43,7 +43,7 @@ static bool state_json_render(const struct metrics_source *s, struct strbuf *o)
 	struct state_json_cursor c = {0};
 
 	state_json_render_head(s, o);
-	while (!state_json_render_breakers(s->table, NULL, s->now_ms, &c, o, UINT32_MAX))
+	while (!state_json_render_breakers(s->table, NULL, NULL, s->now_ms, &c, o, UINT32_MAX))
 		;
 	return !o->failed;
 }
@@ -574,7 +574,7 @@ static void test_slices_make_the_same_page(void **state)
 		strbuf_init(&js_whole);
 		assert_true(state_json_render(&s, &js_whole));
 		assert_true(state_json_render_head(&s, &js));
-		while (!state_json_render_breakers(s.table, NULL, s.now_ms, &jc, &js, budgets[b]))
+		while (!state_json_render_breakers(s.table, NULL, NULL, s.now_ms, &jc, &js, budgets[b]))
 			;
 		assert_string_equal(js.data, js_whole.data);
 		strbuf_free(&js);
@@ -836,7 +836,7 @@ static void test_state_json(void **state)
 			      "\"unknown_sections\":null,\"breakers\":[");
 	assert_contains(text, "{\"backend\":\"workers\",\"server\":\"w2\",\"state\":\"open\","
 			      "\"ejection_capped\":false,\"failure_streak\":3,\"since_ms\":1000,\"cooldown_left_ms\":29000,"
-			      "\"trips\":1,\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,"
+			      "\"trips\":1,\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,\"maxconn_learnt\":0,"
 			      "\"hold\":\"none\",\"hold_forced\":false,\"hold_left_ms\":0,"
 			      "\"observe_only\":false,"
 			      "\"trips_in_a_row\":1,\"opened_by\":\"failure_streak\","
@@ -855,7 +855,7 @@ static void test_state_json(void **state)
 	/* Backpressure is not judged: w1's four 503s are not in its window. */
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
-			      "\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,"
+			      "\"rest_left_ms\":0,\"rests\":0,\"rest_ejection_capped\":false,\"maxconn_learnt\":0,"
 			      "\"hold\":\"none\",\"hold_forced\":false,\"hold_left_ms\":0,"
 			      "\"observe_only\":false,"
 			      "\"trips_in_a_row\":0,\"opened_by\":\"none\","
@@ -957,7 +957,7 @@ static void test_rest_shown(void **state)
 	capped[breaker_table_index(&table, w1)] = true;
 	strbuf_init(&b);
 	struct state_json_cursor c = {0};
-	assert_true(state_json_render_breakers(&table, capped, s.now_ms, &c, &b, 1000));
+	assert_true(state_json_render_breakers(&table, capped, NULL, s.now_ms, &c, &b, 1000));
 	assert_contains(b.data, "\"rest_left_ms\":2000,\"rests\":1,\"rest_ejection_capped\":true,");
 	strbuf_free(&b);
 }
