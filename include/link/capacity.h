@@ -17,6 +17,9 @@
  *                                      below the floor: a refusal at
  *                                      concurrency c says the capacity is
  *                                      below c
+ *   refusals, the server holding less  nothing: no capacity speaks there
+ *   than half its limit (two with no   (a 429 for one client's quota, a
+ *   limit yet)                         worker refusing at random)
  *   none, every slot taken (scur at    the limit grows: by one, or doubling
  *   the limit)                         back towards the last limit the
  *                                      worker held (slow start)

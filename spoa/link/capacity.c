@@ -21,10 +21,15 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 		 * the limit - one less, from the limit and not from what
 		 * the look saw in flight, an instant that may fall between
 		 * requests. With no limit yet, below what the server held at
-		 * the look, when it held anything. */
+		 * the look. Only while the server is busy, though: at least
+		 * half its slots taken, two requests with no limit yet.
+		 * Refusals of a server that holds little are no capacity
+		 * speaking - a 429 for one client's quota, a worker refusing
+		 * at random - and limiting it would throttle every client. */
 		uint32_t held = c->limit != 0 ? c->limit : look->sessions;
-		if (held == 0)
-			return CAPACITY_UNCHANGED; /* no limit, nothing seen: wait for a look that does */
+		uint32_t busy = c->limit != 0 ? c->limit / 2 + c->limit % 2 : 2;
+		if (held == 0 || look->sessions < busy)
+			return CAPACITY_UNCHANGED;
 		uint32_t want = within_ceiling(at_least_floor(held - 1), look->ceiling);
 		c->step = 1;
 		c->slow_start_to = 0; /* found the edge: one by one from here */

@@ -1,7 +1,8 @@
 /*
  * test_capacity.c - a server's capacity learnt from its worker's refusals
  * (capacity.c): the first refusals set a limit one below what the server
- * held; refusals lower it one a look, a full server with none raises it
+ * held; refusals lower it one a look while the server is busy (none
+ * count where it holds little: a quota's 429s, random refusals), a full server with none raises it
  * one a look; never below the floor nor above the ceiling; a worker that
  * never refuses is never limited; after a trip the limit doubles back to
  * where it was; and, simulated against a worker of capacity K, the limit
@@ -38,13 +39,19 @@ static void test_rules_table(void **state)
 		{0, 40, 0, 0, CAPACITY_UNCHANGED, 0},
 		/* The first refusals: one below what it held. */
 		{0, 5, 0, 3, CAPACITY_LOWERED, 4},
-		{0, 1, 0, 1, CAPACITY_LOWERED, 1}, /* the floor */
+		{0, 2, 0, 1, CAPACITY_LOWERED, 1}, /* the floor */
 		{0, 0, 0, 2, CAPACITY_UNCHANGED, 0}, /* nothing seen: no guess */
+		/* Refusals of a server holding little: no capacity speaks
+		 * (one client's quota, a worker refusing at random). */
+		{0, 1, 0, 9, CAPACITY_UNCHANGED, 0},
+		{8, 3, 0, 9, CAPACITY_UNCHANGED, 8},
+		{8, 4, 0, 9, CAPACITY_LOWERED, 7},
 		{0, 9, 6, 1, CAPACITY_LOWERED, 6},   /* the ceiling */
 		/* Limited and refused: one down, from the limit. */
 		{4, 4, 0, 7, CAPACITY_LOWERED, 3},
-		{4, 1, 0, 1, CAPACITY_LOWERED, 3},
+		{4, 2, 0, 1, CAPACITY_LOWERED, 3},
 		{1, 1, 0, 5, CAPACITY_UNCHANGED, 1},
+		{1, 0, 0, 5, CAPACITY_UNCHANGED, 1},
 		/* Limited, no refusal: up one when full, nothing when not. */
 		{4, 4, 0, 0, CAPACITY_RAISED, 5},
 		{4, 3, 0, 0, CAPACITY_UNCHANGED, 4},
