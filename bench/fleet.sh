@@ -500,6 +500,19 @@ if os.environ.get("LIMITS") == "1":
                 if row != last or i == len(samples) - 1:
                     print("    %-10s %7.1f %6s %6s  %s" % ("", t, row[0], row[1], row[2]))
                 last = row
+            # The whole run in one line: how often the limit was the truth.
+            sides = {"at": 0, "below": 0, "above": 0, "none": 0}
+            for t, _, slim in samples:
+                truth = truth_at(w["capacity"], t)
+                if truth == "down":
+                    continue
+                side = ("none" if not slim or slim == "0" else "at" if int(slim) == int(truth)
+                        else "below" if int(slim) < int(truth) else "above")
+                sides[side] += 1
+            alive = sum(sides.values())
+            if alive:
+                print("    %-10s slim at the truth %d%% of the seconds, below %d%%, above %d%%, none %d%%" % (
+                    "", *(round(100.0 * sides[k] / alive) for k in ("at", "below", "above", "none"))))
             if w.get("kind") == "busy":
                 print("    %-10s drained %d times, %.1f s" % ("", r["drains"].get(n, 0), r["drained_s"].get(n, 0)))
         busy = [n for n, w in a.items() if w.get("kind") == "busy"]
