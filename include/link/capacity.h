@@ -26,9 +26,13 @@
  *   none, slots free                   nothing: the limit is not what
  *                                      holds the server back
  *
- * So a worker refusing beyond K settles at K or K + 1 (the limit probes one
- * above, is refused, comes back), and one whose capacity changes is followed
- * one request per look either way, faster upwards after a trip (doubling
+ * So a worker refusing beyond K settles at K, probing K + 1 now and then:
+ * each raise that is refused makes the next wait twice as many full looks
+ * (at most 20, 10 s at the default poll_interval), since a look above the
+ * edge costs refusals that a saturated fleet's retries cannot place. One
+ * whose capacity changes is followed one request per look down, and up
+ * as soon as a raise holds (a raise that draws no refusal lets the next
+ * come at once), faster upwards after a trip (doubling
  * back to the limit it had, then one by one). Never above the ceiling (the
  * operator's own maxconn, 0: none). A server that never refuses is never
  * limited: no limit is learnt before the first refusal.
@@ -51,6 +55,9 @@ struct capacity {
 	uint32_t slow_start_to; /* doubling stops here; 0: one by one */
 	uint64_t refusals_counted; /* the breaker's SPOP capacity statuses at the previous look */
 	bool counted;          /* refusals_counted is a baseline */
+	bool probing;          /* the last look raised the limit: the next judges it */
+	uint16_t wait;         /* full looks left before the next raise */
+	uint16_t backoff;      /* the wait after the last refused raise (doubles, bounded) */
 };
 
 /* One look at one server whose breaker is closed. */

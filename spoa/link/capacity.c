@@ -14,8 +14,18 @@ static uint32_t within_ceiling(uint32_t v, uint32_t ceiling)
 	return ceiling != 0 && v > ceiling ? ceiling : v;
 }
 
+/* The most looks a raise waits after raises that were refused (10 s at
+ * the default poll_interval): a probe above the edge costs a look of
+ * refusals, which a saturated fleet's retries cannot place elsewhere, so
+ * one that keeps failing is tried less and less often - yet often enough
+ * to find, within seconds, a worker that can take more. */
+#define CAPACITY_PROBE_WAIT_MAX 20
+
 enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_look *look)
 {
+	/* Whether the previous look raised the limit: this one judges it. */
+	bool probed = c->probing;
+	c->probing = false;
 	if (look->refusals > 0) {
 		/* Refused at the concurrency it had: the capacity is below
 		 * the limit - one less, from the limit and not from what
@@ -31,6 +41,14 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 		if (held == 0 || look->sessions < busy)
 			return CAPACITY_UNCHANGED;
 		uint32_t want = within_ceiling(at_least_floor(held - 1), look->ceiling);
+		/* A raise refused found the edge: the next waits twice as
+		 * long as the last (at least a look, at most the bound). */
+		if (probed) {
+			uint32_t doubled = c->backoff ? 2u * c->backoff : 1u;
+			c->backoff = doubled > CAPACITY_PROBE_WAIT_MAX ? CAPACITY_PROBE_WAIT_MAX
+								       : doubled;
+		}
+		c->wait = c->backoff;
 		c->step = 1;
 		c->slow_start_to = 0; /* found the edge: one by one from here */
 		if (want == c->limit)
@@ -40,15 +58,18 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 		c->limit = want;
 		return change;
 	}
-	if (c->limit == 0 || look->sessions < c->limit) {
-		/* Room left: the limit holds nothing back; a doubling run
-		 * starts again from one. */
-		if (c->slow_start_to == 0)
-			c->step = 1;
-		return CAPACITY_UNCHANGED;
-	}
+	/* A raise that drew no refusal: the edge is higher, and the next
+	 * raise may come at once. */
+	if (probed)
+		c->backoff = 0;
+	if (c->limit == 0 || look->sessions < c->limit)
+		return CAPACITY_UNCHANGED; /* room left: the limit holds nothing back */
 	if (look->ceiling != 0 && c->limit >= look->ceiling)
 		return CAPACITY_UNCHANGED;
+	if (c->wait > 0) {
+		c->wait--;
+		return CAPACITY_UNCHANGED;
+	}
 	uint32_t step = c->step ? c->step : 1;
 	uint32_t want = c->limit + step;
 	if (want < c->limit)
@@ -63,6 +84,7 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 		}
 	}
 	c->limit = within_ceiling(want, look->ceiling);
+	c->probing = true;
 	return CAPACITY_RAISED;
 }
 
@@ -76,6 +98,8 @@ void capacity_slow_start(struct capacity *c, uint32_t start)
 	c->slow_start_to = c->limit;
 	c->limit = from;
 	c->step = from;
+	c->probing = false;
+	c->wait = 0; /* doubling back at once: the worker held that much before */
 }
 
 void capacity_forget(struct capacity *c)
@@ -83,6 +107,9 @@ void capacity_forget(struct capacity *c)
 	c->limit = 0;
 	c->step = 1;
 	c->slow_start_to = 0;
+	c->probing = false;
+	c->wait = 0;
+	c->backoff = 0;
 }
 
 const char *capacity_change_name(enum capacity_change change)

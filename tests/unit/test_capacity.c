@@ -91,6 +91,8 @@ static void test_slow_start(void **state)
 	assert_int_equal(c.limit, 4);
 	look(&c, 3, 4, 0); /* refused at 4: the worker changed */
 	assert_int_equal(c.limit, 3);
+	/* The raise that was refused makes the next wait a full look. */
+	assert_int_equal(look(&c, 0, 3, 0), CAPACITY_UNCHANGED);
 	look(&c, 0, 3, 0);
 	assert_int_equal(c.limit, 4); /* one by one from here */
 	capacity_forget(&c);
@@ -120,13 +122,33 @@ static void test_settles_and_follows(void **state)
 		if (c.limit < ks[i] || c.limit > ks[i] + 1)
 			fail_msg("capacity %u: limit %u", ks[i], c.limit);
 	}
-	/* 4 -> 2 -> 6: followed each way. */
+	/* 4 -> 2 -> 6: followed each way, up within the longest wait. */
 	struct capacity c = {0};
-	simulate(&c, 4, 20);
+	simulate(&c, 4, 40);
 	simulate(&c, 2, 20);
 	assert_in_range(c.limit, 2, 3);
-	simulate(&c, 6, 20);
+	simulate(&c, 6, 20 + 4 + 2);
 	assert_in_range(c.limit, 6, 7);
+}
+
+/* Raises refused again and again come less and less often, down to one
+ * in 21 full looks: over a long run, a worker of capacity 4 spends almost
+ * all its looks at 4. */
+static void test_probes_back_off(void **state)
+{
+	(void)state;
+	struct capacity c = {0};
+	simulate(&c, 4, 200);
+	unsigned above = 0, at = 0;
+	for (int i = 0; i < 420; i++) {
+		simulate(&c, 4, 1);
+		above += c.limit > 4;
+		at += c.limit == 4;
+	}
+	assert_int_equal(above + at, 420);
+	if (above > 420 / 21 + 1)
+		fail_msg("%u looks of 420 above the capacity", above);
+	assert_int_equal(c.backoff, 20);
 }
 
 int main(void)
@@ -135,6 +157,7 @@ int main(void)
 		cmocka_unit_test(test_rules_table),
 		cmocka_unit_test(test_slow_start),
 		cmocka_unit_test(test_settles_and_follows),
+		cmocka_unit_test(test_probes_back_off),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
