@@ -27,15 +27,17 @@
  *                                      holds the server back
  *
  * So a worker refusing beyond K settles at K, probing K + 1 now and then:
- * each raise that is refused makes the next wait twice as many full looks
- * (at most 20, 10 s at the default poll_interval), since a look above the
- * edge costs refusals that a saturated fleet's retries cannot place. One
- * whose capacity changes is followed one request per look down, and up
- * as soon as a raise holds (a raise that draws no refusal lets the next
- * come at once), faster upwards after a trip (doubling
- * back to the limit it had, then one by one). Never above the ceiling (the
- * operator's own maxconn, 0: none). A server that never refuses is never
- * limited: no limit is learnt before the first refusal.
+ * each raise to the limit last refused that is refused again makes the
+ * next such raise wait twice as many full looks (at most 20, 10 s at the
+ * default poll_interval), since a look above the edge costs refusals that
+ * a saturated fleet's retries cannot place; raises below it come at once.
+ * The look after a lowering counts no refusal (they may be of requests let
+ * in before the new maxconn landed). A capacity that falls is followed one
+ * request every two looks; one that grows, one a look as soon as a raise
+ * to the edge holds. After a trip the limit doubles back to the one it had,
+ * then goes one by one. Never above the ceiling (the operator's own
+ * maxconn, 0: none). A server that never refuses is never limited: no
+ * limit is learnt before the first refusal.
  */
 #ifndef SPOA_CAPACITY_H
 #define SPOA_CAPACITY_H
@@ -56,8 +58,10 @@ struct capacity {
 	uint64_t refusals_counted; /* the breaker's SPOP capacity statuses at the previous look */
 	bool counted;          /* refusals_counted is a baseline */
 	bool probing;          /* the last look raised the limit: the next judges it */
+	bool lowered;          /* the last look lowered it: the next's refusals may be lag */
 	uint16_t wait;         /* full looks left before the next raise */
 	uint16_t backoff;      /* the wait after the last refused raise (doubles, bounded) */
+	uint32_t edge;         /* the limit last refused (0: none known); a raise to it waits */
 };
 
 /* One look at one server whose breaker is closed. */

@@ -25,7 +25,16 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 {
 	/* Whether the previous look raised the limit: this one judges it. */
 	bool probed = c->probing;
+	bool lowered = c->lowered;
 	c->probing = false;
+	c->lowered = false;
+	if (look->refusals > 0 && lowered)
+		/* The look right after a lowering: its refusals may be of
+		 * requests let in before the lower maxconn landed. Judged at
+		 * the next one, so a limit is never taken below the edge by
+		 * its own lag (a capacity that falls is followed one request
+		 * every two looks). */
+		return CAPACITY_UNCHANGED;
 	if (look->refusals > 0) {
 		/* Refused at the concurrency it had: the capacity is below
 		 * the limit - one less, from the limit and not from what
@@ -49,6 +58,7 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 								       : doubled;
 		}
 		c->wait = c->backoff;
+		c->edge = held; /* refused holding this many */
 		c->step = 1;
 		c->slow_start_to = 0; /* found the edge: one by one from here */
 		if (want == c->limit)
@@ -56,17 +66,24 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 		enum capacity_change change =
 			c->limit == 0 || want < c->limit ? CAPACITY_LOWERED : CAPACITY_RAISED;
 		c->limit = want;
+		c->lowered = change == CAPACITY_LOWERED;
 		return change;
 	}
-	/* A raise that drew no refusal: the edge is higher, and the next
-	 * raise may come at once. */
-	if (probed)
+	/* A raise to the edge that drew no refusal: the edge is higher, and
+	 * the next raise may come at once. (One below it says nothing new: a
+	 * look's refusals may be of requests let in before the limit came
+	 * down, and take it one too low.) */
+	if (probed && c->limit >= c->edge) {
 		c->backoff = 0;
+		c->edge = 0;
+	}
 	if (c->limit == 0 || look->sessions < c->limit)
 		return CAPACITY_UNCHANGED; /* room left: the limit holds nothing back */
 	if (look->ceiling != 0 && c->limit >= look->ceiling)
 		return CAPACITY_UNCHANGED;
-	if (c->wait > 0) {
+	/* Back up to one below the edge at once; to the edge, after the
+	 * wait. */
+	if (c->wait > 0 && c->limit + 1 >= c->edge) {
 		c->wait--;
 		return CAPACITY_UNCHANGED;
 	}
@@ -110,6 +127,8 @@ void capacity_forget(struct capacity *c)
 	c->probing = false;
 	c->wait = 0;
 	c->backoff = 0;
+	c->edge = 0;
+	c->lowered = false;
 }
 
 const char *capacity_change_name(enum capacity_change change)
