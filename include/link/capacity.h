@@ -62,6 +62,7 @@ struct capacity {
 	uint16_t wait;         /* full looks left before the next raise */
 	uint16_t backoff;      /* the wait after the last refused raise (doubles, bounded) */
 	uint32_t edge;         /* the limit last refused (0: none known); a raise to it waits */
+	uint32_t raised;       /* the last raise's size: undone whole if refused */
 };
 
 /* One look at one server whose breaker is closed. */
@@ -80,12 +81,35 @@ enum capacity_change {
 
 enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_look *look);
 
+/*
+ * A capacity status that reached its client (over SPOP: its retries, if
+ * any, were refused too), between two looks. Right after a raise, it is
+ * the raise refused: the limit comes down at once, as the next look would
+ * have brought it, a look's worth of refusals sooner - in a saturated
+ * fleet a refused request's retries find no free slot but the one above
+ * the edge, and fail there. With no limit yet and at least two requests in
+ * flight at the last look (`sessions`), the first limit is set the same
+ * way. Anything else waits for the look.
+ */
+enum capacity_change capacity_on_refusal(struct capacity *c, uint32_t sessions,
+					 uint32_t ceiling);
+
 /* The worker is judged anew (its breaker tripped, the server points at
  * another worker, learning is off for it): where it tripped, it comes
  * back at `start` (the half-open probes' maxconn) and doubles back towards
  * the limit it had; elsewhere the limit is forgotten. */
 void capacity_slow_start(struct capacity *c, uint32_t start);
 void capacity_forget(struct capacity *c);
+/*
+ * A server with no limit in a backend where others have one: HAProxy
+ * queues a request when the backend has a queue (with roundrobin, it takes
+ * every server to be full), and only a server with a maxconn takes
+ * requests from that queue as its slots free - an unlimited one, a worker
+ * back from a crash say, would get almost nothing. So it gets a limit too,
+ * `start` (the largest of its neighbours'), doubling at each look that
+ * finds it full and unrefused until its first refusal: slow start.
+ */
+void capacity_join(struct capacity *c, uint32_t start);
 
 const char *capacity_change_name(enum capacity_change change);
 

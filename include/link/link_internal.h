@@ -165,6 +165,11 @@ void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *
 void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *entry,
 			struct enforce_entry *en);
 bool link_capacity_applies(const struct breaker *b);
+/* At the end of a backend's rows: its servers with no limit get one where
+ * a neighbour has one (capacity_join()). */
+void link_capacity_group(struct haproxy_link *link, const uint32_t *members, uint32_t nb);
+/* A capacity status over SPOP: a raise refused comes down at once. */
+void link_capacity_refused(struct haproxy_link *link, struct breaker_table_entry *entry);
 /* ... and once `show stat` ended (complete: read whole), the stalled
  * rule judges the last backend's servers. */
 void link_stall_rows_end(struct haproxy_link *link, bool complete);

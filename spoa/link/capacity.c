@@ -49,7 +49,11 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 		uint32_t busy = c->limit != 0 ? c->limit / 2 + c->limit % 2 : 2;
 		if (held == 0 || look->sessions < busy)
 			return CAPACITY_UNCHANGED;
-		uint32_t want = within_ceiling(at_least_floor(held - 1), look->ceiling);
+		/* A raise refused goes back to the limit that held before it
+		 * (a doubling past the edge undone at once, as TCP's slow
+		 * start falls back on a loss), any other refusal one down. */
+		uint32_t down = probed && c->raised > 0 && c->raised < held ? c->raised : 1;
+		uint32_t want = within_ceiling(at_least_floor(held - down), look->ceiling);
 		/* A raise refused found the edge: the next waits twice as
 		 * long as the last (at least a look, at most the bound). */
 		if (probed) {
@@ -100,9 +104,29 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 			c->step = step > UINT32_MAX / 2 ? step : step * 2;
 		}
 	}
+	uint32_t was = c->limit;
 	c->limit = within_ceiling(want, look->ceiling);
+	c->raised = c->limit - was;
 	c->probing = true;
 	return CAPACITY_RAISED;
+}
+
+enum capacity_change capacity_on_refusal(struct capacity *c, uint32_t sessions,
+					 uint32_t ceiling)
+{
+	if (c->probing) {
+		/* The raise is refused: down at once, as the next look would
+		 * have done, a look's worth of refusals sooner. */
+		struct capacity_look look = {.refusals = 1, .sessions = c->limit,
+					     .ceiling = ceiling};
+		return capacity_on_look(c, &look);
+	}
+	if (c->limit == 0 && sessions >= 2) {
+		struct capacity_look look = {.refusals = 1, .sessions = sessions,
+					     .ceiling = ceiling};
+		return capacity_on_look(c, &look);
+	}
+	return CAPACITY_UNCHANGED; /* a look judges the rest */
 }
 
 void capacity_slow_start(struct capacity *c, uint32_t start)
@@ -117,6 +141,18 @@ void capacity_slow_start(struct capacity *c, uint32_t start)
 	c->step = from;
 	c->probing = false;
 	c->wait = 0; /* doubling back at once: the worker held that much before */
+}
+
+void capacity_join(struct capacity *c, uint32_t start)
+{
+	if (c->limit != 0 || start == 0)
+		return;
+	c->limit = at_least_floor(start);
+	c->step = c->limit;
+	c->slow_start_to = UINT32_MAX; /* no known edge: doubling until refused */
+	c->probing = false;
+	c->wait = 0;
+	c->edge = 0;
 }
 
 void capacity_forget(struct capacity *c)

@@ -20,6 +20,25 @@ bool link_capacity_applies(const struct breaker *b)
 	       !b->policy->observe_only;
 }
 
+/* The operator's maxconn, as the agent found it before changing it. */
+static uint32_t ceiling_of(const struct enforce_entry *en)
+{
+	return en->mem.own_maxconn_known ? en->mem.own_maxconn
+	       : en->mem.maxconn_by_us   ? 0
+					 : en->seen.maxconn;
+}
+
+void link_capacity_refused(struct haproxy_link *link, struct breaker_table_entry *entry)
+{
+	const struct breaker *b = &entry->breaker;
+	if (!learns(b))
+		return;
+	struct enforce_entry *en = &link->entries[breaker_table_index(link->owner->table, entry)];
+	if (capacity_on_refusal(&en->capacity, en->seen.sessions, ceiling_of(en)) !=
+	    CAPACITY_UNCHANGED)
+		link_converge_entry(link, entry);
+}
+
 void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *entry,
 			struct enforce_entry *en)
 {
@@ -39,13 +58,9 @@ void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *e
 	}
 	if (!learns(b))
 		return;
-	/* The operator's maxconn, as the agent found it before changing it. */
-	uint32_t ceiling = en->mem.own_maxconn_known ? en->mem.own_maxconn
-			   : en->mem.maxconn_by_us  ? 0
-						    : en->seen.maxconn;
 	struct capacity_look look = {.refusals = told_since + en->look_capacity_retries,
 				     .sessions = en->seen.sessions,
-				     .ceiling = ceiling};
+				     .ceiling = ceiling_of(en)};
 	uint32_t was = c->limit;
 	enum capacity_change change = capacity_on_look(c, &look);
 	if (change != CAPACITY_UNCHANGED)
@@ -54,4 +69,29 @@ void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *e
 			  runtime_api_client_address(link->client), entry->backend, entry->server,
 			  capacity_change_name(change), c->limit, was, was ? "" : ": none",
 			  (unsigned long long)look.refusals, look.sessions);
+}
+
+void link_capacity_group(struct haproxy_link *link, const uint32_t *members, uint32_t nb)
+{
+	struct breaker_table *t = link->owner->table;
+	uint32_t largest = 0;
+	for (uint32_t i = 0; i < nb; i++) {
+		const struct breaker_table_entry *entry = breaker_table_at(t, members[i]);
+		const struct capacity *c = &link->entries[members[i]].capacity;
+		if (entry && entry->in_use && learns(&entry->breaker) && c->limit > largest)
+			largest = c->limit;
+	}
+	if (largest == 0)
+		return; /* no limit in the backend: nothing queues there */
+	for (uint32_t i = 0; i < nb; i++) {
+		struct breaker_table_entry *entry = breaker_table_at(t, members[i]);
+		struct enforce_entry *en = &link->entries[members[i]];
+		if (!entry || !entry->in_use || !learns(&entry->breaker) || en->capacity.limit != 0)
+			continue;
+		capacity_join(&en->capacity, largest);
+		log_debug("HAProxy %s: %s/%s capacity starts at %u, its neighbours' largest: an "
+			  "unlimited server takes nothing from HAProxy's queue",
+			  runtime_api_client_address(link->client), entry->backend, entry->server,
+			  en->capacity.limit);
+	}
 }

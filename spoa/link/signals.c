@@ -176,6 +176,10 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 	struct enforcer *e = link->owner;
 	uint64_t sent = 0, answers = 0, pending = 0;
 
+	/* The same rows, for the capacity learnt (capacity_watch.c). */
+	if (complete)
+		link_capacity_group(link, link->stall_group, link->nb_stall_group);
+
 	for (uint32_t i = 0; i < link->nb_stall_group; i++) {
 		const struct enforce_entry *en = &link->entries[link->stall_group[i]];
 		if (en->stall_row_look != link->look_id)

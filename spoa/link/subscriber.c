@@ -28,6 +28,12 @@ enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *e
 	if (cause->kind == BREAKER_CAUSE_RESPONSE)
 		e->last_spop_ms[index] = cause->now_ms;
 	bool operator = cause->kind == BREAKER_CAUSE_OPERATOR;
+	/* A capacity status that reached its client: the learnt limit may
+	 * have to come down before the next look (capacity.h). */
+	if (cause->kind == BREAKER_CAUSE_RESPONSE && cause->outcome == BREAKER_OUTCOME_BACKPRESSURE &&
+	    e->mode != ENFORCE_AGENT_CHECK)
+		for (unsigned i = 0; i < e->nb_links; i++)
+			link_capacity_refused(&e->links[i], entry);
 	if (ev->dirty != BREAKER_DIRTY_UNCHANGED || operator) {
 		bool added = false;
 		for (unsigned i = 0; i < e->nb_links; i++)

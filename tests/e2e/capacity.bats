@@ -82,10 +82,13 @@ backpressure_of() { # SERVER
 	is_not_drained w1
 	[ "$(breaker_field workers/w1 state)" = closed ]
 	[ "$(breaker_field workers/w1 rests)" = 0 ]
-	# The servers that never refused keep their own maxconn.
-	[ "$(limit_of w3)" = 0 ]
-	[ "$(limit_of w2)" = 50 ]
-	[ "$(breaker_field workers/w2 maxconn_learnt)" = 0 ]
+	# The servers that never refused have a limit too, their neighbour's
+	# to start with (an unlimited one would take nothing from HAProxy's
+	# queue), never above their own.
+	[ "$(limit_of w3)" -ge 2 ]
+	local w2_limit
+	w2_limit=$(limit_of w2)
+	[ "$w2_limit" -ge 2 ] && [ "$w2_limit" -le 50 ]
 	stop_load
 }
 

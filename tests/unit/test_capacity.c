@@ -89,12 +89,14 @@ static void test_slow_start(void **state)
 	capacity_slow_start(&c, 2);
 	look(&c, 0, 2, 0);
 	assert_int_equal(c.limit, 4);
-	look(&c, 3, 4, 0); /* refused at 4: the worker changed */
+	look(&c, 3, 4, 0); /* the doubling refused: the worker changed */
+	assert_int_equal(c.limit, 2); /* back where it held */
+	/* One by one from here, at once below the edge, after a wait to it. */
+	assert_int_equal(look(&c, 0, 2, 0), CAPACITY_RAISED);
 	assert_int_equal(c.limit, 3);
-	/* The raise that was refused makes the next wait a full look. */
 	assert_int_equal(look(&c, 0, 3, 0), CAPACITY_UNCHANGED);
-	look(&c, 0, 3, 0);
-	assert_int_equal(c.limit, 4); /* one by one from here */
+	assert_int_equal(look(&c, 0, 3, 0), CAPACITY_RAISED);
+	assert_int_equal(c.limit, 4);
 	capacity_forget(&c);
 	assert_int_equal(c.limit, 0);
 	assert_int_equal(look(&c, 0, 50, 0), CAPACITY_UNCHANGED);
@@ -151,6 +153,53 @@ static void test_probes_back_off(void **state)
 	assert_int_equal(c.backoff, 20);
 }
 
+/* A refusal between looks: a raise refused comes down at once; with no
+ * limit, the first comes from the last look's requests in flight; else
+ * the look judges. */
+static void test_refusal_between_looks(void **state)
+{
+	(void)state;
+	struct capacity c = {.limit = 4, .step = 1};
+	assert_int_equal(look(&c, 0, 4, 0), CAPACITY_RAISED);
+	assert_int_equal(c.limit, 5);
+	assert_int_equal(capacity_on_refusal(&c, 5, 0), CAPACITY_LOWERED);
+	assert_int_equal(c.limit, 4);
+	assert_int_equal(c.backoff, 1);
+	/* Not probing any more: the next refusal waits for the look, and
+	 * that look's refusals may be the lag of the raise. */
+	assert_int_equal(capacity_on_refusal(&c, 4, 0), CAPACITY_UNCHANGED);
+	assert_int_equal(look(&c, 3, 4, 0), CAPACITY_UNCHANGED);
+	assert_int_equal(c.limit, 4);
+
+	c = (struct capacity){0};
+	assert_int_equal(capacity_on_refusal(&c, 1, 0), CAPACITY_UNCHANGED);
+	assert_int_equal(capacity_on_refusal(&c, 6, 0), CAPACITY_LOWERED);
+	assert_int_equal(c.limit, 5);
+}
+
+/* A server with no limit among limited ones starts at their largest and
+ * doubles while full, until its first refusal; one with a limit keeps it. */
+static void test_join(void **state)
+{
+	(void)state;
+	struct capacity c = {0};
+	capacity_join(&c, 0);
+	assert_int_equal(c.limit, 0);
+	capacity_join(&c, 4);
+	assert_int_equal(c.limit, 4);
+	const uint32_t climb[] = {8, 16, 32};
+	for (size_t i = 0; i < sizeof(climb) / sizeof(climb[0]); i++) {
+		assert_int_equal(look(&c, 0, c.limit, 0), CAPACITY_RAISED);
+		assert_int_equal(c.limit, climb[i]);
+	}
+	assert_int_equal(look(&c, 0, 20, 0), CAPACITY_UNCHANGED); /* room left */
+	assert_int_equal(look(&c, 5, 32, 0), CAPACITY_LOWERED);   /* the edge */
+	assert_int_equal(c.limit, 31);
+	assert_int_equal(c.slow_start_to, 0);
+	capacity_join(&c, 2);
+	assert_int_equal(c.limit, 31);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +207,8 @@ int main(void)
 		cmocka_unit_test(test_slow_start),
 		cmocka_unit_test(test_settles_and_follows),
 		cmocka_unit_test(test_probes_back_off),
+		cmocka_unit_test(test_refusal_between_looks),
+		cmocka_unit_test(test_join),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
