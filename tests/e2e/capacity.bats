@@ -56,7 +56,7 @@ backpressure_of() { # SERVER
 	echo "${v:-0}"
 }
 
-@test "a worker refusing beyond 3 requests in service gets maxconn 3 or 4, and HAProxy queues the rest" {
+@test "a worker refusing beyond 3 requests in service gets maxconn 3 or 4, and keeps it" {
 	W1_BEHAVIOUR=cap:3:0.3 start_capacity_scene
 	[ "$(limit_of w1)" = 0 ]
 	start_load 9
@@ -64,15 +64,16 @@ backpressure_of() { # SERVER
 	# worker's capacity is.
 	wait_until 30 limit_between w1 3 4
 	[ "$(backpressure_of w1)" -gt 0 ]
-	# It stays there: sampled over more looks, never out of K - 1 .. K + 1
-	# (a look can see fewer in flight than the worker holds).
+	# It stays there: sampled through ten more looks, never out of
+	# K - 1 .. K + 1 (bounded: 300 samples).
 	local looks i
 	looks=$(looks_ok)
-	for i in $(seq 20); do
+	for i in $(seq 300); do
 		limit_between w1 2 4
+		[ "$(looks_ok)" -ge $((looks + 10)) ] && break
 		sleep 0.1
 	done
-	wait_until 10 two_looks_after "$looks"
+	[ "$(looks_ok)" -ge $((looks + 10)) ]
 	limit_between w1 2 4
 	# /state says what the agent holds there.
 	local learnt
