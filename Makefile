@@ -16,6 +16,9 @@
 #   make soak            HAProxy, the agent and workers under traffic and a seeded random
 #                        schedule of faults, invariants checked (SOAK_SECONDS=600, SOAK_SEED,
 #                        SOAK_BUILD=build or build-asan; docs/soak.md)
+#   make sim             the agent's real core and link in a simulated HAProxy and fleet: seeded
+#                        schedules, invariants at every step, a failure shrunk to a replayable
+#                        case (SIM_SEED, SIM_SCHEDULES, SIM_SECONDS of CPU, SIM_LENGTH; docs/testing.md)
 #   make bench-fleet     install missing packages, then a simulated fleet behind HAProxy: client
 #                        success, errors, latency, time out of rotation, with and without the agent
 #   make man             the manual page, build/spoa-breaker.8 (scdoc)
@@ -102,7 +105,7 @@ UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BIN        := $(BUILD)/spoa-breaker
 MAN        := $(BUILD)/spoa-breaker.8
 
-.PHONY: all check check-layers unit e2e fuzz sanitize demo deps deps-demo deps-bench bench bench-fleet bench-tools soak man install uninstall clean FORCE
+.PHONY: all check check-layers unit e2e fuzz sanitize demo deps deps-demo deps-bench bench bench-fleet bench-tools soak sim man install uninstall clean FORCE
 
 all: $(BIN)
 
@@ -177,6 +180,24 @@ else
 	@$(MAKE) --no-print-directory BUILD=$(SOAK_BUILD) all
 endif
 	@SOAK_BUILD=$(SOAK_BUILD) tests/soak/soak.sh
+
+# The simulation (tests/sim/, docs/testing.md): the agent's real core and
+# link in a simulated world, seeded schedules, invariants at every step.
+# Linked without libev and util/clock.o: tests/sim/sim_loop.c is the
+# loop and the clock they run on. SIM_SEED, SIM_SCHEDULES, SIM_SECONDS
+# (the CPU budget), SIM_LENGTH, SIM_CASE and SIM_BREAK reach it from
+# make's command line; the cases kept in tests/sim/cases/ replay first.
+SIM_SRCS   := $(wildcard tests/sim/*.c)
+SIM_BIN    := $(BUILD)/sim
+SIM_LIBS    = $(eval SIM_LIBS := $(call pkg_config,--libs,$(PKGS)) -lm -pthread)$(SIM_LIBS)
+
+$(SIM_BIN): $(SIM_SRCS) $(wildcard tests/sim/*.h) $(BUILD)/libspoa.a
+	$(CC) $(CPPFLAGS) -Itests/sim $(ALL_CFLAGS) $(DEP_CFLAGS) $(ALL_LDFLAGS) -o $@ $(SIM_SRCS) \
+		$(BUILD)/libspoa.a $(SIM_LIBS)
+
+sim: $(SIM_BIN)
+	@$(SIM_BIN) --cases tests/sim/cases
+	@$(SIM_BIN)
 
 # libFuzzer targets (tests/fuzz/fuzz_NAME.c), each with the sources it
 # needs and its seeds in tests/fuzz/corpus_NAME (the frame's: corpus/).

@@ -1,0 +1,357 @@
+/*
+ * sim.h - the simulation's world: a simulated HAProxy (its backends and
+ * servers, their states and counters, its maps), the workers behind the
+ * servers and the traffic sent to them, the agent's real parts, and the
+ * invariants watching all of it. One struct sim per schedule run.
+ *
+ * The files, one concern each:
+ *   sim_loop.c        the simulated clock, and libev's timers over it
+ *   sim_agent.c       the agent's real parts, assembled as daemon.c does
+ *   sim_haproxy.c     HAProxy: the Runtime API commands the link sends,
+ *                     answered from its queues, in HAProxy's words
+ *   sim_traffic.c     workers and traffic: requests routed as HAProxy
+ *                     does, answered by each worker's kind, counted, and
+ *                     observed over SPOP
+ *   sim_schedule.c    the schedule: a world and its events from a seed,
+ *                     and the text a case is kept and replayed as
+ *   sim_invariants.c  the promises checked at every step
+ *   sim_run.c         one schedule, step by step
+ *   sim_shrink.c      a failing schedule made short
+ *   sim_main.c        the runs, their figures, the self-test
+ */
+#ifndef SIM_H
+#define SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config/config.h"
+#include "daemon/breakers.h"
+#include "link/enforcer.h"
+#include "spop/dispatch.h"
+#include "sim_rng.h"
+
+#define SIM_MAX_BACKENDS 3
+#define SIM_MAX_SERVERS 8 /* a backend's slots, parked ones included */
+#define SIM_MAX_EVENTS 256
+#define SIM_MAX_QUEUE 4096 /* requests HAProxy queues in a backend */
+
+/* ---- the workers ---- */
+
+enum sim_worker_kind {
+	WORKER_HEALTHY,  /* answers 200 */
+	WORKER_BUSY,     /* answers 200 up to its capacity at once, a capacity status beyond */
+	WORKER_REFUSING, /* answers only capacity statuses: full, and saying so */
+	WORKER_FAILING,  /* answers 500 to a share of its requests */
+	WORKER_HUNG,     /* accepts and never answers */
+	WORKER_CRASHED,  /* refuses connections */
+	WORKER_SLOW,     /* answers 200 after seconds */
+	SIM_WORKER_KINDS
+};
+
+struct sim_worker {
+	enum sim_worker_kind kind;
+	uint32_t capacity;     /* BUSY: requests served at once */
+	bool slow_refusals;    /* BUSY, REFUSING: a refusal's head after 1-3 s */
+	uint32_t retry_after;  /* BUSY, REFUSING: its Retry-After, seconds; 0: none */
+	uint32_t status;       /* BUSY, REFUSING: 503, 429 or 529 */
+	uint32_t fail_percent; /* FAILING */
+	uint32_t generation;   /* counts kind changes */
+	uint64_t kind_since_us;
+	uint32_t inflight;       /* requests it holds */
+	uint32_t inflight_older; /* ... of them admitted under an earlier kind */
+	uint64_t clean_since_us; /* when the last of those ended (0: not yet) */
+	uint32_t stalled_trips;  /* opened by the stalled rule under this kind */
+	uint64_t successes;      /* 2xx heads, all time */
+};
+
+/* ---- HAProxy ---- */
+
+/* Whose hand a server's drain, maintenance or maxconn is. */
+enum sim_hand {
+	HAND_NONE,
+	HAND_AGENT,      /* a command of the agent's link */
+	HAND_OPERATOR,   /* `set server ... state` by a person */
+	HAND_CONTROLLER, /* a parked slot: an ingress controller's maintenance */
+};
+
+struct sim_server {
+	char name[16];
+	uint32_t id;
+	char addr[24]; /* "10.0.B.N", or "127.0.0.1" parked */
+	unsigned port;
+	unsigned admin; /* RUNTIME_API_ADMF_* */
+	enum sim_hand drain_by, maint_by;
+	/* When a complete look first showed the agent an operator's or a
+	 * controller's hand on the server (0: none has yet). */
+	uint64_t hand_seen_us;
+	bool up; /* health checks */
+	unsigned check_fails, check_oks;
+	uint32_t maxconn_conf, maxconn; /* 0: unlimited */
+	enum sim_hand maxconn_by;
+	/* Counters, as `show stat` names them; reset by a reload. */
+	uint64_t stot, hrsp[5], wretr, wredis, econ, eresp, srv_abrt, cli_abrt;
+	uint32_t scur;
+	struct sim_worker w;
+	/* hrsp_2xx as the agent's last two complete reads of `show stat`
+	 * saw it: whether the worker answered anything between them. */
+	uint64_t ok_seen[2];
+	bool ok_seen_valid[2];
+	/* Since when each timed invariant's condition holds (0: not now). */
+	uint64_t since_orphan_drain, since_orphan_maxconn, since_unfollowed;
+	/* The breaker's trips as the last step saw them. */
+	const void *entry_seen;
+	uint32_t trips_seen;
+};
+
+struct sim_backend {
+	char name[16];
+	uint32_t id;
+	struct sim_server srv[SIM_MAX_SERVERS];
+	unsigned nb;
+	double rate; /* requests a second */
+	uint64_t next_arrival_us;
+	/* Requests waiting for a slot (maxconn): their arrival times. */
+	uint64_t queue[SIM_MAX_QUEUE];
+	unsigned q_head, q_len;
+	uint64_t since_over_cap, since_no_server;
+};
+
+/* One in-flight request's next moment: its head, or its timeout. */
+struct sim_req {
+	uint64_t due_us;
+	uint64_t seq;
+	uint8_t be, srv;
+	uint8_t retries; /* capacity retries left (retry-on) */
+	bool timeout;    /* ends as `timeout server` does */
+	uint16_t status;
+	uint32_t retry_after;
+	uint32_t generation; /* the worker's, at admission */
+};
+
+/* The link's Runtime API clients, answered by the simulated HAProxy. */
+struct sim_client {
+	bool in_flight;
+	uint64_t due_us;
+	unsigned n;    /* commands in the batch */
+	bool lose;     /* applied, but the reply is lost */
+	bool refuse;   /* not reached: HAProxy's socket is down */
+};
+
+/* ---- the schedule ---- */
+
+enum sim_event_kind {
+	EV_WORKER,       /* a server's worker becomes another kind */
+	EV_RATE,         /* a backend's traffic changes */
+	EV_OP_DRAIN,     /* an operator drains a server */
+	EV_OP_MAINT,     /* ... puts it in maintenance */
+	EV_OP_READY,     /* ... makes it ready again */
+	EV_PARK,         /* a controller parks a slot (maint, 127.0.0.1:1) */
+	EV_FILL,         /* ... fills a parked slot with a new worker */
+	EV_MOVE,         /* a server points at another worker */
+	EV_API_DOWN,     /* the Runtime API refuses for a while */
+	EV_API_LOSSY,    /* replies are lost (the command applied) for a while */
+	EV_HAPROXY_RELOAD,
+	EV_AGENT_RESTART, /* kill -9 and start again, no snapshot */
+	SIM_EVENT_KINDS
+};
+
+struct sim_event {
+	uint64_t at_ms; /* from the schedule's start */
+	enum sim_event_kind kind;
+	uint8_t be, srv;
+	/* EV_WORKER: the kind, capacity, slow refusals, Retry-After,
+	 * status, fail share; EV_RATE: a[0] requests/s; EV_API_*: a[0]
+	 * ms. */
+	uint32_t a[6];
+};
+
+/* A world and what happens to it: everything a run depends on. */
+struct sim_schedule {
+	uint64_t seed;
+	uint64_t duration_ms;
+	/* The world at the start. */
+	unsigned nb_backends;
+	unsigned nb_servers[SIM_MAX_BACKENDS];
+	unsigned nb_parked[SIM_MAX_BACKENDS]; /* the last slots, parked */
+	uint32_t rate[SIM_MAX_BACKENDS];
+	uint32_t maxconn_conf[SIM_MAX_BACKENDS]; /* 0: unlimited */
+	/* The policy (the [breaker] options). */
+	uint32_t threshold, cooldown_ms, max_ejection_percent, failure_rate;
+	bool drain_last_server, retry_on; /* retry_on: HAProxy retries capacity statuses elsewhere */
+	struct sim_event events[SIM_MAX_EVENTS];
+	unsigned nb_events;
+};
+
+/* ---- the invariants ---- */
+
+enum sim_invariant {
+	INV_BUSY_NEVER_CHARGED,
+	INV_BUSY_NEVER_DRAINED_ANSWERING,
+	INV_CAPACITY_PROBE_CLOSES,
+	INV_EJECTION_CAP,
+	INV_LAST_SERVING_SERVER,
+	INV_OPERATOR_HAND_KEPT,
+	INV_NO_ORPHAN_DRAIN,
+	INV_NO_ORPHAN_MAXCONN,
+	INV_HAPROXY_FOLLOWS_BREAKERS,
+	INV_NO_SOCKET,
+	SIM_INVARIANTS
+};
+
+/* A planted misbehaviour, to prove the checker fires (sim --self-test). */
+enum sim_break {
+	BREAK_NONE,
+	BREAK_BUSY_AS_FAILURE, /* a busy worker's refusals reach SPOP as 500 */
+	BREAK_PROBE_AS_FAILURE, /* a capacity status answering a probe reaches SPOP as 500 */
+	BREAK_LIFT_OPERATOR,   /* HAProxy takes an operator's drain for the agent's */
+	BREAK_IGNORE_READY,    /* HAProxy ignores the agent's `state ready` */
+	BREAK_CAP_OFF,         /* the agent runs with no ejection cap, the checker with the schedule's */
+	SIM_BREAKS
+};
+
+struct sim_violation {
+	enum sim_invariant inv;
+	uint64_t at_ms;
+	char what[256];
+};
+
+/* ---- the agent ---- */
+
+struct sim_agent {
+	struct config config;
+	bool config_loaded;
+	struct breakers breakers;
+	bool breakers_up;
+	struct enforcer *enforcer;
+	struct dispatch dispatch;
+};
+
+/* ---- one run ---- */
+
+struct sim {
+	const struct sim_schedule *schedule;
+	enum sim_break brk;
+	bool verbose; /* SIM_VERBOSE: the events and the commands HAProxy runs */
+	struct ev_loop *loop;
+	struct sim_rng traffic_rng, api_rng;
+	struct sim_agent agent;
+	/* HAProxy */
+	struct sim_backend be[SIM_MAX_BACKENDS];
+	unsigned nb_be;
+	uint32_t pid;
+	uint64_t start_us;
+	struct sim_client clients[2]; /* looks, commands */
+	uint64_t api_down_until_us, api_lossy_until_us, api_up_since_us;
+	/* Every map the agent keeps, key and value per entry. */
+	struct sim_map {
+		const char *path;
+		struct sim_map_entry {
+			char key[48];
+			char value[48];
+		} *entries;
+		unsigned nb, allocated;
+	} maps[2];
+	uint64_t next_check_us; /* health checks, every 2 s */
+	/* Requests in flight: a binary heap by (due_us, seq). */
+	struct sim_req *heap;
+	unsigned heap_len, heap_cap;
+	uint64_t req_seq;
+	unsigned next_event;
+	uint32_t addr_serial; /* new workers' addresses */
+	uint64_t stat_reads; /* complete `show stat` reads answered */
+	/* What happened */
+	uint64_t steps, requests, observations, commands, looks;
+	/* Agent commands that undid an operator's hand it could not have
+	 * seen yet (queued before a look showed it): HAProxy's race. */
+	uint64_t races;
+	struct sim_violation violation;
+	bool failed;
+	uint64_t checks[SIM_INVARIANTS];
+};
+
+/* Times, in microseconds of the simulated clock. */
+#define SIM_MS 1000ull
+#define SIM_S 1000000ull
+#define SIM_POLL_MS 500u          /* the agent's poll_interval (its default) */
+#define SIM_TIMEOUT_SERVER_S 10u  /* HAProxy's timeout server */
+#define SIM_TIMEOUT_QUEUE_S 5u    /* ... and timeout queue, as shipped */
+/* How long HAProxy may lag behind the breakers (and an agent's drain its
+ * reason) with the Runtime API up: a look and its sweep, the command's
+ * way, and a look to notice a command that did not land. */
+#define SIM_CONVERGE_MS (6 * SIM_POLL_MS + 1000u)
+
+/* sim_agent.c */
+bool sim_agent_start(struct sim *s, char *err, size_t size);
+void sim_agent_stop(struct sim *s);
+/* A worker's response as HAProxy's SPOE sends it: through the same
+ * dispatch the SPOP connections hand their frames to. */
+void sim_agent_observe(struct sim *s, const struct sim_backend *b, const struct sim_server *sv,
+		       unsigned status, uint32_t retry_after);
+struct breaker_table_entry *sim_agent_entry(struct sim *s, const struct sim_backend *b,
+					    const struct sim_server *sv);
+
+/* sim_haproxy.c */
+void sim_haproxy_init(struct sim *s);
+void sim_haproxy_free(struct sim *s);
+void sim_haproxy_reload(struct sim *s);
+/* When the next batch is answered (UINT64_MAX: none in flight); answers
+ * what is due, starts the next batches. */
+uint64_t sim_haproxy_next_due(struct sim *s);
+void sim_haproxy_serve(struct sim *s);
+bool sim_haproxy_skip_timer(void *ctx, const ev_timer *w);
+void sim_haproxy_checks(struct sim *s);
+/* The operator's and the controller's hands, and address moves. */
+void sim_haproxy_set_state(struct sim *s, struct sim_server *sv, const char *state,
+			   enum sim_hand hand);
+bool sim_server_serving(const struct sim_server *sv);
+bool sim_server_capacity(const struct sim_server *sv);
+
+/* sim_traffic.c */
+void sim_worker_become(struct sim *s, struct sim_server *sv, const uint32_t a[6]);
+uint64_t sim_traffic_next_due(struct sim *s);
+void sim_traffic_run_due(struct sim *s);
+void sim_traffic_free(struct sim *s);
+
+/* sim_schedule.c */
+void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duration_ms);
+void sim_event_apply(struct sim *s, const struct sim_event *ev);
+/* The case as one line of text, and back. */
+void sim_schedule_print(const struct sim_schedule *sc, FILE *out);
+bool sim_schedule_parse(struct sim_schedule *sc, const char *text, char *err, size_t size);
+const char *sim_event_name(enum sim_event_kind kind);
+
+/* sim_invariants.c */
+const char *sim_invariant_name(enum sim_invariant inv);
+/* Records the first violation; false from then on. */
+bool sim_violate(struct sim *s, enum sim_invariant inv, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void sim_invariants_step(struct sim *s);
+/* Around one observation: what the breaker was, and what it became. */
+void sim_invariants_observed(struct sim *s, const struct sim_backend *b,
+			     const struct sim_server *sv, unsigned status, enum breaker_state before,
+			     const struct breaker_table_entry *entry);
+/* An agent's command, queued at `queued_us`, about to land on a server. */
+void sim_invariants_agent_command(struct sim *s, const struct sim_backend *b,
+				  const struct sim_server *sv, const char *state,
+				  uint64_t queued_us);
+/* A complete `show stat`, `show servers state` was handed to the agent. */
+void sim_invariants_stat_read(struct sim *s);
+void sim_invariants_state_read(struct sim *s);
+
+/* sim_run.c: runs one schedule; false when an invariant broke
+ * (s->violation says which, when). */
+struct sim_figures {
+	uint64_t steps, requests, observations, commands, looks, races;
+	uint64_t checks[SIM_INVARIANTS];
+	uint64_t simulated_ms;
+};
+bool sim_run(const struct sim_schedule *sc, enum sim_break brk, struct sim_violation *v,
+	     struct sim_figures *fig, bool verbose);
+
+/* sim_shrink.c: the shortest schedule found that still breaks `inv`. */
+void sim_shrink(struct sim_schedule *sc, enum sim_break brk, enum sim_invariant inv,
+		uint64_t failed_at_ms, unsigned *runs);
+
+#endif

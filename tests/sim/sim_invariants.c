@@ -1,0 +1,338 @@
+/*
+ * sim_invariants.c - the promises the simulation holds the agent to,
+ * checked at every step (and around every observation and every command
+ * that lands), each by its name in docs/testing.md:
+ *
+ *   busy_never_charged        a busy worker (its answers 200s and capacity
+ *                             statuses) never trips its breaker; a worker
+ *                             slow to refuse may be opened once by the
+ *                             stalled rule before its answers prove it alive
+ *                             (design.md, "A hung worker")
+ *   busy_never_drained_answering  a rest drains a busy worker only after a
+ *                             look that saw it answer nothing but refusals
+ *   capacity_probe_closes     a half-open probe answered with a capacity
+ *                             status closes (half_open_backpressure close)
+ *   ejection_cap              the agent's drains of a backend stay within
+ *                             max_ejection_percent of its capacity
+ *   last_serving_server       never every server of a backend out with one
+ *                             of them the agent's (drain_last_server off)
+ *   operator_hand_kept        no command of the agent lifts or changes an
+ *                             operator's drain or maintenance, or a
+ *                             controller's parked slot
+ *   no_orphan_drain           a drain of the agent's goes once its breaker
+ *                             wants the server in
+ *   no_orphan_maxconn         a maxconn of the agent's goes once neither a
+ *                             probe nor a learnt capacity holds it
+ *   haproxy_follows_breakers  an open breaker's server is drained, a
+ *                             half-open one's at its probes (and drained
+ *                             only while they are out), where the cap has
+ *                             room
+ *   no_socket                 the agent's code opened no socket, and
+ *                             answered every NOTIFY
+ *
+ * What must hold at once is checked at once; what the agent reaches
+ * through HAProxy's Runtime API must hold within SIM_CONVERGE_MS of the
+ * moment it became due, counted from when the Runtime API last came back
+ * (an outage, lost replies, an agent's restart delay everything).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "link/enforce_plan.h"
+#include "link/runtime_api.h"
+#include "util/clock.h"
+#include "sim.h"
+#include "sim_loop.h"
+
+static const char *const names[SIM_INVARIANTS] = {
+	[INV_BUSY_NEVER_CHARGED] = "busy_never_charged",
+	[INV_BUSY_NEVER_DRAINED_ANSWERING] = "busy_never_drained_answering",
+	[INV_CAPACITY_PROBE_CLOSES] = "capacity_probe_closes",
+	[INV_EJECTION_CAP] = "ejection_cap",
+	[INV_LAST_SERVING_SERVER] = "last_serving_server",
+	[INV_OPERATOR_HAND_KEPT] = "operator_hand_kept",
+	[INV_NO_ORPHAN_DRAIN] = "no_orphan_drain",
+	[INV_NO_ORPHAN_MAXCONN] = "no_orphan_maxconn",
+	[INV_HAPROXY_FOLLOWS_BREAKERS] = "haproxy_follows_breakers",
+	[INV_NO_SOCKET] = "no_socket",
+};
+
+const char *sim_invariant_name(enum sim_invariant inv)
+{
+	return inv < SIM_INVARIANTS ? names[inv] : "?";
+}
+
+bool sim_violate(struct sim *s, enum sim_invariant inv, const char *fmt, ...)
+{
+	if (s->failed)
+		return false;
+	s->failed = true;
+	s->violation.inv = inv;
+	s->violation.at_ms = (sim_now_us() - SIM_CLOCK_START_US) / SIM_MS;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->violation.what, sizeof(s->violation.what), fmt, ap);
+	va_end(ap);
+	return true;
+}
+
+static bool capacity_status(unsigned status)
+{
+	return status == 429 || status == 503 || status == 529;
+}
+
+/* A busy worker, and nothing of an earlier kind still in its counters:
+ * its requests of before have ended, and a look has read their end. */
+static bool busy_and_clean(const struct sim_server *sv)
+{
+	const struct sim_worker *w = &sv->w;
+	return (w->kind == WORKER_BUSY || w->kind == WORKER_REFUSING) && w->clean_since_us != 0 &&
+	       sim_now_us() > w->clean_since_us + 2 * SIM_POLL_MS * SIM_MS;
+}
+
+/* The condition holds now; whether it has held too long, counted from
+ * when it began or the Runtime API came back, whichever is later. */
+static bool persists(struct sim *s, uint64_t *since, bool cond)
+{
+	if (!cond) {
+		*since = 0;
+		return false;
+	}
+	uint64_t now = sim_now_us();
+	if (*since == 0)
+		*since = now;
+	uint64_t from = *since > s->api_up_since_us ? *since : s->api_up_since_us;
+	return now > from + SIM_CONVERGE_MS * SIM_MS;
+}
+
+void sim_invariants_observed(struct sim *s, const struct sim_backend *b,
+			     const struct sim_server *sv, unsigned status, enum breaker_state before,
+			     const struct breaker_table_entry *entry)
+{
+	if (!entry || before != BREAKER_HALF_OPEN || !capacity_status(status))
+		return;
+	const struct breaker_policy *p = entry->breaker.policy;
+	if (p->half_open_backpressure != BREAKER_HALF_OPEN_BACKPRESSURE_CLOSE ||
+	    p->wedged_after_ms != 0)
+		return;
+	s->checks[INV_CAPACITY_PROBE_CLOSES]++;
+	if (entry->breaker.state != BREAKER_CLOSED)
+		sim_violate(s, INV_CAPACITY_PROBE_CLOSES,
+			    "%s/%s: half-open, answered %u, left %s", b->name, sv->name, status,
+			    entry->breaker.state == BREAKER_OPEN ? "open" : "half-open");
+}
+
+void sim_invariants_agent_command(struct sim *s, const struct sim_backend *b,
+				  const struct sim_server *sv, const char *state,
+				  uint64_t queued_us)
+{
+	bool ready = strcmp(state, "ready") == 0, drain = strcmp(state, "drain") == 0;
+	bool others_maint = sv->maint_by == HAND_OPERATOR || sv->maint_by == HAND_CONTROLLER;
+	bool undoes = (ready && (sv->drain_by == HAND_OPERATOR || others_maint)) ||
+		      (drain && others_maint) || (!ready && !drain);
+	/* HAProxy takes no condition with a command: one the agent queued
+	 * before any look could show it the operator's hand races it, and
+	 * only a command queued after such a look breaks the promise. */
+	bool knew = sv->hand_seen_us != 0 && sv->hand_seen_us <= queued_us;
+	s->checks[INV_OPERATOR_HAND_KEPT]++;
+	if (undoes && !knew)
+		s->races++;
+	if (undoes && knew)
+		sim_violate(s, INV_OPERATOR_HAND_KEPT,
+			    "the agent sent `state %s` to %s/%s, %s by %s", state, b->name, sv->name,
+			    others_maint ? "in maintenance" : "drained",
+			    (others_maint ? sv->maint_by : sv->drain_by) == HAND_CONTROLLER
+				    ? "its controller (a parked slot)"
+				    : "an operator");
+	if (!drain)
+		return;
+	/* A rest: the breaker is closed (an open one is busy_never_charged's). */
+	struct breaker_table_entry *entry = sim_agent_entry(s, b, sv);
+	if (!entry || entry->breaker.state != BREAKER_CLOSED || !busy_and_clean(sv) ||
+	    !sv->ok_seen_valid[0] || !sv->ok_seen_valid[1])
+		return;
+	s->checks[INV_BUSY_NEVER_DRAINED_ANSWERING]++;
+	if (sv->ok_seen[0] > sv->ok_seen[1])
+		sim_violate(s, INV_BUSY_NEVER_DRAINED_ANSWERING,
+			    "%s/%s drained while busy: its last look saw %llu successes since the one "
+			    "before",
+			    b->name, sv->name,
+			    (unsigned long long)(sv->ok_seen[0] - sv->ok_seen[1]));
+}
+
+void sim_invariants_state_read(struct sim *s)
+{
+	for (unsigned i = 0; i < s->nb_be; i++) {
+		for (unsigned j = 0; j < s->be[i].nb; j++) {
+			struct sim_server *sv = &s->be[i].srv[j];
+			bool others = sv->drain_by == HAND_OPERATOR || sv->maint_by == HAND_OPERATOR ||
+				      sv->maint_by == HAND_CONTROLLER;
+			if (others && sv->hand_seen_us == 0)
+				sv->hand_seen_us = sim_now_us();
+		}
+	}
+}
+
+void sim_invariants_stat_read(struct sim *s)
+{
+	for (unsigned i = 0; i < s->nb_be; i++) {
+		for (unsigned j = 0; j < s->be[i].nb; j++) {
+			struct sim_server *sv = &s->be[i].srv[j];
+			sv->ok_seen[1] = sv->ok_seen[0];
+			sv->ok_seen_valid[1] = sv->ok_seen_valid[0];
+			sv->ok_seen[0] = sv->hrsp[1];
+			sv->ok_seen_valid[0] = true;
+		}
+	}
+}
+
+static const char *trip_rule_name(unsigned rule)
+{
+	switch (rule) {
+	case BREAKER_TRIP_FAILURE_STREAK: return "failure streak";
+	case BREAKER_TRIP_FAILURE_RATE: return "failure rate";
+	case BREAKER_TRIP_PROBE_FAILED: return "failed probe";
+	case BREAKER_TRIP_WEDGED: return "wedged";
+	case BREAKER_TRIP_STALLED: return "stalled";
+	default: return "none";
+	}
+}
+
+static void check_trips(struct sim *s, const struct sim_backend *b, struct sim_server *sv,
+			const struct breaker_table_entry *entry)
+{
+	uint32_t trips = entry ? entry->breaker.trips : 0;
+	if (busy_and_clean(sv))
+		s->checks[INV_BUSY_NEVER_CHARGED]++;
+	if (entry != sv->entry_seen || trips < sv->trips_seen) {
+		sv->entry_seen = entry;
+		sv->trips_seen = trips;
+		return;
+	}
+	if (trips == sv->trips_seen)
+		return;
+	sv->trips_seen = trips;
+	if (!busy_and_clean(sv))
+		return;
+	unsigned rule = entry->breaker.last_trip_rule;
+	if (rule == BREAKER_TRIP_STALLED && sv->w.slow_refusals && sv->w.stalled_trips == 0) {
+		sv->w.stalled_trips++; /* slow, until its answers prove how slow */
+		return;
+	}
+	sim_violate(s, INV_BUSY_NEVER_CHARGED,
+		    "%s/%s, a busy worker (capacity %u, %s %u refusals%s), opened by %s", b->name,
+		    sv->name, sv->w.capacity, sv->w.slow_refusals ? "slow" : "fast", sv->w.status,
+		    sv->w.retry_after ? " with Retry-After" : "", trip_rule_name(rule));
+}
+
+static void check_backend(struct sim *s, struct sim_backend *b)
+{
+	const struct sim_schedule *sc = s->schedule;
+	const uint32_t *learnt = s->agent.enforcer ? enforcer_maxconn_learnt(s->agent.enforcer) : NULL;
+	const bool *capped = s->agent.enforcer ? enforcer_ejection_capped(s->agent.enforcer) : NULL;
+	unsigned listed = 0, serving = 0, agent_out = 0, want_up = 0, out_base = 0;
+
+	for (unsigned j = 0; j < b->nb; j++) {
+		const struct sim_server *sv = &b->srv[j];
+		if (!sim_server_capacity(sv))
+			continue;
+		listed++;
+		serving += sim_server_serving(sv);
+		/* A drain on a server down by its health checks takes out
+		 * nothing that serves: the cap counts it out already. */
+		agent_out += sv->drain_by == HAND_AGENT && sv->up;
+	}
+	unsigned max_out = listed * sc->max_ejection_percent / 100;
+	s->checks[INV_EJECTION_CAP]++;
+	if (persists(s, &b->since_over_cap, agent_out > max_out))
+		sim_violate(s, INV_EJECTION_CAP,
+			    "%s: the agent holds %u of its %u servers out, the cap (%u %%) %u",
+			    b->name, agent_out, listed, sc->max_ejection_percent, max_out);
+	if (!sc->drain_last_server) {
+		s->checks[INV_LAST_SERVING_SERVER]++;
+		if (persists(s, &b->since_no_server, listed > 0 && serving == 0 && agent_out > 0))
+			sim_violate(s, INV_LAST_SERVING_SERVER,
+				    "%s: no server serves, %u of its %u out by the agent", b->name,
+				    agent_out, listed);
+	}
+
+	/* The servers the breakers want out and HAProxy does not show so,
+	 * where the cap has room for them all: room counted on the servers
+	 * out for other reasons (down, someone else's drain), as the cap's
+	 * own rule counts it (ejection.c). A server down wants no room. */
+	unsigned room = 0;
+	for (unsigned pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			unsigned serving_base = listed - out_base;
+			room = max_out > out_base ? max_out - out_base : 0;
+			unsigned spare = sc->drain_last_server ? serving_base
+							       : serving_base ? serving_base - 1 : 0;
+			if (room > spare)
+				room = spare;
+		}
+		for (unsigned j = 0; j < b->nb; j++) {
+			struct sim_server *sv = &b->srv[j];
+			struct breaker_table_entry *entry = sim_agent_entry(s, b, sv);
+			if (pass == 1)
+				check_trips(s, b, sv, entry);
+			bool ours = sim_server_capacity(sv) && sv->drain_by != HAND_OPERATOR;
+			enum breaker_state want = entry ? enforce_wanted_state(&entry->breaker)
+							: BREAKER_CLOSED;
+			uint32_t index = entry ? breaker_table_index(&s->agent.breakers.table, entry) : 0;
+			bool is_capped = entry && capped && capped[index];
+			bool drained = sv->admin & RUNTIME_API_ADMF_FDRAIN;
+			bool wants = ours && entry && want != BREAKER_CLOSED;
+			/* Half-open: at its probes, and drained only while they
+			 * are out (enforce_plan.c's guard). */
+			uint32_t probes = entry ? entry->breaker.policy->half_open_probes : 0;
+			bool unfollowed =
+				wants && !is_capped &&
+				((want == BREAKER_OPEN && !drained) ||
+				 (want == BREAKER_HALF_OPEN &&
+				  (sv->maxconn != probes || (drained && sv->scur < probes))));
+			if (pass == 0) {
+				want_up += wants && sv->up;
+				out_base += sim_server_capacity(sv) && !sim_server_serving(sv) &&
+					    !(wants && sv->up);
+				continue;
+			}
+			s->checks[INV_HAPROXY_FOLLOWS_BREAKERS]++;
+			if (persists(s, &sv->since_unfollowed,
+				     unfollowed && (!sv->up || want_up <= room)))
+				sim_violate(s, INV_HAPROXY_FOLLOWS_BREAKERS,
+					    "%s/%s: its breaker is %s, HAProxy shows it %s, maxconn %u, "
+					    "%u in flight",
+					    b->name, sv->name,
+					    want == BREAKER_OPEN ? "open" : "half-open",
+					    drained ? "drained" : "in rotation", sv->maxconn, sv->scur);
+			s->checks[INV_NO_ORPHAN_DRAIN]++;
+			if (persists(s, &sv->since_orphan_drain,
+				     sv->drain_by == HAND_AGENT && want == BREAKER_CLOSED))
+				sim_violate(s, INV_NO_ORPHAN_DRAIN,
+					    "%s/%s: drained by the agent, its breaker %s", b->name,
+					    sv->name, entry ? "closed" : "gone");
+			s->checks[INV_NO_ORPHAN_MAXCONN]++;
+			/* A probe's limit stays through the episode (an open
+			 * breaker's server is drained: the limit waits for the
+			 * close that gives the server its own back). */
+			bool held = entry && (want != BREAKER_CLOSED || (learnt && learnt[index]));
+			/* An operator's drain puts the server out of the agent's
+			 * hands, its maxconn too (enforce_plan: hands off). */
+			if (persists(s, &sv->since_orphan_maxconn,
+				     sv->maxconn_by == HAND_AGENT && ours && !held))
+				sim_violate(s, INV_NO_ORPHAN_MAXCONN,
+					    "%s/%s: maxconn %u the agent's (its own %u), nothing holds it",
+					    b->name, sv->name, sv->maxconn, sv->maxconn_conf);
+		}
+	}
+}
+
+void sim_invariants_step(struct sim *s)
+{
+	s->checks[INV_NO_SOCKET]++;
+	if (sim_loop_io_starts() > 0)
+		sim_violate(s, INV_NO_SOCKET, "the agent started an ev_io: a socket");
+	for (unsigned i = 0; i < s->nb_be && !s->failed; i++)
+		check_backend(s, &s->be[i]);
+}
