@@ -92,7 +92,7 @@ PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/link/runtime_api_cmd.c spoa/link/runtime_api_text.c spoa/link/runtime_api_stat.c \
               spoa/link/runtime_api_servers_state.c spoa/link/runtime_api_info.c spoa/link/faults.c \
               spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/map_file.c spoa/link/haproxy_record.c spoa/link/owner_map.c spoa/link/retry_map.c spoa/link/watched_map.c spoa/link/ack_hold.c spoa/link/verdicts.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c spoa/link/capacity.c \
-              spoa/admin/metrics.c spoa/admin/state_json.c spoa/admin/counters.c \
+              spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/state_json.c spoa/admin/counters.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
               spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c \

@@ -214,7 +214,7 @@ table_scrapes() {
 		# trips, nothing is logged).
 		load -a "127.0.0.1:$port" -c 1 -w 64 -s "$n" -n "$n" -d 120 >/dev/null
 		local entries loop_before
-		entries=$(metric "$admin" breaker_table_entries)
+		entries=$(metric "$admin" table_entries)
 		loop_before=$(metric "$admin" loop_iteration_max_seconds)
 		for r in $(seq "$ROUNDS"); do
 			local t0 t1 t2

@@ -43,6 +43,7 @@ struct admin_cursor {
 	uint32_t family;
 	uint32_t index;
 	uint32_t written;
+	uint32_t variant; /* what the first call chose for the whole page, kept for its slices */
 	bool done;
 };
 

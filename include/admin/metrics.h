@@ -9,6 +9,7 @@
 #ifndef SPOA_METRICS_H
 #define SPOA_METRICS_H
 
+#include "admin/metrics_style.h"
 #include "spop/agent.h"
 #include "core/breaker.h"
 #include "core/operator_hand.h"
@@ -40,6 +41,13 @@ struct metrics_runtime_api {
  * the per-socket families). */
 struct metrics_source {
 	const struct breaker_table *table;
+	/* Per table index (NULL: none): the HAProxy link's word on which open
+	 * breakers its ejection cap holds back (enforcer_ejection_capped()),
+	 * and the maxconn capacity learning set (enforcer_maxconn_learnt()). */
+	const bool *capped;
+	const uint32_t *maxconn_learnt;
+	enum metrics_names names;
+	enum metrics_detail detail;
 	const struct agent_stats *agent;
 	unsigned connections_open;
 	uint64_t admin_not_allowed; /* admin clients closed at accept: not in the allowlist */
@@ -65,6 +73,7 @@ struct metrics_source {
 	uint64_t loop_busy_max_ns;
 	const char *version;
 	uint64_t now_ms; /* on the breakers' clock (clock_now_ms()) */
+	uint64_t now_unix_ms; /* the wall clock's now, for timestamps; 0: not known */
 	/* The operator's word (core/operator_hand.h; NULL: none) and the
 	 * control socket's commands, done and refused. */
 	const struct operator_hand *hand;
@@ -76,27 +85,47 @@ struct metrics_source {
 /*
  * The Prometheus text exposition (format 0.0.4) of s, every family with
  * its HELP and TYPE lines, then its samples; in parts, so that a large
- * fleet never holds the event loop for a whole scrape: first the head - every family whose size does not grow
- * with the fleet, rendered from s at once (s may borrow what a reload
- * frees) - then the per-server families, a slice at a time, from the
- * table alone. */
+ * fleet never holds the event loop for a whole scrape: first the head -
+ * every family whose size does not grow with the fleet, rendered from s at
+ * once (s may borrow what a reload frees), and with metrics_detail =
+ * backend the per-backend sums - then the per-server families, a slice at
+ * a time, from the table alone (metrics_servers.c).
+ */
 struct metrics_cursor {
-	unsigned family; /* of the per-server families */
+	unsigned family; /* of the per-server families, over every naming pass */
 	uint32_t index;  /* next table index */
+	/* As the head had them: a reload between two slices changes nothing
+	 * of a scrape under way. */
+	enum metrics_names names;
+	enum metrics_detail detail;
 };
 
 bool metrics_render_head(const struct metrics_source *s, struct strbuf *out);
+
+/* What the per-server families read: t (may be NULL) must outlive the
+ * cursor; capped and maxconn_learnt as in struct metrics_source, read
+ * during the call only. */
+struct metrics_view {
+	const struct breaker_table *table;
+	const bool *capped;
+	const uint32_t *maxconn_learnt;
+};
 
 /* Appends per-server samples from *c on, looking at no more than budget
  * table entries; true when every per-server family is written (c then
  * says so), false when more remains. Entries may come and go between two
  * slices: a scrape is then a mix of two moments, as any Prometheus target
- * scraped under load is. t (may be NULL) must outlive the cursor; capped
- * (may be NULL), per table index, is the HAProxy link's word on which
- * open breakers its ejection cap holds back (enforcer_ejection_capped()),
- * read during the call only. */
-bool metrics_render_servers(const struct breaker_table *t, const bool *capped,
-			    struct metrics_cursor *c, struct strbuf *out, uint32_t budget);
+ * scraped under load is. */
+bool metrics_render_servers(const struct metrics_view *v, struct metrics_cursor *c,
+			    struct strbuf *out, uint32_t budget);
+
+/* With detail METRICS_DETAIL_BACKEND, appends the per-server families'
+ * sums per backend (one pass over the table); nothing otherwise. */
+bool metrics_render_backends(const struct metrics_view *v, enum metrics_detail detail,
+			     struct strbuf *out);
+
+/* Appends a family's HELP and TYPE lines, name without the prefix. */
+void metrics_family(struct strbuf *out, const char *name, const char *type, const char *help);
 
 /* Appends v as the inside of a quoted label value: \ " and newline escaped. */
 void metrics_escape_label(struct strbuf *out, const char *v);

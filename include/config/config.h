@@ -8,6 +8,7 @@
  *                            tls_ca, max_frame_size,
  *                            max_connections, idle_timeout, max_breakers,
  *                            log_level, log_format, syslog, ack_variables,
+ *                            metrics_names, metrics_detail,
  *                            admin (HOST:PORT of /metrics, /state, /healthz;
  *                            none to disable)
  *   [haproxy]                enforce (runtime-api|agent-check|none),
@@ -33,6 +34,7 @@
 
 #include <stdio.h>
 
+#include "admin/metrics_style.h"
 #include "core/breaker.h"
 #include "link/enforce-t.h"
 #include "spop/agent_settings.h"
@@ -87,6 +89,8 @@ struct config {
 	bool max_connections_set; /* given: kept even above what the descriptor limit allows */
 	enum log_level log_level;
 	enum log_format log_format; /* text, or one JSON object per line */
+	enum metrics_names metrics_names;   /* /metrics: promex, legacy or both */
+	enum metrics_detail metrics_detail; /* /metrics: per server, or per backend only */
 	bool use_syslog;
 	uint32_t max_breakers;
 	unsigned ack_variables; /* enum observe_var bits: what breaker-observe answers set */

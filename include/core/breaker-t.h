@@ -525,6 +525,11 @@ struct backend_success {
 	uint32_t servers;     /* breakers of this backend in the table */
 	uint8_t name_len;
 	char name[BREAKER_NAME_MAX + 1];
+	/* What its dropped breakers (evicted, or gone from HAProxy) had
+	 * counted: a sum over the backend's breakers adds it, so that a
+	 * per-backend counter never goes back while the backend has one. */
+	struct breaker_counters retired;
+	uint64_t retired_rests;
 };
 
 struct backend_successes {

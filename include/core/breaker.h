@@ -474,6 +474,13 @@ void backend_successes_record(struct backend_successes *s, const char *name, siz
 			      uint32_t server, uint64_t now_ms);
 uint64_t backend_successes_by_others(const struct backend_successes *s, const char *name,
 				     size_t len, uint32_t server);
+/* Adds a breaker's counts to its backend's retired ones, before the
+ * breaker goes (breaker_table.c). */
+void backend_successes_retire(struct backend_successes *s, const char *name, size_t len,
+			      const struct breaker_counters *counters, uint32_t rests);
+/* The slot of backend `name` in s->slots, or UINT32_MAX when it has no
+ * breaker; slots move only when a backend comes or goes. */
+uint32_t backend_successes_slot(const struct backend_successes *s, const char *name, size_t len);
 
 /* The stable index of an entry (0..max_entries-1), for state kept beside
  * the table: below t->allocated, which only grows. */

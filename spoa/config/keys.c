@@ -31,6 +31,7 @@
 
 /* Enums are written as 4-byte numbers (values.c): make sure they are. */
 _Static_assert(sizeof(enum log_level) == 4 && sizeof(enum log_format) == 4 &&
+		       sizeof(enum metrics_names) == 4 && sizeof(enum metrics_detail) == 4 &&
 		       sizeof(enum enforce_mode) == 4 &&
 		       sizeof(((struct config *)0)->ack_variables) == 4 &&
 		       sizeof(enum breaker_half_open_backpressure) == 4 &&
@@ -45,6 +46,19 @@ static const struct config_word log_levels[] = {
 
 static const struct config_word log_formats[] = {
 	{"text", LOG_FORMAT_TEXT, false}, {"json", LOG_FORMAT_JSON, false}, {NULL, 0, false},
+};
+
+static const struct config_word metrics_names_words[] = {
+	{"promex", METRICS_NAMES_PROMEX, false},
+	{"legacy", METRICS_NAMES_LEGACY, false},
+	{"both", METRICS_NAMES_BOTH, false},
+	{NULL, 0, false},
+};
+
+static const struct config_word metrics_details[] = {
+	{"server", METRICS_DETAIL_SERVER, false},
+	{"backend", METRICS_DETAIL_BACKEND, false},
+	{NULL, 0, false},
 };
 
 static const struct config_word enforce_modes[] = {
@@ -201,6 +215,18 @@ const struct config_key config_keys[] = {
 		IN_CONFIG(log_format), .words = log_formats, .flags = CONFIG_KEY_RELOADABLE,
 		.option = "log-format", .arg = "FORMAT",
 		.help = "text, or json: one object per line (time, level, msg, the event's fields)",
+	},
+	{
+		.name = "metrics_names", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ENUM,
+		IN_CONFIG(metrics_names), .words = metrics_names_words,
+		.flags = CONFIG_KEY_RELOADABLE, .option = "metrics-names", .arg = "NAMES",
+		.help = "/metrics names: promex (HAProxy's exporter's labels), legacy, or both",
+	},
+	{
+		.name = "metrics_detail", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_ENUM,
+		IN_CONFIG(metrics_detail), .words = metrics_details,
+		.flags = CONFIG_KEY_RELOADABLE, .option = "metrics-detail", .arg = "DETAIL",
+		.help = "/metrics per server, or per backend only (sums: for very large fleets)",
 	},
 	{
 		.name = "syslog", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_BOOL,

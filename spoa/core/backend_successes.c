@@ -6,7 +6,9 @@
  * An open-addressing hash keyed by backend name (linear probing, at most
  * half full, backward-shift deletion), one record per backend that has a
  * breaker; a backend's record goes with its last breaker, so names sent
- * over SPOP cannot grow it beyond the table's own bound.
+ * over SPOP cannot grow it beyond the table's own bound. The record also
+ * keeps what the backend's dropped breakers had counted, for the
+ * per-backend sums of /metrics (metrics_detail = backend).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -150,4 +152,32 @@ uint64_t backend_successes_by_others(const struct backend_successes *s, const ch
 		return 0;
 	const struct backend_success *b = &s->slots[slot];
 	return b->last_server == server ? b->other_ms : b->last_ms;
+}
+
+void backend_successes_retire(struct backend_successes *s, const char *name, size_t len,
+			      const struct breaker_counters *c, uint32_t rests)
+{
+	uint32_t slot = backend_successes_slot(s, name, len);
+
+	if (slot == UINT32_MAX)
+		return;
+	struct breaker_counters *r = &s->slots[slot].retired;
+	for (size_t i = 0; i < sizeof(r->outcomes) / sizeof(r->outcomes[0]); i++)
+		r->outcomes[i] += c->outcomes[i];
+	for (size_t i = 0; i < sizeof(r->transitions) / sizeof(r->transitions[0]); i++)
+		r->transitions[i] += c->transitions[i];
+	for (size_t i = 0; i < sizeof(r->trips) / sizeof(r->trips[0]); i++)
+		r->trips[i] = r->trips[i] > UINT32_MAX - c->trips[i] ? UINT32_MAX
+								      : r->trips[i] + c->trips[i];
+	r->counted_successes += c->counted_successes;
+	s->slots[slot].retired_rests += rests;
+}
+
+uint32_t backend_successes_slot(const struct backend_successes *s, const char *name, size_t len)
+{
+	uint32_t slot;
+
+	if (!s->slots || len > BREAKER_NAME_MAX || !find(s, name_hash(name, len), name, len, &slot))
+		return UINT32_MAX;
+	return slot;
 }

@@ -192,6 +192,8 @@ static void entry_remove(struct breaker_table *t, uint32_t idx)
 
 	if (slot_lookup(t, e->hash, e->backend, e->backend_len, e->server, e->server_len, &slot))
 		slot_delete(t, slot);
+	backend_successes_retire(&t->backends, e->backend, e->backend_len, &e->counters,
+				 e->breaker.rests);
 	backend_successes_remove_server(&t->backends, e->backend, e->backend_len);
 	lru_unlink(t, idx);
 	e->in_use = false;

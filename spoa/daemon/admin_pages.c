@@ -3,6 +3,8 @@
  * renderers (admin/metrics.c, admin/state_json.c) are pure and read only
  * what is gathered here, for one render.
  */
+#include <time.h>
+
 #include "admin/metrics.h"
 #include "admin/state_json.h"
 #include "daemon/daemon.h"
@@ -13,9 +15,17 @@
 /* Table entries looked at per slice of a page: about 20 KB with short
  * names (the widest family, worker_requests_total, has six samples per
  * server: five outcomes over SPOP and the successes HAProxy's counters
- * add, about 105 bytes each), half a millisecond of work; admin_http
+ * add, about 105 bytes each; twice that with metrics_names = both), half a millisecond of work; admin_http
  * bounds the slices per loop turn. */
 #define PAGE_SLICE_ENTRIES 32
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* The per-server part of a page, a slice at a time, from the table alone:
  * the table outlives any scrape, whatever a reload swaps meanwhile. */
@@ -23,10 +33,16 @@ static bool render_slice(struct daemon *d, enum admin_page page, struct admin_cu
 			 struct strbuf *out)
 {
 	if (page == ADMIN_PAGE_METRICS) {
-		struct metrics_cursor mc = {.family = c->family, .index = c->index};
-		c->done = metrics_render_servers(&d->breakers.table,
-						 enforcer_ejection_capped(d->enforcer), &mc, out,
-						 PAGE_SLICE_ENTRIES);
+		struct metrics_cursor mc = {.family = c->family,
+					    .index = c->index,
+					    .names = c->variant & 0xff,
+					    .detail = c->variant >> 8};
+		const struct metrics_view v = {
+			.table = &d->breakers.table,
+			.capped = enforcer_ejection_capped(d->enforcer),
+			.maxconn_learnt = enforcer_maxconn_learnt(d->enforcer),
+		};
+		c->done = metrics_render_servers(&v, &mc, out, PAGE_SLICE_ENTRIES);
 		c->family = mc.family;
 		c->index = mc.index;
 	} else {
@@ -55,6 +71,10 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		return render_slice(d, page, cursor, out);
 	struct metrics_source s = {
 		.table = &d->breakers.table,
+		.capped = enforcer_ejection_capped(d->enforcer),
+		.maxconn_learnt = enforcer_maxconn_learnt(d->enforcer),
+		.names = d->config.metrics_names,
+		.detail = d->config.metrics_detail,
 		.agent = &d->agent.stats,
 		.connections_open = d->agent.nb_conns,
 		.admin_not_allowed = admin_http_not_allowed(d->admin),
@@ -77,7 +97,11 @@ bool daemon_render_admin_page(void *ctx, enum admin_page page, struct admin_curs
 		.control_done = d->control_done,
 		.control_refused = d->control_refused,
 		.now_ms = clock_now_ms(),
+		/* The wall clock: what a timestamp on the page is read against. */
+		.now_unix_ms = wall_ms(),
 	};
+	/* The names and detail of this scrape, for its slices. */
+	cursor->variant = (uint32_t)s.names | (uint32_t)s.detail << 8;
 	unsigned n = enforcer_runtime_api_count(d->enforcer);
 	for (unsigned i = 0; i < n && i < ENFORCE_MAX_HAPROXY; i++) {
 		const struct runtime_api_client *h = enforcer_runtime_api(d->enforcer, i);

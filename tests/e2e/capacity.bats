@@ -52,7 +52,7 @@ limit_between() { # SERVER LOW HIGH
 
 backpressure_of() { # SERVER
 	local v
-	v=$(metric "spoa_breaker_worker_requests_total{backend=\"workers\",server=\"$1\",outcome=\"backpressure\",source=\"spop\"}")
+	v=$(metric "spoa_breaker_server_responses_total{proxy=\"workers\",server=\"$1\",outcome=\"backpressure\",source=\"spop\"}")
 	echo "${v:-0}"
 }
 
@@ -118,7 +118,7 @@ backpressure_of() { # SERVER
 	[ "$(backpressure_of w1)" -ge 20 ]
 	[ "$drains" = 0 ]
 	[ "$(breaker_field workers/w1 rests)" = 0 ]
-	run metric 'spoa_breaker_worker_rests_total{backend="workers",server="w1"}'
+	run metric 'spoa_breaker_server_rests_total{proxy="workers",server="w1"}'
 	assert_output 0
 	[ "$(breaker_field workers/w1 state)" = closed ]
 	stop_load

@@ -93,7 +93,7 @@ never_served_by() { # NAME
 	wait_more_looks 3
 	is_not_drained w2
 	[ "$(shown_state w2)" = open ]
-	metric_at_least 'spoa_breaker_breaker_transitions_total{backend="workers",server="w2",from="closed",to="open"}' 1
+	metric_at_least 'spoa_breaker_server_transitions_total{proxy="workers",server="w2",from="closed",to="open"}' 1
 	[ "$(shown_field w2 trips)" -ge 1 ]
 	run ctl unhold workers/w2
 	assert_success

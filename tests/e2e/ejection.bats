@@ -96,11 +96,11 @@ capped_servers() {
 		[ "$verdict" = "$capped 1" ] && break
 	done
 	[ "$verdict" = "$capped 1" ]
-	[ "$(metric "spoa_breaker_breaker_ejection_capped{backend=\"workers\",server=\"$capped\"}")" = 1 ]
+	[ "$(metric "spoa_breaker_server_ejection_capped{proxy=\"workers\",server=\"$capped\"}")" = 1 ]
 	[ "$(metric spoa_breaker_ejections_held_back_total)" = 1 ]
-	local labels="socket=\"unix:$RUN_DIR/admin.sock\",backend=\"workers\""
-	[ "$(metric "spoa_breaker_backend_ejected_servers{$labels}")" = 2 ]
-	[ "$(metric "spoa_breaker_backend_ejection_capped_servers{$labels}")" = 1 ]
+	local labels="socket=\"unix:$RUN_DIR/admin.sock\",proxy=\"workers\""
+	[ "$(metric "spoa_breaker_backend_servers_ejected{$labels}")" = 2 ]
+	[ "$(metric "spoa_breaker_backend_servers_ejection_capped{$labels}")" = 1 ]
 }
 
 @test "the one server of a backend is never drained by default" {

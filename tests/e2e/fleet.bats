@@ -120,8 +120,8 @@ flaky_request() { # N (0-based)
 	assert_output 0
 	[ "$(breaker_field workers/w1 opened_by)" = failure_rate ]
 	[ "$(breaker_field workers/w1 window_volume)" = 10 ]
-	[ "$(metric 'spoa_breaker_breaker_trips_total{backend="workers",server="w1",rule="failure_rate"}')" = 1 ]
-	[ "$(metric 'spoa_breaker_breaker_trips_total{backend="workers",server="w1",rule="failure_streak"}')" = 0 ]
+	[ "$(metric 'spoa_breaker_server_trips_total{proxy="workers",server="w1",rule="failure_rate"}')" = 1 ]
+	[ "$(metric 'spoa_breaker_server_trips_total{proxy="workers",server="w1",rule="failure_streak"}')" = 0 ]
 }
 
 @test "the same flaky worker with the rate rule off, and busy answers between, stays closed" {
@@ -202,7 +202,7 @@ print(b["state"], b["open_duration_ms"])
 	is_not_drained w3
 	grep -q "breaker workers/w2: closed -> open (backpressure, status 503.*wedged: only capacity statuses for 1000 ms" "$RUN_DIR/agent.log"
 	[ "$(breaker_field workers/w2 opened_by)" = wedged ]
-	metric_is 'spoa_breaker_breaker_trips_total{backend="workers",server="w2",rule="wedged"}' 1
+	metric_is 'spoa_breaker_server_trips_total{proxy="workers",server="w2",rule="wedged"}' 1
 }
 
 # Everyone answers 503 - the backend is overloaded as a whole - for three
@@ -300,7 +300,7 @@ load_for() { # SECONDS_ CLIENTS
 	grep -q "breaker workers/w2: closed -> open (HAProxy look: [0-9]* requests in flight (scur), no response): stalled: requests in flight for 500 ms with no response while another server of the backend succeeded" "$RUN_DIR/agent.log"
 	[ "$(breaker_field workers/w2 opened_by)" = stalled ]
 	[ "$(breaker_field workers/w2 policy.stalled_after_ms)" = 500 ]
-	metric_is 'spoa_breaker_breaker_trips_total{backend="workers",server="w2",rule="stalled"}' 1
+	metric_is 'spoa_breaker_server_trips_total{proxy="workers",server="w2",rule="stalled"}' 1
 	# Nothing else opened, and no counter fault was recorded: the
 	# timeouts that would have told of w2 had not come yet.
 	[ "$(grep -c -- "-> open" "$RUN_DIR/agent.log")" = 1 ]

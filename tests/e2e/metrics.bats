@@ -10,6 +10,17 @@ load helpers
 setup() {
 	W2_BEHAVIOUR=500
 	ADMIN_PORT=$(free_port)
+	# HAProxy's own exporter beside the scene, in a file of its own (a
+	# second -f): what an operator's Prometheus already scrapes.
+	PROMEX_PORT=$(free_port)
+	cat >"$BATS_TEST_TMPDIR/promex.cfg" <<-EOF
+	frontend promex
+	    mode http
+	    bind 127.0.0.1:$PROMEX_PORT
+	    timeout client 10s
+	    http-request use-service prometheus-exporter
+	EOF
+	HAPROXY_EXTRA_ARGS="-f $BATS_TEST_TMPDIR/promex.cfg"
 	AGENT_ARGS="--runtime-api unix:$BATS_TEST_TMPDIR/admin.sock --cooldown 60s --admin 127.0.0.1:$ADMIN_PORT"
 	start_enforce_scene
 	ln -sf "$RUN_DIR/admin.sock" "$BATS_TEST_TMPDIR/admin.sock"
@@ -110,31 +121,35 @@ PY
 
 	# Backpressure for the busy worker, never a failure, never a transition.
 	local busy
-	busy=$(metric 'worker_requests_total{backend="workers",server="w1",outcome="backpressure",source="spop"}')
+	busy=$(metric 'server_responses_total{proxy="workers",server="w1",outcome="backpressure",source="spop"}')
 	echo "w1 backpressure: $busy"
 	[ "$busy" -ge 3 ]
-	[ "$(metric 'worker_requests_total{backend="workers",server="w1",outcome="failure",source="spop"}')" = 0 ]
-	[ "$(metric 'breaker_transitions_total{backend="workers",server="w1",from="closed",to="open"}')" = 0 ]
-	[ "$(metric 'breaker_failure_streak{backend="workers",server="w1"}')" = 0 ]
+	[ "$(metric 'server_responses_total{proxy="workers",server="w1",outcome="failure",source="spop"}')" = 0 ]
+	[ "$(metric 'server_transitions_total{proxy="workers",server="w1",from="closed",to="open"}')" = 0 ]
+	[ "$(metric 'server_failure_streak{proxy="workers",server="w1"}')" = 0 ]
 
 	# Failures for the broken one, and exactly one trip.
 	local failed
-	failed=$(metric 'worker_requests_total{backend="workers",server="w2",outcome="failure",source="spop"}')
+	failed=$(metric 'server_responses_total{proxy="workers",server="w2",outcome="failure",source="spop"}')
 	echo "w2 failures: $failed"
 	[ "$failed" -ge 3 ]
-	[ "$(metric 'worker_requests_total{backend="workers",server="w2",outcome="backpressure",source="spop"}')" = 0 ]
-	[ "$(metric 'breaker_transitions_total{backend="workers",server="w2",from="closed",to="open"}')" = 1 ]
-	[ "$(metric 'breaker_failure_streak{backend="workers",server="w2"}')" = 3 ]
+	[ "$(metric 'server_responses_total{proxy="workers",server="w2",outcome="backpressure",source="spop"}')" = 0 ]
+	[ "$(metric 'server_transitions_total{proxy="workers",server="w2",from="closed",to="open"}')" = 1 ]
+	[ "$(metric 'server_failure_streak{proxy="workers",server="w2"}')" = 3 ]
 
 	# The gauge, /state and HAProxy's `show servers state` tell one story.
-	local s gauge state
+	# One state sample per state, 1 for the state the breaker is in.
+	local s st state
 	for s in w1 w2 w3; do
-		gauge=$(metric "breaker_state{backend=\"workers\",server=\"$s\"}")
 		state=$(state_field "$s" state)
-		echo "$s: gauge=$gauge state=$state admin_state=$(admin_state_of "$s")"
+		echo "$s: state=$state admin_state=$(admin_state_of "$s")"
+		for st in closed open half_open; do
+			[ "$(metric "server_state{proxy=\"workers\",server=\"$s\",state=\"$st\"}")" = \
+				"$([ "$st" = "$state" ] && echo 1 || echo 0)" ]
+		done
 		case "$state" in
-		closed) [ "$gauge" = 0 ]; is_not_drained "$s" ;;
-		open) [ "$gauge" = 1 ]; is_drained "$s" ;;
+		closed) is_not_drained "$s" ;;
+		open) is_drained "$s" ;;
 		*) false ;;
 		esac
 	done
@@ -148,7 +163,7 @@ PY
 	# The Runtime API carried the drain, and its counters say so.
 	[ "$(metric 'runtime_api_commands_total{result="ok"}')" -ge 1 ]
 	[ "$(metric 'enforcement_mode{mode="runtime-api"}')" = 1 ]
-	[ "$(metric 'breaker_table_entries')" = 3 ]
+	[ "$(metric 'table_entries')" = 3 ]
 
 	# One log line for the transition, naming its reason.
 	grep -q "breaker workers/w2: closed -> open (failure, status 500, failure streak 3)" "$RUN_DIR/agent.log"
@@ -192,6 +207,51 @@ PY
 	printf 'a_total 1\n' >"$RUN_DIR/bad.txt"
 	run check_format "$RUN_DIR/bad.txt"
 	assert_failure
+}
+
+# An instant PromQL query against the Prometheus on PROM_PORT: the result's
+# series, one "proxy/server value" a line.
+prom_query() { # EXPR
+	curl -s -m 2 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" |
+		python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+assert doc["status"] == "success", doc
+for r in doc["data"]["result"]:
+    m = r["metric"]
+    print("%s/%s %s" % (m.get("proxy", ""), m.get("server", ""), r["value"][1]))'
+}
+
+prom_query_says() { # EXPR LINE
+	prom_query "$1" | grep -qxF "$2"
+}
+
+@test "a Prometheus scraping the agent and HAProxy's exporter joins their servers on proxy and server, with no relabelling" {
+	command -v prometheus >/dev/null || { echo "prometheus is not installed (make deps installs it)"; false; }
+	trip_w2
+	wait_until 10 is_drained w2
+	PROM_PORT=$(free_port)
+	cat >"$RUN_DIR/prometheus.yml" <<-EOF
+	global:
+	  scrape_interval: 1s
+	scrape_configs:
+	  - job_name: spoa-breaker
+	    static_configs: [{targets: ['127.0.0.1:$ADMIN_PORT']}]
+	  - job_name: haproxy
+	    static_configs: [{targets: ['127.0.0.1:$PROMEX_PORT']}]
+	EOF
+	spawn prometheus prometheus --config.file="$RUN_DIR/prometheus.yml" \
+		--storage.tsdb.path="$RUN_DIR/tsdb" --web.listen-address="127.0.0.1:$PROM_PORT"
+	wait_port "$PROM_PORT"
+	# The open breaker, and the state HAProxy's exporter gives its server:
+	# one series from two exporters, matched on the labels they share.
+	local join='spoa_breaker_server_state{state="open"} == 1 and on (proxy, server) haproxy_server_status == 1'
+	wait_until 20 prom_query_says "$join" "workers/w2 1"
+	run prom_query "$join"
+	echo "$output"
+	assert_output "workers/w2 1"
+	# Every server the agent tracks has its twin in HAProxy's exporter.
+	wait_until 10 prom_query_says 'count(group by (proxy, server) (spoa_breaker_server_state) and on (proxy, server) haproxy_server_status)' "/ 3"
 }
 
 @test "/state is JSON with every breaker and its policy; /healthz says ok; others 404 or 405" {

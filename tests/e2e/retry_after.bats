@@ -62,7 +62,7 @@ rest_and_return() {
 	# nothing else came a moment after the word.
 	grep -Eq "breaker workers/w2: worker resting for [0-9]+ ms \(Retry-After, and no success since the previous look\)" \
 		"$RUN_DIR/agent.log"
-	run metric 'spoa_breaker_worker_rests_total{backend="workers",server="w2"}'
+	run metric 'spoa_breaker_server_rests_total{proxy="workers",server="w2"}'
 	assert_output 1
 	is_not_drained w1
 	is_not_drained w3
@@ -74,9 +74,9 @@ rest_and_return() {
 	[ "$(arrivals_of w2)" = "$seen" ]
 	[ "$(breaker_field workers/w2 state)" = closed ]
 	[ "$(breaker_field workers/w2 rest_left_ms)" = 0 ]
-	run metric 'spoa_breaker_worker_resting{backend="workers",server="w2"}'
+	run metric 'spoa_breaker_server_resting{proxy="workers",server="w2"}'
 	assert_output 0
-	run metric 'spoa_breaker_breaker_transitions_total{backend="workers",server="w2",from="closed",to="open"}'
+	run metric 'spoa_breaker_server_transitions_total{proxy="workers",server="w2",from="closed",to="open"}'
 	assert_output 0
 	# And it serves again (/status/200: no 503, no new rest).
 	served_by w2
@@ -146,10 +146,10 @@ rest_and_return() {
 	local looks
 	looks=$(looks_ok)
 	requests_until metric_at_least \
-		'spoa_breaker_worker_requests_total{backend="workers",server="w2",outcome="backpressure",source="spop"}' 3
+		'spoa_breaker_server_responses_total{proxy="workers",server="w2",outcome="backpressure",source="spop"}' 3
 	# Each worker answered several 503s; none of them rests.
-	metric_at_least 'spoa_breaker_worker_requests_total{backend="workers",server="w1",outcome="backpressure",source="spop"}' 2
-	metric_at_least 'spoa_breaker_worker_requests_total{backend="workers",server="w3",outcome="backpressure",source="spop"}' 2
+	metric_at_least 'spoa_breaker_server_responses_total{proxy="workers",server="w1",outcome="backpressure",source="spop"}' 2
+	metric_at_least 'spoa_breaker_server_responses_total{proxy="workers",server="w3",outcome="backpressure",source="spop"}' 2
 	wait_until 5 two_looks_after "$looks"
 	none_drained
 	local s
@@ -175,14 +175,14 @@ rest_and_return() {
 	wait_until 5 two_looks_after "$looks"
 	is_not_drained w2
 	[ "$(breaker_field workers/w2 rests)" = 0 ]
-	run metric 'spoa_breaker_worker_requests_total{backend="workers",server="w2",outcome="backpressure",source="spop"}'
+	run metric 'spoa_breaker_server_responses_total{proxy="workers",server="w2",outcome="backpressure",source="spop"}'
 	assert_output 0
 }
 
 @test "agent-check mode: a resting worker is answered drain, then ready again" {
 	ENFORCE_MODE=agent-check W2_BEHAVIOUR=503 W2_RETRY_AFTER=2 start_rest_scene
 	# HAProxy asks every 200 ms: the drain lands at its next question.
-	requests_until metric_at_least 'spoa_breaker_worker_rests_total{backend="workers",server="w2"}' 1
+	requests_until metric_at_least 'spoa_breaker_server_rests_total{proxy="workers",server="w2"}' 1
 	wait_until 5 is_drained w2
 	[ "$(breaker_field workers/w2 state)" = closed ]
 	wait_until 10 is_not_drained w2

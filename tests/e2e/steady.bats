@@ -57,8 +57,8 @@ status_of() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT$
 	wait_until 5 metric_is 'spoa_breaker_spop_frames_total{type="notify"}' $((before + 1))
 }
 
-SPOP_SUCCESSES='spoa_breaker_worker_requests_total{backend="workers",server="w1",outcome="success",source="spop"}'
-COUNTED_SUCCESSES='spoa_breaker_worker_requests_total{backend="workers",server="w1",outcome="success",source="haproxy_counters"}'
+SPOP_SUCCESSES='spoa_breaker_server_responses_total{proxy="workers",server="w1",outcome="success",source="spop"}'
+COUNTED_SUCCESSES='spoa_breaker_server_responses_total{proxy="workers",server="w1",outcome="success",source="haproxy_counters"}'
 
 # HAProxy's own count of w1's 2xx answers (show stat, by column name).
 hrsp_2xx_of_w1() {

@@ -295,7 +295,7 @@ slow_scrape() { # PATH RATE
 	wait_until 20 test -S "$RUN_DIR/admin.sock"
 	start_hostile_agent --runtime-api "unix:$RUN_DIR/admin.sock" --max-breakers 30000
 	# Every HTTP server HAProxy lists gets a breaker.
-	wait_until 20 metric_at_least spoa_breaker_breaker_table_entries 12000
+	wait_until 20 metric_at_least spoa_breaker_table_entries 12000
 	start_steady 8
 	local before page path result bytes max
 	for path in /metrics /state; do

@@ -483,7 +483,7 @@ class Soak:
         def metric_sum():
             _, body = http_get(self.ports["admin"], "/metrics", 3)
             return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
-                       if line.startswith("spoa_breaker_breaker_transitions_total{"))
+                       if line.startswith("spoa_breaker_server_transitions_total{"))
         try:
             low = metric_sum()
             with open(inst.log, errors="replace") as f:

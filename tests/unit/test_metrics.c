@@ -30,10 +30,11 @@
 /* The whole page at once, as the admin server renders it slice by slice. */
 static bool metrics_render(const struct metrics_source *s, struct strbuf *o)
 {
-	struct metrics_cursor c = {0};
+	struct metrics_cursor c = {.names = s->names, .detail = s->detail};
+	const struct metrics_view v = {s->table, s->capped, s->maxconn_learnt};
 
 	metrics_render_head(s, o);
-	while (!metrics_render_servers(s->table, NULL, &c, o, UINT32_MAX))
+	while (!metrics_render_servers(&v, &c, o, UINT32_MAX))
 		;
 	return !o->failed;
 }
@@ -335,7 +336,7 @@ static const struct state_store_stats state_stats = {
 	.restored = 2,
 	.writes = 5,
 	.write_failures = 1,
-	.last_write_mono_ms = 1,
+	.last_write_mono_ms = T0 - 3000,
 	.up_to_date = true,
 };
 
@@ -353,6 +354,7 @@ static struct metrics_source source(void)
 		.nb_runtime_api = 1,
 		.version = "9.9.9",
 		.now_ms = T0 + 1000,
+		.now_unix_ms = UINT64_C(1700000000000),
 	};
 	s.runtime_api[0] = (struct metrics_runtime_api){
 		.address = "unix:/run/haproxy/admin.sock", .stats = &runtime_api, .reachable = true,
@@ -457,81 +459,174 @@ static void test_checker_rejects_broken_text(void **state)
 
 /* ==== /metrics ==== */
 
-static void test_every_family_present(void **state)
+/* Every family, by its promex name and its legacy one ("" where the
+ * legacy names have no such family). */
+static const char *const families[][3] = {
+	{"build_info", "build_info", "gauge"},
+	{"connections_refused_total", "connections_refused_total", "counter"},
+	{"log_lines_dropped_total", "log_lines_dropped_total", "counter"},
+	{"log_lines_suppressed_total", "log_lines_suppressed_total", "counter"},
+	{"server_responses_total", "worker_requests_total", "counter"},
+	{"server_state", "breaker_state", "gauge"},
+	{"server_transitions_total", "breaker_transitions_total", "counter"},
+	{"server_failure_streak", "breaker_failure_streak", "gauge"},
+	{"server_trips_in_a_row", "breaker_trips_in_a_row", "gauge"},
+	{"server_trips_total", "breaker_trips_total", "counter"},
+	{"server_window_volume", "breaker_window_volume", "gauge"},
+	{"server_window_failures", "breaker_window_failures", "gauge"},
+	{"server_ejection_capped", "breaker_ejection_capped", "gauge"},
+	{"server_rests_total", "worker_rests_total", "counter"},
+	{"server_resting", "worker_resting", "gauge"},
+	{"server_maxconn_learnt", "", "gauge"},
+	{"table_entries", "breaker_table_entries", "gauge"},
+	{"table_capacity", "breaker_table_capacity", "gauge"},
+	{"table_evictions_total", "breaker_table_evictions_total", "counter"},
+	{"table_full_refusals_total", "breaker_table_full_refusals_total", "counter"},
+	{"spop_connections_total", "spop_connections_total", "counter"},
+	{"spop_connections_closed_total", "spop_connections_closed_total", "counter"},
+	{"spop_tls_handshakes_total", "spop_tls_handshakes_total", "counter"},
+	{"spop_connections_open", "spop_connections_open", "gauge"},
+	{"spop_frames_total", "spop_frames_total", "counter"},
+	{"spop_acks_held_total", "spop_acks_held_total", "counter"},
+	{"spop_disconnects_sent_total", "spop_disconnects_sent_total", "counter"},
+	{"spop_observations_refused_total", "spop_observations_refused_total", "counter"},
+	{"spop_unknown_messages_total", "spop_unknown_messages_total", "counter"},
+	{"retry_after_ignored_total", "retry_after_ignored_total", "counter"},
+	{"spop_steady_messages_total", "spop_steady_messages_total", "counter"},
+	{"steady_state_unkept", "steady_state_unkept", "gauge"},
+	{"notify_duration_seconds", "notify_duration_seconds", "histogram"},
+	{"enforcement_mode", "enforcement_mode", "gauge"},
+	{"runtime_api_commands_total", "runtime_api_commands_total", "counter"},
+	{"runtime_api_socket_commands_total", "runtime_api_socket_commands_total", "counter"},
+	{"runtime_api_connect_attempts_total", "runtime_api_connect_attempts_total", "counter"},
+	{"runtime_api_connect_failures_total", "runtime_api_connect_failures_total", "counter"},
+	{"runtime_api_timeouts_total", "runtime_api_timeouts_total", "counter"},
+	{"runtime_api_up", "runtime_api_up", "gauge"},
+	{"haproxy_looks_total", "haproxy_looks_total", "counter"},
+	{"haproxy_restarts_total", "haproxy_restarts_total", "counter"},
+	{"faults_polled_total", "faults_polled_total", "counter"},
+	{"capacity_retries_total", "capacity_retries_total", "counter"},
+	{"breakers_dropped_total", "breakers_dropped_total", "counter"},
+	{"ejections_held_back_total", "ejections_held_back_total", "counter"},
+	{"ejections_released_total", "ejections_released_total", "counter"},
+	{"backend_servers_ejected", "backend_ejected_servers", "gauge"},
+	{"backend_servers_ejection_capped", "backend_ejection_capped_servers", "gauge"},
+	{"loop_iteration_seconds", "loop_iteration_seconds", "histogram"},
+	{"loop_iteration_max_seconds", "loop_iteration_max_seconds", "gauge"},
+	{"state_writes_total", "state_writes_total", "counter"},
+	{"state_last_write_timestamp_seconds", "state_last_write_age_seconds", "gauge"},
+	{"state_breakers_restored", "state_breakers_restored", "gauge"},
+	{"state_source", "state_source", "gauge"},
+	{"operator_holds", "operator_holds", "gauge"},
+	{"operator_paused_backends", "operator_paused_backends", "gauge"},
+	{"operator_released", "operator_released", "gauge"},
+	{"control_commands_total", "control_commands_total", "counter"},
+};
+#define NB_FAMILIES (sizeof(families) / sizeof(families[0]))
+
+/* The families of `text` are exactly those of columns `from` to `to` of
+ * the list above: each one's TYPE line, and no other. */
+static void assert_families(const char *text, int from, int to)
 {
-	static const char *const families[][2] = {
-		{"build_info", "gauge"},
-		{"connections_refused_total", "counter"},
-		{"log_lines_dropped_total", "counter"},
-		{"log_lines_suppressed_total", "counter"},
-		{"worker_requests_total", "counter"},
-		{"breaker_state", "gauge"},
-		{"breaker_transitions_total", "counter"},
-		{"breaker_failure_streak", "gauge"},
-		{"breaker_trips_in_a_row", "gauge"},
-		{"breaker_trips_total", "counter"},
-		{"breaker_window_volume", "gauge"},
-		{"breaker_window_failures", "gauge"},
-		{"breaker_table_entries", "gauge"},
-		{"breaker_table_capacity", "gauge"},
-		{"breaker_table_evictions_total", "counter"},
-		{"breaker_table_full_refusals_total", "counter"},
-		{"spop_connections_total", "counter"},
-		{"spop_connections_closed_total", "counter"},
-		{"spop_tls_handshakes_total", "counter"},
-		{"spop_connections_open", "gauge"},
-		{"spop_frames_total", "counter"},
-		{"spop_acks_held_total", "counter"},
-		{"spop_disconnects_sent_total", "counter"},
-		{"spop_observations_refused_total", "counter"},
-		{"spop_unknown_messages_total", "counter"},
-		{"retry_after_ignored_total", "counter"},
-		{"spop_steady_messages_total", "counter"},
-		{"steady_state_unkept", "gauge"},
-		{"notify_duration_seconds", "histogram"},
-		{"enforcement_mode", "gauge"},
-		{"runtime_api_commands_total", "counter"},
-		{"runtime_api_socket_commands_total", "counter"},
-		{"runtime_api_connect_attempts_total", "counter"},
-		{"runtime_api_connect_failures_total", "counter"},
-		{"runtime_api_timeouts_total", "counter"},
-		{"runtime_api_up", "gauge"},
-		{"haproxy_looks_total", "counter"},
-		{"haproxy_restarts_total", "counter"},
-		{"faults_polled_total", "counter"},
-		{"capacity_retries_total", "counter"},
-		{"breakers_dropped_total", "counter"},
-		{"ejections_held_back_total", "counter"},
-		{"ejections_released_total", "counter"},
-		{"breaker_ejection_capped", "gauge"},
-		{"worker_rests_total", "counter"},
-		{"worker_resting", "gauge"},
-		{"backend_ejected_servers", "gauge"},
-		{"backend_ejection_capped_servers", "gauge"},
-		{"loop_iteration_seconds", "histogram"},
-		{"loop_iteration_max_seconds", "gauge"},
-		{"state_writes_total", "counter"},
-		{"state_last_write_age_seconds", "gauge"},
-		{"state_breakers_restored", "gauge"},
-		{"state_source", "gauge"},
-		{"operator_holds", "gauge"},
-		{"operator_paused_backends", "gauge"},
-		{"operator_released", "gauge"},
-		{"control_commands_total", "counter"},
-	};
-	struct metrics_source s = source();
-	char *text = render_metrics(&s);
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
-		char line[160];
-		snprintf(line, sizeof(line), "\n# TYPE spoa_breaker_%s %s\n", families[i][0],
-			 families[i][1]);
-		assert_contains(text, line);
+	unsigned want = 0;
+	for (size_t i = 0; i < NB_FAMILIES; i++) {
+		for (int col = from; col <= to; col++) {
+			if (!families[i][col][0] ||
+			    (col > from && strcmp(families[i][col], families[i][from]) == 0))
+				continue;
+			char line[160];
+			snprintf(line, sizeof(line), "\n# TYPE spoa_breaker_%s %s\n",
+				 families[i][col], families[i][2]);
+			assert_contains(text, line);
+			want++;
+		}
 	}
-	/* And no family the list above does not know. */
 	unsigned types = 0;
 	for (const char *p = text; (p = strstr(p, "# TYPE ")); p++)
 		types++;
-	assert_int_equal(types, sizeof(families) / sizeof(families[0]));
+	assert_int_equal(types, want);
+}
+
+static void test_every_family_present(void **state)
+{
+	struct metrics_source s = source();
+	char *text = render_metrics(&s);
+	assert_families(text, 0, 0);
+	free(text);
+}
+
+/* metrics_names = legacy: the names of the releases before, and only
+ * those; both: each family under both names (a family whose name did not
+ * change, once), and still one valid page. */
+static void test_legacy_and_both_names(void **state)
+{
+	(void)state;
+	struct metrics_source s = source();
+	s.names = METRICS_NAMES_LEGACY;
+	char *text = render_metrics(&s);
+	assert_families(text, 1, 1);
+	assert_contains(text, "\nspoa_breaker_breaker_state{backend=\"workers\",server=\"w2\"} 1\n");
+	assert_contains(text, "\nspoa_breaker_worker_requests_total{backend=\"workers\",server="
+			      "\"w2\",outcome=\"failure\",source=\"spop\"} 3\n");
+	assert_contains(text, "\nspoa_breaker_state_last_write_age_seconds 4\n");
+	assert_null(strstr(text, "proxy="));
+	free(text);
+
+	s.names = METRICS_NAMES_BOTH;
+	text = render_metrics(&s);
+	assert_families(text, 0, 1);
+	if (!prom_check_text(text))
+		fail_msg("%s", check_error);
+	assert_contains(text, "\nspoa_breaker_breaker_state{backend=\"workers\",server=\"w2\"} 1\n");
+	assert_contains(text, "\nspoa_breaker_server_state{proxy=\"workers\",server=\"w2\","
+			      "state=\"open\"} 1\n");
+	free(text);
+}
+
+/* metrics_detail = backend: no per-server sample, the sums per backend
+ * instead; a breaker dropped keeps its counts in its backend's sums, so
+ * that no counter goes back, and a backend with no breaker left is gone. */
+static void test_backend_detail(void **state)
+{
+	(void)state;
+	struct metrics_source s = source();
+	s.detail = METRICS_DETAIL_BACKEND;
+	observe(get("other", "o1"), 500);
+
+	char *text = render_metrics(&s);
+	if (!prom_check_text(text))
+		fail_msg("%s", check_error);
+	assert_null(strstr(text, "spoa_breaker_server_"));
+	assert_null(strstr(text, "server=\""));
+	static const char *const lines[] = {
+		"backend_breakers{proxy=\"workers\",state=\"closed\"} 1\n",
+		"backend_breakers{proxy=\"workers\",state=\"open\"} 1\n",
+		"backend_breakers{proxy=\"workers\",state=\"half_open\"} 0\n",
+		"backend_breakers{proxy=\"other\",state=\"closed\"} 1\n",
+		"backend_responses_total{proxy=\"workers\",outcome=\"backpressure\",source=\"spop\"} 4\n",
+		"backend_responses_total{proxy=\"workers\",outcome=\"failure\",source=\"spop\"} 3\n",
+		"backend_responses_total{proxy=\"other\",outcome=\"failure\",source=\"spop\"} 1\n",
+		"backend_transitions_total{proxy=\"workers\",from=\"closed\",to=\"open\"} 1\n",
+		"backend_trips_total{proxy=\"workers\",rule=\"failure_streak\"} 1\n",
+		"backend_rests_total{proxy=\"workers\"} 0\n",
+		"backend_resting_servers{proxy=\"workers\"} 0\n",
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		char line[256];
+		snprintf(line, sizeof(line), "\nspoa_breaker_%s", lines[i]);
+		assert_contains(text, line);
+	}
+	free(text);
+
+	breaker_table_remove(&table, get("workers", "w2"));
+	breaker_table_remove(&table, get("other", "o1"));
+	text = render_metrics(&s);
+	assert_contains(text, "\nspoa_breaker_backend_responses_total{proxy=\"workers\",outcome="
+			      "\"failure\",source=\"spop\"} 3\n");
+	assert_contains(text, "\nspoa_breaker_backend_trips_total{proxy=\"workers\",rule="
+			      "\"failure_streak\"} 1\n");
+	assert_contains(text, "\nspoa_breaker_backend_breakers{proxy=\"workers\",state=\"open\"} 0\n");
+	assert_null(strstr(text, "proxy=\"other\""));
 	free(text);
 }
 
@@ -542,11 +637,11 @@ static void test_backend_ejection_gauges(void **state)
 	(void)state;
 	struct metrics_source s = source();
 	char *text = render_metrics(&s);
-	assert_contains(text, "\nspoa_breaker_backend_ejected_servers{socket=\"unix:/run/haproxy/"
-			      "admin.sock\",backend=\"workers\"} 2\n");
-	assert_contains(text, "\nspoa_breaker_backend_ejection_capped_servers{socket=\"unix:/run/"
-			      "haproxy/admin.sock\",backend=\"workers\"} 1\n");
-	assert_null(strstr(text, "backend=\"spoa-breaker\""));
+	assert_contains(text, "\nspoa_breaker_backend_servers_ejected{socket=\"unix:/run/haproxy/"
+			      "admin.sock\",proxy=\"workers\"} 2\n");
+	assert_contains(text, "\nspoa_breaker_backend_servers_ejection_capped{socket=\"unix:/run/"
+			      "haproxy/admin.sock\",proxy=\"workers\"} 1\n");
+	assert_null(strstr(text, "proxy=\"spoa-breaker\""));
 	free(text);
 }
 
@@ -554,16 +649,19 @@ static void test_backend_ejection_gauges(void **state)
 static void test_slices_make_the_same_page(void **state)
 {
 	struct metrics_source s = source();
-	char *whole = render_metrics(&s);
 	static const uint32_t budgets[] = {1, 2, 3, 7, 1024};
+	/* Both names: two passes over the table, each cut anywhere. */
+	s.names = METRICS_NAMES_BOTH;
+	char *whole = render_metrics(&s);
 
 	for (size_t b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
 		struct strbuf out;
-		struct metrics_cursor c = {0};
+		struct metrics_cursor c = {.names = s.names, .detail = s.detail};
+		const struct metrics_view v = {s.table, NULL, NULL};
 		unsigned calls = 0;
 		strbuf_init(&out);
 		assert_true(metrics_render_head(&s, &out));
-		while (!metrics_render_servers(s.table, NULL, &c, &out, budgets[b]))
+		while (!metrics_render_servers(&v, &c, &out, budgets[b]))
 			assert_true(++calls < 100000);
 		assert_string_equal(out.data, whole);
 		strbuf_free(&out);
@@ -603,7 +701,7 @@ static void test_output_passes_the_format_check(void **state)
 		fprintf(stderr, "%s\n---\n", text);
 		fail_msg("%s", check_error);
 	}
-	assert_contains(text, "spoa_breaker_breaker_table_entries 0\n");
+	assert_contains(text, "spoa_breaker_table_entries 0\n");
 	assert_contains(text, "spoa_breaker_notify_duration_seconds_count 0\n");
 	free(text);
 }
@@ -613,25 +711,30 @@ static void test_per_server_samples(void **state)
 	struct metrics_source s = source();
 	char *text = render_metrics(&s);
 	static const char *const lines[] = {
-		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"backpressure\",source=\"spop\"} 4\n",
-		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"success\",source=\"spop\"} 1\n",
-		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"client_error\",source=\"spop\"} 1\n",
-		"worker_requests_total{backend=\"workers\",server=\"w1\",outcome=\"failure\",source=\"spop\"} 0\n",
-		"worker_requests_total{backend=\"workers\",server=\"w2\",outcome=\"failure\",source=\"spop\"} 3\n",
-		"breaker_state{backend=\"workers\",server=\"w1\"} 0\n",
-		"breaker_state{backend=\"workers\",server=\"w2\"} 1\n",
-		"breaker_transitions_total{backend=\"workers\",server=\"w2\",from=\"closed\",to=\"open\"} 1\n",
-		"breaker_transitions_total{backend=\"workers\",server=\"w1\",from=\"closed\",to=\"open\"} 0\n",
-		"breaker_transitions_total{backend=\"workers\",server=\"w2\",from=\"half_open\",to=\"closed\"} 0\n",
-		"breaker_failure_streak{backend=\"workers\",server=\"w2\"} 3\n",
-		"breaker_trips_in_a_row{backend=\"workers\",server=\"w2\"} 1\n",
-		"breaker_trips_total{backend=\"workers\",server=\"w2\",rule=\"failure_streak\"} 1\n",
-		"breaker_trips_total{backend=\"workers\",server=\"w2\",rule=\"failure_rate\"} 0\n",
-		"breaker_trips_total{backend=\"workers\",server=\"w1\",rule=\"probe_failed\"} 0\n",
-		"breaker_window_volume{backend=\"workers\",server=\"w1\"} 2\n",
-		"breaker_window_failures{backend=\"workers\",server=\"w2\"} 3\n",
-		"breaker_table_entries 2\n",
-		"breaker_table_capacity 16\n",
+		"server_responses_total{proxy=\"workers\",server=\"w1\",outcome=\"backpressure\",source=\"spop\"} 4\n",
+		"server_responses_total{proxy=\"workers\",server=\"w1\",outcome=\"success\",source=\"spop\"} 1\n",
+		"server_responses_total{proxy=\"workers\",server=\"w1\",outcome=\"client_error\",source=\"spop\"} 1\n",
+		"server_responses_total{proxy=\"workers\",server=\"w1\",outcome=\"failure\",source=\"spop\"} 0\n",
+		"server_responses_total{proxy=\"workers\",server=\"w2\",outcome=\"failure\",source=\"spop\"} 3\n",
+		"server_state{proxy=\"workers\",server=\"w1\",state=\"closed\"} 1\n",
+		"server_state{proxy=\"workers\",server=\"w1\",state=\"open\"} 0\n",
+		"server_state{proxy=\"workers\",server=\"w1\",state=\"half_open\"} 0\n",
+		"server_state{proxy=\"workers\",server=\"w2\",state=\"closed\"} 0\n",
+		"server_state{proxy=\"workers\",server=\"w2\",state=\"open\"} 1\n",
+		"server_transitions_total{proxy=\"workers\",server=\"w2\",from=\"closed\",to=\"open\"} 1\n",
+		"server_transitions_total{proxy=\"workers\",server=\"w1\",from=\"closed\",to=\"open\"} 0\n",
+		"server_transitions_total{proxy=\"workers\",server=\"w2\",from=\"half_open\",to=\"closed\"} 0\n",
+		"server_failure_streak{proxy=\"workers\",server=\"w2\"} 3\n",
+		"server_trips_in_a_row{proxy=\"workers\",server=\"w2\"} 1\n",
+		"server_trips_total{proxy=\"workers\",server=\"w2\",rule=\"failure_streak\"} 1\n",
+		"server_trips_total{proxy=\"workers\",server=\"w2\",rule=\"failure_rate\"} 0\n",
+		"server_trips_total{proxy=\"workers\",server=\"w1\",rule=\"probe_failed\"} 0\n",
+		"server_window_volume{proxy=\"workers\",server=\"w1\"} 2\n",
+		"server_window_failures{proxy=\"workers\",server=\"w2\"} 3\n",
+		"server_maxconn_learnt{proxy=\"workers\",server=\"w1\"} 0\n",
+		"table_entries 2\n",
+		"table_capacity 16\n",
+		"state_last_write_timestamp_seconds 1699999996.000\n",
 		"spop_connections_total{result=\"accepted\"} 5\n",
 		"spop_connections_open 2\n",
 		"spop_frames_total{type=\"notify\"} 9\n",
@@ -724,11 +827,11 @@ static void test_counted_successes_sample(void **state)
 	counters_note_counted_successes(&e->counters, 0, false);
 	counters_note_counted_successes(&e->counters, 12, true);
 	char *text = render_metrics(&s);
-	assert_contains(text, "\nspoa_breaker_worker_requests_total{backend=\"workers\",server="
+	assert_contains(text, "\nspoa_breaker_server_responses_total{proxy=\"workers\",server="
 			      "\"w1\",outcome=\"success\",source=\"spop\"} 1\n");
-	assert_contains(text, "\nspoa_breaker_worker_requests_total{backend=\"workers\",server="
+	assert_contains(text, "\nspoa_breaker_server_responses_total{proxy=\"workers\",server="
 			      "\"w1\",outcome=\"success\",source=\"haproxy_counters\"} 12\n");
-	assert_contains(text, "\nspoa_breaker_worker_requests_total{backend=\"workers\",server="
+	assert_contains(text, "\nspoa_breaker_server_responses_total{proxy=\"workers\",server="
 			      "\"w2\",outcome=\"success\",source=\"haproxy_counters\"} 0\n");
 	free(text);
 }
@@ -791,7 +894,8 @@ static void test_label_escaping(void **state)
 	struct metrics_source s = source();
 	get_weird("we\"ird\\be", "w\nx");
 	char *text = render_metrics(&s);
-	assert_contains(text, "\nspoa_breaker_breaker_state{backend=\"we\\\"ird\\\\be\",server=\"w\\nx\"} 0\n");
+	assert_contains(text, "\nspoa_breaker_server_state{proxy=\"we\\\"ird\\\\be\",server=\"w\\nx\","
+			      "state=\"closed\"} 1\n");
 	free(text);
 }
 
@@ -938,10 +1042,11 @@ static void test_rest_shown(void **state)
 	s.retry_after_dates = 2;
 	s.retry_after_invalid = 5;
 	char *page = render_metrics(&s);
-	assert_contains(page, "\nspoa_breaker_worker_rests_total{backend=\"workers\",server=\"w1\"} 1\n");
-	assert_contains(page, "\nspoa_breaker_worker_resting{backend=\"workers\",server=\"w1\"} 1\n");
-	assert_contains(page, "\nspoa_breaker_worker_resting{backend=\"workers\",server=\"w2\"} 0\n");
-	assert_contains(page, "\nspoa_breaker_breaker_state{backend=\"workers\",server=\"w1\"} 0\n");
+	assert_contains(page, "\nspoa_breaker_server_rests_total{proxy=\"workers\",server=\"w1\"} 1\n");
+	assert_contains(page, "\nspoa_breaker_server_resting{proxy=\"workers\",server=\"w1\"} 1\n");
+	assert_contains(page, "\nspoa_breaker_server_resting{proxy=\"workers\",server=\"w2\"} 0\n");
+	assert_contains(page, "\nspoa_breaker_server_state{proxy=\"workers\",server=\"w1\","
+			      "state=\"closed\"} 1\n");
 	assert_contains(page, "\nspoa_breaker_retry_after_ignored_total{reason=\"date\"} 2\n");
 	assert_contains(page, "\nspoa_breaker_retry_after_ignored_total{reason=\"invalid\"} 5\n");
 	free(page);
@@ -1062,6 +1167,8 @@ int main(void)
 		cmocka_unit_test(test_checker_rejects_broken_text),
 		cmocka_unit_test_setup_teardown(test_every_family_present, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backend_ejection_gauges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_and_both_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backend_detail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_passes_the_format_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slices_make_the_same_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_per_server_samples, setup, teardown),
