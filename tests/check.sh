@@ -8,6 +8,13 @@
 set -u
 cd "$(dirname "$0")/.."
 
+# Debian's interpreters and tools first (make deps installs them), before
+# any per-user shim on PATH: a version manager's python3 shim runs a shell
+# pipeline per call, seconds each on a loaded machine, and the tests call
+# python3 in their polling loops (/usr/bin/python3 -c pass: 0.5 s against
+# 4.2 s through the shim, with the three lanes running).
+export PATH="/usr/bin:/bin:/usr/sbin:/sbin:$PATH"
+
 BUILD=${BUILD:-build}
 RESULTS=$(mktemp)
 export RESULTS
