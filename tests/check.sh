@@ -72,7 +72,7 @@ run_bats() { # LABEL HAPROXY_BIN [DIR|FILE...]
 	[ $# -gt 0 ] || set -- tests/e2e
 	tap=$(mktemp)
 	HAPROXY_BIN=$bin SPOA_BIN=$PWD/${BUILD}/spoa-breaker \
-		bats --tap --print-output-on-failure "$@" | tee "$tap"
+		bats --tap --timing --print-output-on-failure "$@" | tee "$tap"
 	status=${PIPESTATUS[0]}
 	count_tap "$label" "$tap" "$status"
 	rm -f "$tap"
