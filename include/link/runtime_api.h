@@ -72,6 +72,12 @@ bool runtime_api_cmd_set_state(char *buf, size_t size, const char *backend, cons
 bool runtime_api_cmd_set_maxconn(char *buf, size_t size, const char *backend, const char *server,
 			   unsigned maxconn);
 
+/* "shutdown sessions server B/S": HAProxy ends every request the server
+ * holds at once (what a hung worker's clients would otherwise wait out
+ * until `timeout server`). Same contract as above. */
+bool runtime_api_cmd_shutdown_sessions(char *buf, size_t size, const char *backend,
+				       const char *server);
+
 /* "show servers state B", or "show servers state" for every backend when
  * backend is NULL. Same contract as above. */
 bool runtime_api_cmd_show_servers_state(char *buf, size_t size, const char *backend);

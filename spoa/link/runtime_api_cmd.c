@@ -1,7 +1,7 @@
 /*
  * runtime_api_cmd.c - every command the agent sends HAProxy, from validated
- * names (pure): `set server ... state`, `set maxconn server`, `show servers
- * state`, and those of the records HAProxy keeps for the agent (`show map`,
+ * names (pure): `set server ... state`, `set maxconn server`, `shutdown
+ * sessions server`, `show servers state`, and those of the records HAProxy keeps for the agent (`show map`,
  * `add/set/del map`, `show table`, `set table`; haproxy_record.h).
  *
  * A name with ';', a space or a newline would append a command of its own,
@@ -60,6 +60,15 @@ bool runtime_api_cmd_set_maxconn(char *buf, size_t size, const char *backend, co
 		return runtime_api_cmd_refuse(buf, size);
 	return runtime_api_cmd_fits(buf, size,
 		    snprintf(buf, size, "set maxconn server %s/%s %u", backend, server, maxconn));
+}
+
+bool runtime_api_cmd_shutdown_sessions(char *buf, size_t size, const char *backend,
+				       const char *server)
+{
+	if (!valid_name(backend) || !valid_name(server))
+		return runtime_api_cmd_refuse(buf, size);
+	return runtime_api_cmd_fits(buf, size,
+		    snprintf(buf, size, "shutdown sessions server %s/%s", backend, server));
 }
 
 bool runtime_api_cmd_show_servers_state(char *buf, size_t size, const char *backend)

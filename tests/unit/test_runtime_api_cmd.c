@@ -122,6 +122,8 @@ static void test_every_forbidden_byte(void **state)
 		assert_int_equal(runtime_api_cmd_set_maxconn(buf, sizeof(buf), "be", name, 1), allowed);
 		assert_int_equal(runtime_api_cmd_set_maxconn(buf, sizeof(buf), name, "w", 1), allowed);
 		assert_int_equal(runtime_api_cmd_show_servers_state(buf, sizeof(buf), name), allowed);
+		assert_int_equal(runtime_api_cmd_shutdown_sessions(buf, sizeof(buf), "be", name), allowed);
+		assert_int_equal(runtime_api_cmd_shutdown_sessions(buf, sizeof(buf), name, "w"), allowed);
 		if (!allowed)
 			assert_string_equal(buf, "");
 		else
@@ -170,6 +172,36 @@ static void test_set_maxconn(void **state)
 		assert_false(runtime_api_cmd_set_maxconn(buf, sizeof(buf), invalid_names[i].name, "w1", 1));
 		assert_string_equal(buf, "");
 	}
+}
+
+/* `shutdown sessions server` ends every request a server holds: a name
+ * that smuggled a second command, or named another server, would end
+ * someone else's, so none of the hostile names makes one. */
+static void test_shutdown_sessions(void **state)
+{
+	char buf[RUNTIME_API_CMD_MAX];
+
+	assert_true(runtime_api_cmd_shutdown_sessions(buf, sizeof(buf), "be_app", "w1"));
+	assert_string_equal(buf, "shutdown sessions server be_app/w1");
+	assert_true(runtime_api_cmd_shutdown_sessions(buf, sizeof(buf), name_127, name_127));
+	assert_int_equal(strlen(buf), strlen("shutdown sessions server /") + 2 * NAME_MAX_LEN);
+	assert_false(runtime_api_cmd_shutdown_sessions(buf, sizeof(buf), "be", name_128));
+	assert_string_equal(buf, "");
+	for (size_t i = 0; i < ARRAY_SIZE(invalid_names); i++) {
+		memset(buf, 'X', sizeof(buf));
+		if (runtime_api_cmd_shutdown_sessions(buf, sizeof(buf), "be_app", invalid_names[i].name))
+			fail_msg("server name accepted (%s): '%s'", invalid_names[i].why, buf);
+		assert_string_equal(buf, "");
+		memset(buf, 'X', sizeof(buf));
+		if (runtime_api_cmd_shutdown_sessions(buf, sizeof(buf), invalid_names[i].name, "w1"))
+			fail_msg("backend name accepted (%s): '%s'", invalid_names[i].why, buf);
+		assert_string_equal(buf, "");
+	}
+	/* Cut short, it would be another command: not written at all. */
+	memset(buf, 'X', sizeof(buf));
+	assert_false(runtime_api_cmd_shutdown_sessions(buf, strlen("shutdown sessions server be/w1"),
+						       "be", "w1"));
+	assert_string_equal(buf, "");
 }
 
 static void test_show_servers_state(void **state)
@@ -342,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_set_state_refuses_states),
 		cmocka_unit_test(test_set_maxconn),
 		cmocka_unit_test(test_show_servers_state),
+		cmocka_unit_test(test_shutdown_sessions),
 		cmocka_unit_test(test_buffer_too_small),
 		cmocka_unit_test(test_record_writes),
 		cmocka_unit_test(test_record_keys_forbidden_bytes),
