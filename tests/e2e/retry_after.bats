@@ -180,12 +180,14 @@ rest_and_return() {
 }
 
 @test "agent-check mode: a resting worker is answered drain, then ready again" {
-	ENFORCE_MODE=agent-check W2_BEHAVIOUR=503 W2_RETRY_AFTER=2 start_rest_scene
+	# A rest of 5 s: long enough that a loaded machine's polls of the
+	# server state cannot fall on either side of it.
+	ENFORCE_MODE=agent-check W2_BEHAVIOUR=503 W2_RETRY_AFTER=5 start_rest_scene
 	# HAProxy asks every 200 ms: the drain lands at its next question.
 	requests_until metric_at_least 'spoa_breaker_server_rests_total{proxy="workers",server="w2"}' 1
-	wait_until 5 is_drained w2
+	wait_until 10 is_drained w2
 	[ "$(breaker_field workers/w2 state)" = closed ]
-	wait_until 10 is_not_drained w2
+	wait_until 20 is_not_drained w2
 	[ "$(breaker_field workers/w2 state)" = closed ]
 	is_not_drained w1
 	is_not_drained w3
