@@ -14,6 +14,7 @@
  *   SIM_KEEP_GOING=1  on past a failing schedule
  *   sim --self-test   each planted misbehaviour is caught, by the right
  *                     invariant, and a caught case shrinks and replays
+ *   sim --print       the case SIM_SEED and SIM_LENGTH draw, unrun
  *   sim --cases DIR   replay every case file of DIR (NAME.case: cases kept as tests)
  */
 #include <dirent.h>
@@ -189,6 +190,27 @@ static int run_seeds(enum sim_break brk, bool verbose)
 	return report_invariants(&f, failed, &v);
 }
 
+/* The invariant a case's "# expect: NAME" line says it breaks (a defect
+ * known and not fixed yet), SIM_INVARIANTS when it has none. */
+static enum sim_invariant expected_failure(const char *text)
+{
+	const char *at = strstr(text, "# expect: ");
+	if (!at)
+		return SIM_INVARIANTS;
+	at += strlen("# expect: ");
+	for (int i = 0; i < SIM_INVARIANTS; i++) {
+		const char *name = sim_invariant_name((enum sim_invariant)i);
+		size_t len = strlen(name);
+		if (strncmp(at, name, len) == 0 && (at[len] == '\n' || at[len] == '\0'))
+			return (enum sim_invariant)i;
+	}
+	return SIM_INVARIANTS;
+}
+
+/* Replays every DIR/NAME.case: a case kept as a test must pass; one that
+ * says "# expect: INVARIANT" (a defect found and not fixed yet) must
+ * still break that invariant - once fixed, it fails here until it moves
+ * among the cases that pass. */
 static int run_cases(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -216,13 +238,24 @@ static int run_cases(const char *dir)
 		if (in)
 			fclose(in);
 		text[len] = '\0';
-		const char *line = skip_comments(text);
+		enum sim_invariant expect = expected_failure(text);
 		struct sim_schedule sc;
-		struct sim_violation v;
-		bool ok = sim_schedule_parse(&sc, line, err, sizeof(err)) &&
-			  sim_run(&sc, BREAK_NONE, &v, NULL, false);
-		printf("%sok %d - case %s%s%s\n", ok ? "" : "not ", ++n, names[i],
-		       ok ? "" : ": ", ok ? "" : sim_invariant_name(v.inv));
+		struct sim_violation v = {0};
+		bool parsed = sim_schedule_parse(&sc, skip_comments(text), err, sizeof(err));
+		bool passed = parsed && sim_run(&sc, BREAK_NONE, &v, NULL, false);
+		bool ok = expect == SIM_INVARIANTS ? passed : parsed && !passed && v.inv == expect;
+		printf("%sok %d - case %s: ", ok ? "" : "not ", ++n, names[i]);
+		if (!parsed)
+			printf("unreadable: %s\n", err);
+		else if (expect == SIM_INVARIANTS)
+			printf("%s%s%s\n", passed ? "passes" : "broke ", passed ? "" : sim_invariant_name(v.inv),
+			       passed ? "" : v.what);
+		else if (ok)
+			printf("the known defect still breaks %s (%s)\n", sim_invariant_name(expect), v.what);
+		else
+			printf("expected to break %s, %s%s: fixed? keep it as a passing case\n",
+			       sim_invariant_name(expect), passed ? "passes" : "broke ",
+			       passed ? "" : sim_invariant_name(v.inv));
 		failed += !ok;
 	}
 	return failed ? 1 : 0;
@@ -342,8 +375,14 @@ int main(int argc, char **argv)
 		return self_test();
 	if (argc > 2 && strcmp(argv[1], "--cases") == 0)
 		return run_cases(argv[2]);
+	if (argc > 1 && strcmp(argv[1], "--print") == 0) {
+		struct sim_schedule sc;
+		sim_schedule_generate(&sc, env_u64("SIM_SEED", 1), env_u64("SIM_LENGTH", 300) * 1000);
+		sim_schedule_print(&sc, stdout);
+		return 0;
+	}
 	if (argc > 1) {
-		fprintf(stderr, "usage: sim [--self-test | --cases DIR] (knobs: SIM_SEED, "
+		fprintf(stderr, "usage: sim [--self-test | --cases DIR | --print] (knobs: SIM_SEED, "
 				"SIM_SCHEDULES, SIM_SECONDS, SIM_LENGTH, SIM_CASE, SIM_BREAK, "
 				"SIM_VERBOSE)\n");
 		return 2;

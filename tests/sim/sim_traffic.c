@@ -122,8 +122,13 @@ static uint8_t index_of(const struct sim_backend *b, const struct sim_server *sv
 	return (uint8_t)(sv - b->srv);
 }
 
-/* The request reaches sv: what its worker makes of it. */
-static void send_to(struct sim *s, struct sim_backend *b, struct sim_server *sv, uint8_t retries)
+/* HAProxy's `retries 3`: a request's connection attempts. */
+#define SIM_CONNECT_TRIES 4
+
+/* The request reaches sv: what its worker makes of it. `tries`: the
+ * connection attempts it has left. */
+static void send_to(struct sim *s, struct sim_backend *b, struct sim_server *sv, uint8_t retries,
+		    unsigned tries)
 {
 	struct sim_worker *w = &sv->w;
 	struct sim_rng *rng = &s->traffic_rng;
@@ -135,10 +140,10 @@ static void send_to(struct sim *s, struct sim_backend *b, struct sim_server *sv,
 	if (w->kind == WORKER_CRASHED) {
 		/* Refused: `option redispatch` tries another server, and
 		 * only the failed one's wredis moves; with none left, econ. */
-		struct sim_server *other = pick(s, b, sv, &eligible);
+		struct sim_server *other = tries > 1 ? pick(s, b, sv, &eligible) : NULL;
 		if (other) {
 			sv->wredis++;
-			send_to(s, b, other, retries);
+			send_to(s, b, other, retries, tries - 1);
 		} else {
 			sv->econ++;
 		}
@@ -188,7 +193,7 @@ static bool route(struct sim *s, struct sim_backend *b, bool may_queue)
 	struct sim_server *sv = pick(s, b, NULL, &eligible);
 	s->requests++;
 	if (sv) {
-		send_to(s, b, sv, s->schedule->retry_on ? 1 : 0);
+		send_to(s, b, sv, s->schedule->retry_on ? 1 : 0, SIM_CONNECT_TRIES);
 		return true;
 	}
 	if (eligible && may_queue && b->q_len < SIM_MAX_QUEUE) {
@@ -215,7 +220,7 @@ static void dequeue(struct sim *s, struct sim_backend *b)
 			return;
 		b->q_head = (b->q_head + 1) % SIM_MAX_QUEUE;
 		b->q_len--;
-		send_to(s, b, sv, s->schedule->retry_on ? 1 : 0);
+		send_to(s, b, sv, s->schedule->retry_on ? 1 : 0, SIM_CONNECT_TRIES);
 	}
 }
 
@@ -255,7 +260,7 @@ static void complete(struct sim *s, const struct sim_req *r)
 			 * sees only the final answer. */
 			sv->wretr++;
 			sv->wredis++;
-			send_to(s, b, other, (uint8_t)(r->retries - 1));
+			send_to(s, b, other, (uint8_t)(r->retries - 1), SIM_CONNECT_TRIES);
 		} else {
 			unsigned cls = r->status / 100;
 			if (cls >= 1 && cls <= 5)
