@@ -186,7 +186,8 @@ endif
 # Linked without libev and util/clock.o: tests/sim/sim_loop.c is the
 # loop and the clock they run on. SIM_SEED, SIM_SCHEDULES, SIM_SECONDS
 # (the CPU budget), SIM_LENGTH, SIM_CASE and SIM_BREAK reach it from
-# make's command line; the cases kept in tests/sim/cases/ replay first.
+# make's command line; the cases kept in tests/sim/cases/ (and the known
+# defects', tests/sim/known/) replay first.
 SIM_SRCS   := $(wildcard tests/sim/*.c)
 SIM_BIN    := $(BUILD)/sim
 SIM_LIBS    = $(eval SIM_LIBS := $(call pkg_config,--libs,$(PKGS)) -lm -pthread)$(SIM_LIBS)
@@ -197,6 +198,7 @@ $(SIM_BIN): $(SIM_SRCS) $(wildcard tests/sim/*.h) $(BUILD)/libspoa.a
 
 sim: $(SIM_BIN)
 	@$(SIM_BIN) --cases tests/sim/cases
+	@$(SIM_BIN) --cases tests/sim/known
 	@$(SIM_BIN)
 
 # libFuzzer targets (tests/fuzz/fuzz_NAME.c), each with the sources it

@@ -89,6 +89,34 @@ run_suite() { # LABEL SCRIPT
 	rm -f "$tap"
 }
 
+# The simulation (tests/sim/, docs/testing.md): each planted misbehaviour
+# caught by its invariant, the cases kept replayed (tests/sim/cases/ pass,
+# tests/sim/known/ still break what they say), then SIM_CHECK_SCHEDULES
+# schedules from SIM_CHECK_SEED, the same ones every run. One core, no
+# sockets, no waiting: run here, before the lanes that measure time.
+sim_check() {
+	local tap status
+	tap=$(mktemp)
+	(
+		status=0
+		"$BUILD/sim" --self-test || status=1
+		"$BUILD/sim" --cases tests/sim/cases || status=1
+		"$BUILD/sim" --cases tests/sim/known || status=1
+		SIM_SEED="${SIM_CHECK_SEED:-1}" SIM_SCHEDULES="${SIM_CHECK_SCHEDULES:-60}" \
+			SIM_SECONDS=0 SIM_LENGTH=300 "$BUILD/sim" || status=1
+		exit "$status"
+	) | tee "$tap"
+	status=${PIPESTATUS[0]}
+	count_tap sim "$tap" "$status"
+	rm -f "$tap"
+}
+section "simulation: the real core and link against a simulated HAProxy and fleet"
+if make --no-print-directory BUILD="$BUILD" "$BUILD/sim" >/dev/null; then
+	sim_check
+else
+	echo "sim 0 1" >>"$RESULTS"
+fi
+
 # What ships: make demo on a bare Debian 12, the manual page, make
 # install, the systemd unit, the Debian package, the container image and
 # the compose example. None needs what the end-to-end suites use (the
