@@ -90,7 +90,7 @@ struct config_key {
 	const char *default_text; /* --help's default when the formatted one would mislead */
 };
 
-#define CONFIG_NB_KEYS 55
+#define CONFIG_NB_KEYS 56
 extern const struct config_key config_keys[]; /* CONFIG_NB_KEYS rows (keys.c checks) */
 
 /* The row of a key as written in the file, or NULL. */

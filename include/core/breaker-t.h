@@ -184,6 +184,12 @@ struct breaker_policy {
 	 * refusals and sets their maxconn to it (link/capacity.h). True: the
 	 * operator's pin, the server's own maxconn is left alone. */
 	bool pin_maxconn;
+	/* A breaker opened as stalled ends the requests its server holds
+	 * (`shutdown sessions server`) with the drain (link/stall_release.c):
+	 * a hung worker's clients get their error at once instead of at
+	 * HAProxy's `timeout server`. Read by the HAProxy link, never by the
+	 * breaker. */
+	bool release_stalled;
 };
 
 /* Which fields of a policy one configuration level sets. */
@@ -212,6 +218,7 @@ enum breaker_policy_field {
 	BREAKER_FIELD_RETRIED_TIMEOUTS = 1u << 21,
 	BREAKER_FIELD_OBSERVE_ONLY = 1u << 22,
 	BREAKER_FIELD_PIN_MAXCONN = 1u << 23,
+	BREAKER_FIELD_RELEASE_STALLED = 1u << 24,
 };
 
 /* One level of configuration (global, a backend, a server): the fields

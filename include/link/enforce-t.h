@@ -88,6 +88,9 @@ struct enforce_entry {
 	uint32_t group_look[2];
 	/* Open, but the ejection cap holds its drain back here. */
 	bool ejection_capped;
+	/* The trip (breaker trips) whose held requests are to be ended with
+	 * its drain (stall_release.c); 0: none pending. */
+	uint32_t release_trip;
 	/* Steady-state mode (watched_map.h): whether HAProxy's watched map
 	 * lists the server, as the agent last made it or a look read it; the
 	 * look whose map listed it; the link's command count after the last

@@ -81,6 +81,38 @@ void enforce_plan_assume_applied(const struct enforce_plan *plan, struct enforce
 void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_probes,
 				struct enforce_memory *mem, char *buf, size_t size);
 
+/*
+ * Ending what a hung worker holds (link/stall_release.c). A breaker that
+ * opens as stalled marks its trip (`pending_trip`, b->trips then; 0:
+ * nothing pending); the mark is acted on where its drain is planned, so
+ * that the requests are ended with the drain that keeps new ones away:
+ *   SEND  the drain is the agent's, in place or going out now: end them
+ *   WAIT  the ejection cap holds the drain back; the release goes with it
+ *         when room frees (the server still takes requests meanwhile, and
+ *         its clients, released, would only be replaced by new ones)
+ *   SHOW  the backend is `enforce = none`: said, never sent
+ *   SKIP  not for this trip: `why` says what stopped it (the operator's
+ *         hand), NULL when the breaker moved on (closed, reopened) or the
+ *         policy no longer asks for it
+ *   NONE  nothing pending
+ * hands_off: the plan's (enforce_plan.hands_off), NULL when it acts;
+ * capped: the cap holds the drain back on this HAProxy.
+ */
+enum enforce_release {
+	ENFORCE_RELEASE_NONE,
+	ENFORCE_RELEASE_SEND,
+	ENFORCE_RELEASE_WAIT,
+	ENFORCE_RELEASE_SHOW,
+	ENFORCE_RELEASE_SKIP,
+};
+struct enforce_release_decision {
+	enum enforce_release what;
+	const char *why; /* SKIP: the operator's hand, or NULL; SHOW: why not sent */
+};
+struct enforce_release_decision enforce_release_stalled(const struct breaker *b,
+							uint32_t pending_trip, bool capped,
+							const char *hands_off);
+
 const char *enforce_mode_name(enum enforce_mode mode);
 
 #endif /* SPOA_ENFORCE_PLAN_H */

@@ -25,7 +25,7 @@
  * The files, one concern each: lifecycle.c, subscriber.c, commands.c,
  * looks.c, signals.c, endpoint_follow.c, wiring_report.c, ejection_cap.c,
  * converge.c, records.c (the life of the records HAProxy keeps for the
- * agent, haproxy_record.h), peers.c, capacity_watch.c. Their state is in enforcer-t.h.
+ * agent, haproxy_record.h), peers.c, capacity_watch.c, stall_release.c. Their state is in enforcer-t.h.
  */
 #ifndef SPOA_LINK_INTERNAL_H
 #define SPOA_LINK_INTERNAL_H
@@ -145,6 +145,15 @@ void enforcer_on_created(void *ctx, uint32_t index);
 
 /* looks.c: the look timer, every poll_interval. */
 void enforcer_look_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* stall_release.c: a transition to open as stalled marks its trip; the
+ * converging of the server, where its drain is planned, ends what the
+ * server holds with it (capped: the cap holds the drain back; hands_off:
+ * the plan's). */
+void link_stall_release_mark(struct haproxy_link *link, const struct breaker_table_entry *entry,
+			     struct enforce_entry *en, const struct breaker_event *ev);
+void link_stall_release(struct haproxy_link *link, struct breaker_table_entry *entry,
+			struct enforce_entry *en, bool capped, const char *hands_off);
 
 /* wiring_report.c */
 void link_report_unwired(struct haproxy_link *link);

@@ -544,6 +544,19 @@ const struct config_key config_keys[] = {
 			"worker's capacity, learnt from its capacity statuses, and HAProxy queues "
 			"what is beyond it)",
 	},
+	/* Per backend, in its own section only, as HAProxy's retry-on and
+	 * timeouts are: what a backend's clients get when their requests are
+	 * ended is the backend's. On by default, so no command-line flag (a
+	 * flag could only turn it on): `release_stalled = false` in a
+	 * [backend NAME] section leaves them to HAProxy's `timeout server`. */
+	{
+		.name = "release_stalled", .sections = CONFIG_SECTION_BACKEND, .type = CONFIG_BOOL,
+		IN_POLICY(release_stalled, BREAKER_FIELD_RELEASE_STALLED),
+		.flags = CONFIG_KEY_RELOADABLE,
+		.help = "a breaker opened as stalled (a hung worker) ends the requests its server "
+			"holds, with the drain (`shutdown sessions server`): their clients get an "
+			"error at once instead of at timeout server",
+	},
 	/* Per backend, in its own section only: a backend left out of the
 	 * breakers on purpose. No command-line flag: a flag could only turn
 	 * it on, and every backend is guarded unless its section says not. */

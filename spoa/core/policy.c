@@ -67,6 +67,10 @@ void breaker_policy_defaults(struct breaker_policy *policy)
 	 * HAProxy queues the rest instead of sending it to be refused
 	 * (link/capacity.h). */
 	policy->pin_maxconn = false;
+	/* On: what a hung worker holds is lost either way, and held, its
+	 * closed-loop clients send nothing else for `timeout server`
+	 * (docs/operating.md, "A hung worker", has the figures). */
+	policy->release_stalled = true;
 }
 
 /* Reports a non-empty intersection of two named sets, listing its statuses. */
@@ -216,6 +220,8 @@ static void apply_layer(struct breaker_policy *p, const struct breaker_policy_la
 		p->observe_only = v->observe_only;
 	if (f & BREAKER_FIELD_PIN_MAXCONN)
 		p->pin_maxconn = v->pin_maxconn;
+	if (f & BREAKER_FIELD_RELEASE_STALLED)
+		p->release_stalled = v->release_stalled;
 }
 
 bool breaker_policy_resolve(struct breaker_policy *out,

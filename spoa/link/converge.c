@@ -20,6 +20,7 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 		/* Open in the breaker, serving in HAProxy: undo nothing, add
 		 * nothing until room frees. */
 		link_record_ownership(link, entry, en);
+		link_stall_release(link, entry, en, true, NULL);
 		return;
 	}
 	bool was_out = link_entry_out(en);
@@ -46,6 +47,7 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 				  breaker_is_resting(b) ? " and its worker resting" : "",
 				  plan.hands_off);
 		link_record_ownership(link, entry, en);
+		link_stall_release(link, entry, en, false, plan.hands_off);
 		return;
 	}
 	if (want != b->state)
@@ -73,6 +75,9 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 		enforce_plan_assume_applied(&plan, &en->seen);
 		en->last_command = link->commands;
 	}
+	/* After the drain, on the same connection: nothing new reaches the
+	 * server once its requests are ended. */
+	link_stall_release(link, entry, en, false, NULL);
 	link_record_ownership(link, entry, en);
 	link_count_change(link, en, was_out, was_drained);
 	if (was_drained && !en->mem.drained_by_us)

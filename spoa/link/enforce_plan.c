@@ -160,6 +160,45 @@ void enforce_agent_check_answer(enum breaker_state state, uint32_t half_open_pro
 	}
 }
 
+struct enforce_release_decision enforce_release_stalled(const struct breaker *b,
+							uint32_t pending_trip, bool capped,
+							const char *hands_off)
+{
+	struct enforce_release_decision d = {ENFORCE_RELEASE_NONE, NULL};
+
+	if (pending_trip == 0)
+		return d;
+	d.what = ENFORCE_RELEASE_SKIP;
+	/* Another trip, or none: a probe or a cool-down came between (the
+	 * drain waited that long under the cap), and what the server holds
+	 * now was let in after the verdict. */
+	if (b->state != BREAKER_OPEN || b->trips != pending_trip ||
+	    b->last_trip_rule != BREAKER_TRIP_STALLED || !b->policy->release_stalled)
+		return d;
+	/* The operator's word first, as for the drain (enforce_wanted_state):
+	 * requests of a server the operator keeps in, or of a backend the
+	 * agent must not act on, are the operator's to end. */
+	if (b->policy->observe_only) {
+		d.what = ENFORCE_RELEASE_SHOW;
+		d.why = "enforce = none for its backend";
+		return d;
+	}
+	if (b->observe_only) {
+		d.why = "observe only (paused or released)";
+		return d;
+	}
+	if (b->hold == BREAKER_HOLD_IN) {
+		d.why = "held in by the operator";
+		return d;
+	}
+	if (hands_off) {
+		d.why = hands_off; /* in maintenance, drained by the operator */
+		return d;
+	}
+	d.what = capped ? ENFORCE_RELEASE_WAIT : ENFORCE_RELEASE_SEND;
+	return d;
+}
+
 const char *enforce_mode_name(enum enforce_mode mode)
 {
 	switch (mode) {

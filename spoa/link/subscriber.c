@@ -62,8 +62,10 @@ enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *e
 	if (e->verdict_table[0] && cause->kind != BREAKER_CAUSE_PEER &&
 	    breaker_event_is_transition(ev))
 		enforcer_publish_verdicts(e, entry, cause->now_ms);
-	for (unsigned i = 0; i < e->nb_links; i++)
+	for (unsigned i = 0; i < e->nb_links; i++) {
+		link_stall_release_mark(&e->links[i], entry, &e->links[i].entries[index], ev);
 		link_converge_entry(&e->links[i], entry);
+	}
 	return drain_decision(e, entry, index);
 }
 
