@@ -93,6 +93,7 @@ struct sim_server {
 	/* Counters, as `show stat` names them; reset by a reload. */
 	uint64_t stot, hrsp[5], wretr, wredis, econ, eresp, srv_abrt, cli_abrt;
 	uint32_t scur;
+	uint32_t kill_epoch; /* `shutdown sessions server`s so far */
 	struct sim_worker w;
 	/* hrsp_2xx as the agent's last two complete reads of `show stat`
 	 * saw it: whether the worker answered anything between them. */
@@ -128,6 +129,7 @@ struct sim_req {
 	uint16_t status;
 	uint32_t retry_after;
 	uint32_t generation; /* the worker's, at admission */
+	uint32_t epoch;      /* the server's kill_epoch, at admission */
 };
 
 /* The link's Runtime API clients, answered by the simulated HAProxy. */
@@ -233,7 +235,9 @@ struct sim_agent {
 struct sim {
 	const struct sim_schedule *schedule;
 	enum sim_break brk;
-	bool verbose; /* SIM_VERBOSE: the events and the commands HAProxy runs */
+	/* SIM_VERBOSE: 1, the events and the commands HAProxy runs; 2,
+	 * its looks' too */
+	int verbose;
 	struct ev_loop *loop;
 	struct sim_rng traffic_rng, api_rng;
 	struct sim_agent agent;
@@ -311,6 +315,8 @@ bool sim_server_capacity(const struct sim_server *sv);
 /* sim_traffic.c */
 void sim_worker_become(struct sim *s, struct sim_server *sv, const uint32_t a[6]);
 uint64_t sim_traffic_next_due(struct sim *s);
+/* `shutdown sessions server`: every request the server holds ends now. */
+void sim_traffic_kill_sessions(struct sim *s, struct sim_backend *b, struct sim_server *sv);
 void sim_traffic_run_due(struct sim *s);
 void sim_traffic_free(struct sim *s);
 
@@ -348,7 +354,7 @@ struct sim_figures {
 	uint64_t simulated_ms;
 };
 bool sim_run(const struct sim_schedule *sc, enum sim_break brk, struct sim_violation *v,
-	     struct sim_figures *fig, bool verbose);
+	     struct sim_figures *fig, int verbose);
 
 /* sim_shrink.c: the shortest schedule found that still breaks `inv`. */
 void sim_shrink(struct sim_schedule *sc, enum sim_break brk, enum sim_invariant inv,

@@ -10,7 +10,8 @@
  *   SIM_LENGTH=N      each schedule's simulated seconds (300)
  *   SIM_CASE=TEXT     replay one case (a line `sim1 seed=...`, or @FILE)
  *   SIM_BREAK=NAME    plant a misbehaviour (see --self-test)
- *   SIM_VERBOSE=1     each event as it happens, and the agent's log
+ *   SIM_VERBOSE=1     each event as it happens, the commands HAProxy runs, the
+ *                     agent's log; 2: the looks' commands too
  *   SIM_KEEP_GOING=1  on past a failing schedule
  *   sim --self-test   each planted misbehaviour is caught, by the right
  *                     invariant, and a caught case shrinks and replays
@@ -119,7 +120,7 @@ static const char *skip_comments(const char *text)
 	return text;
 }
 
-static int run_case(const char *text, enum sim_break brk, bool verbose)
+static int run_case(const char *text, enum sim_break brk, int verbose)
 {
 	struct sim_schedule sc;
 	char err[256], buf[65536];
@@ -146,7 +147,7 @@ static int run_case(const char *text, enum sim_break brk, bool verbose)
 	return report_invariants(&f, !ok, &v);
 }
 
-static int run_seeds(enum sim_break brk, bool verbose)
+static int run_seeds(enum sim_break brk, int verbose)
 {
 	uint64_t seed = env_u64("SIM_SEED", 1);
 	uint64_t count = env_u64("SIM_SCHEDULES", 0);
@@ -367,7 +368,7 @@ static int self_test(void)
 
 int main(int argc, char **argv)
 {
-	bool verbose = env_u64("SIM_VERBOSE", 0) != 0;
+	int verbose = (int)env_u64("SIM_VERBOSE", 0);
 	log_init(verbose ? LOG_LEVEL_NOTICE : LOG_LEVEL_ERROR, false, "sim");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 

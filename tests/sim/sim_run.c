@@ -17,7 +17,7 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 }
 
 bool sim_run(const struct sim_schedule *sc, enum sim_break brk, struct sim_violation *v,
-	     struct sim_figures *fig, bool verbose)
+	     struct sim_figures *fig, int verbose)
 {
 	char err[256];
 	struct sim *s = calloc(1, sizeof(*s));

@@ -133,7 +133,8 @@ static void send_to(struct sim *s, struct sim_backend *b, struct sim_server *sv,
 	struct sim_worker *w = &sv->w;
 	struct sim_rng *rng = &s->traffic_rng;
 	struct sim_req r = {.be = (uint8_t)(b - s->be), .srv = index_of(b, sv),
-			    .retries = retries, .generation = w->generation};
+			    .retries = retries, .generation = w->generation,
+			    .epoch = sv->kill_epoch};
 	bool eligible;
 
 	sv->stot++;
@@ -237,12 +238,28 @@ static void leave(struct sim *s, struct sim_server *sv, const struct sim_req *r)
 		w->clean_since_us = sim_now_us();
 }
 
+/* What HAProxy counts of the requests `shutdown sessions server` ends is
+ * not simulated: they leave, and count nothing (an assumption). */
+void sim_traffic_kill_sessions(struct sim *s, struct sim_backend *b, struct sim_server *sv)
+{
+	sv->kill_epoch++;
+	sv->scur = 0;
+	sv->w.inflight = 0;
+	if (sv->w.inflight_older > 0) {
+		sv->w.inflight_older = 0;
+		sv->w.clean_since_us = sim_now_us();
+	}
+	dequeue(s, b);
+}
+
 static void complete(struct sim *s, const struct sim_req *r)
 {
 	struct sim_backend *b = &s->be[r->be];
 	struct sim_server *sv = &b->srv[r->srv];
 	bool eligible;
 
+	if (r->epoch != sv->kill_epoch)
+		return; /* ended by `shutdown sessions server` */
 	leave(s, sv, r);
 	if (r->timeout) {
 		sv->eresp++; /* timeout server: HAProxy's 504, nothing over SPOP */
