@@ -38,16 +38,16 @@ start_closed_loop_scene() {
 	start_load 12 100000 60 "${PATHS[@]}"
 }
 
-# Whether w3 is drained, and was before HAProxy's first timeout on it: the
-# drain is read first, its timeouts (eresp) after, so a drain seen with no
-# timeout counted came before any. Status 2 when a timeout was counted
-# first: the wait below fails at once.
+# Whether w3 is drained, and no timeout (eresp) came before: status 2 when
+# a timeout was counted while w3 was still in rotation, and the wait below
+# fails at once. A drain seen at once ends the wait: the requests its
+# release ends right after count in eresp on 2.6 (release_stalled), so a
+# count read after the drain tells nothing; the test's last check, no
+# client answered 504, is what says no timeout came first.
 drained_before_timeout() {
-	if is_drained w3; then
-		[ "$(stat_of w3 eresp)" -eq 0 ] || { echo "w3 drained after a timeout" >&2; return 2; }
-		return 0
-	fi
+	is_drained w3 && return 0
 	if [ "$(stat_of w3 eresp)" -gt 0 ]; then
+		is_drained w3 && return 0 # drained and released between the two reads
 		echo "w3 timed out before it was drained" >&2
 		return 2
 	fi
