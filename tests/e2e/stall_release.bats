@@ -119,3 +119,21 @@ if line:
 	assert_output ""
 	[ "$(awk '$1 == 500 && $2 == "w3" && $3 == 1' "$RUN_DIR/load.out" | wc -l)" -ge "$held" ]
 }
+
+# `enforce none`: the stalled open is judged and logged, HAProxy is not
+# changed - neither drained nor released - and the log says what would
+# have been sent.
+@test "under enforce none a stalled open says it would release, and sends nothing" {
+	TIMEOUT_SERVER=5m
+	AGENT_ARGS="--enforce none"
+	start_fleet_scene 200 200 'hang!' 200
+	haproxy_cli "set server workers/w4 state maint" >/dev/null
+	start_load 12 100000 60 "${PATHS[@]}"
+	wait_until 60 grep -q "breaker workers/w3: closed -> open (.*): stalled: " "$RUN_DIR/agent.log"
+	wait_until 10 grep -q "enforce none: would send to HAProxy .*: shutdown sessions server workers/w3 (breaker open, stalled)" "$RUN_DIR/agent.log"
+	wait_more_looks 3
+	is_not_drained w3
+	[ "$(in_flight_on w3)" -gt 0 ]
+	run grep -c "released [0-9]* held session" "$RUN_DIR/agent.log"
+	assert_output 0
+}
