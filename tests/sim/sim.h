@@ -222,6 +222,7 @@ struct sim_violation {
 /* ---- the agent ---- */
 
 struct sim_agent {
+	uint32_t epoch; /* agents started so far: what a cached entry belongs to */
 	struct config config;
 	bool config_loaded;
 	struct breakers breakers;
@@ -258,6 +259,13 @@ struct sim {
 		unsigned nb, allocated;
 	} maps[2];
 	uint64_t next_check_us; /* health checks, every 2 s */
+	/* Each server's breaker as last found, and the agent it was found
+	 * in: the invariants look at every server at every step. */
+	struct sim_entry_cache {
+		struct breaker_table_entry *entry;
+		uint64_t hash;
+		uint32_t epoch;
+	} entry_cache[SIM_MAX_BACKENDS][SIM_MAX_SERVERS];
 	/* Requests in flight: a binary heap by (due_us, seq). */
 	struct sim_req *heap;
 	unsigned heap_len, heap_cap;

@@ -39,7 +39,9 @@ bool sim_agent_start(struct sim *s, char *err, size_t size)
 		argv[argc++] = "--drain-last-server";
 	argv[argc] = NULL;
 
+	uint32_t epoch = a->epoch + 1;
 	memset(a, 0, sizeof(*a));
+	a->epoch = epoch;
 	FILE *devnull = fopen("/dev/null", "w");
 	int rc = config_from_args(&a->config, argc, argv, devnull, devnull);
 	if (devnull)
@@ -88,8 +90,18 @@ struct breaker_table_entry *sim_agent_entry(struct sim *s, const struct sim_back
 {
 	if (!s->agent.breakers_up)
 		return NULL;
-	return breaker_table_find(&s->agent.breakers.table, b->name, strlen(b->name), sv->name,
-				  strlen(sv->name));
+	/* The table's entries stay where they are while its agent lives
+	 * (breaker-t.h); one found before still holds the server while it
+	 * is in use with the same names' hash (a reused entry has another). */
+	struct sim_entry_cache *c = &s->entry_cache[b - s->be][sv - b->srv];
+	if (c->entry && c->epoch == s->agent.epoch && c->entry->in_use &&
+	    c->entry->hash == c->hash)
+		return c->entry;
+	c->entry = breaker_table_find(&s->agent.breakers.table, b->name, strlen(b->name), sv->name,
+				      strlen(sv->name));
+	c->epoch = s->agent.epoch;
+	c->hash = c->entry ? c->entry->hash : 0;
+	return c->entry;
 }
 
 void sim_agent_observe(struct sim *s, const struct sim_backend *b, const struct sim_server *sv,
