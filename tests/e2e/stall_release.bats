@@ -137,3 +137,23 @@ if line:
 	run grep -c "released [0-9]* held session" "$RUN_DIR/agent.log"
 	assert_output 0
 }
+
+# The operator's hand: w3 held in (`hold in`) is never drained, and what
+# it holds is the operator's too - the stalled open is judged and logged,
+# and nothing is released.
+@test "a stalled worker held in by the operator keeps what it holds" {
+	TIMEOUT_SERVER=5m
+	local control="$BATS_TEST_TMPDIR/control.sock"
+	AGENT_ARGS="--control unix:$control"
+	start_fleet_scene 200 200 'hang!' 200
+	haproxy_cli "set server workers/w4 state maint" >/dev/null
+	"$SPOA_BIN" ctl --socket "$control" hold in workers/w3 for 10m
+	start_load 12 100000 60 "${PATHS[@]}"
+	wait_until 60 grep -q "breaker workers/w3: closed -> open (.*): stalled: .*; held in by the operator" "$RUN_DIR/agent.log"
+	wait_until 10 grep -q "breaker workers/w3 opened as stalled: the sessions its server holds on HAProxy .* are left to timeout server: held in by the operator" "$RUN_DIR/agent.log"
+	wait_more_looks 3
+	is_not_drained w3
+	[ "$(in_flight_on w3)" -gt 0 ]
+	run grep -c "shutdown sessions" "$RUN_DIR/agent.log"
+	assert_output 0
+}
