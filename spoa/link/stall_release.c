@@ -53,6 +53,14 @@ static void release_done(void *ctx, enum runtime_api_result result, const char *
 		return;
 	}
 	const char *address = runtime_api_client_address(link->client);
+	/* Counted with the link's other commands (/metrics). */
+	struct enforce_stats *stats = &link->owner->stats;
+	if (result == RUNTIME_API_OK && len == 0)
+		stats->commands_ok++;
+	else if (result == RUNTIME_API_OK)
+		stats->commands_refused++;
+	else
+		stats->commands_failed++;
 	if (result == RUNTIME_API_OK && len == 0)
 		log_notice("released %u held session(s) of %s on HAProxy %s: stalled (HAProxy "
 			   "answered nothing: done; the count is the last look's)",
@@ -86,6 +94,7 @@ static void send_release(struct haproxy_link *link, const struct breaker_table_e
 		   "the last look would wait for timeout server)",
 		   address, command, en->seen.sessions);
 	if (!runtime_api_submit(link->commands_client, command, release_done, rc)) {
+		link->owner->stats.commands_failed++;
 		log_warning("HAProxy %s: queue full, '%s' dropped: the held sessions of %s stay "
 			    "until timeout server",
 			    address, command, rc->name);
@@ -117,6 +126,7 @@ void link_stall_release(struct haproxy_link *link, struct breaker_table_entry *e
 	if (d.what == ENFORCE_RELEASE_SHOW || link->owner->mode != ENFORCE_RUNTIME_API) {
 		log_info("enforce none: would send to HAProxy %s: %s (breaker open, stalled%s%s)",
 			 address, command, d.why ? "; " : "", d.why ? d.why : "");
+		link->owner->stats.commands_not_sent++;
 		return;
 	}
 	send_release(link, entry, en, command);
