@@ -89,7 +89,7 @@ void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 	unsigned n = (unsigned)(duration_ms / 15000) + 2;
 	if (n > SIM_MAX_EVENTS)
 		n = SIM_MAX_EVENTS;
-	for (unsigned k = 0; k < n; k++) {
+	for (unsigned k = 0; k < n && sc->nb_events < SIM_MAX_EVENTS; k++) {
 		struct sim_event *ev = &sc->events[sc->nb_events++];
 		ev->at_ms = sim_rng_below(&r, duration_ms);
 		ev->kind = weighted(&r, kind_weights, SIM_EVENT_KINDS);
@@ -117,6 +117,20 @@ void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 			break;
 		default:
 			break;
+		}
+		/* A worker that broke often comes back, busy as often as not:
+		 * its breaker's probes meet what it answers then. */
+		bool broke = ev->kind == EV_WORKER &&
+			     (ev->a[0] == WORKER_FAILING || ev->a[0] == WORKER_HUNG ||
+			      ev->a[0] == WORKER_CRASHED);
+		if (broke && sc->nb_events < SIM_MAX_EVENTS && sim_rng_chance(&r, 0.6)) {
+			struct sim_event *back = &sc->events[sc->nb_events++];
+			*back = *ev;
+			back->at_ms = ev->at_ms + sim_rng_range(&r, 2000, 60000);
+			back->a[0] = sim_rng_chance(&r, 0.5) ? WORKER_HEALTHY
+			           : sim_rng_chance(&r, 0.6) ? WORKER_BUSY : WORKER_REFUSING;
+			if (back->at_ms >= duration_ms)
+				sc->nb_events--;
 		}
 	}
 	qsort(sc->events, sc->nb_events, sizeof(sc->events[0]), by_time);
