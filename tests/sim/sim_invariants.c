@@ -230,7 +230,6 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 {
 	const struct sim_schedule *sc = s->schedule;
 	const uint32_t *learnt = s->agent.enforcer ? enforcer_maxconn_learnt(s->agent.enforcer) : NULL;
-	const bool *capped = s->agent.enforcer ? enforcer_ejection_capped(s->agent.enforcer) : NULL;
 	unsigned listed = 0, serving = 0, agent_out = 0, want_up = 0, out_base = 0;
 
 	for (unsigned j = 0; j < b->nb; j++) {
@@ -280,14 +279,13 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 			enum breaker_state want = entry ? enforce_wanted_state(&entry->breaker)
 							: BREAKER_CLOSED;
 			uint32_t index = entry ? breaker_table_index(&s->agent.breakers.table, entry) : 0;
-			bool is_capped = entry && capped && capped[index];
 			bool drained = sv->admin & RUNTIME_API_ADMF_FDRAIN;
 			bool wants = ours && entry && want != BREAKER_CLOSED;
 			/* Half-open: at its probes, and drained only while they
 			 * are out (enforce_plan.c's guard). */
 			uint32_t probes = entry ? entry->breaker.policy->half_open_probes : 0;
 			bool unfollowed =
-				wants && !is_capped &&
+				wants &&
 				((want == BREAKER_OPEN && !drained) ||
 				 (want == BREAKER_HALF_OPEN &&
 				  (sv->maxconn != probes || (drained && sv->scur < probes))));
