@@ -58,8 +58,10 @@ for suite in $SUITES; do
 	cat >"$wrapper" <<WRAP
 #!/bin/sh
 # Runs HAProxy from $suite chrooted in $dir (see tests/haproxy-versions.sh).
-# unshare forwards a TERM to HAProxy, so the caller's PID is enough to stop it.
-exec unshare --mount --propagation private --fork --kill-child=SIGTERM sh -c '
+# No fork: unshare, sh and chroot each exec the next, so this PID is
+# HAProxy's own and a TERM stops it at once. (unshare --fork would wait
+# with TERM blocked, and the caller's TERM would be lost.)
+exec unshare --mount --propagation private sh -c '
 for path in /tmp /dev /proc "$REPO"; do
 	mkdir -p "$dir\$path" && mount --rbind "\$path" "$dir\$path" || exit 1
 done
