@@ -83,12 +83,14 @@ static bool capacity_status(unsigned status)
 }
 
 /* A busy worker, and nothing of an earlier kind still in its counters:
- * its requests of before have ended, and a look has read their end. */
+ * its requests of before have ended, and a complete look, in an earlier
+ * step, has read their end (what that look makes of an earlier kind's
+ * timeouts is that kind's). */
 static bool busy_and_clean(const struct sim_server *sv)
 {
 	const struct sim_worker *w = &sv->w;
 	return (w->kind == WORKER_BUSY || w->kind == WORKER_REFUSING) && w->clean_since_us != 0 &&
-	       sim_now_us() > w->clean_since_us + 2 * SIM_POLL_MS * SIM_MS;
+	       w->clean_read_us > w->clean_since_us && sim_now_us() > w->clean_read_us;
 }
 
 /* The condition holds now; whether it has held too long, counted from
@@ -183,6 +185,8 @@ void sim_invariants_stat_read(struct sim *s)
 			sv->ok_seen_valid[1] = sv->ok_seen_valid[0];
 			sv->ok_seen[0] = sv->hrsp[1];
 			sv->ok_seen_valid[0] = true;
+			if (sv->w.clean_since_us != 0 && sv->w.clean_read_us <= sv->w.clean_since_us)
+				sv->w.clean_read_us = sim_now_us();
 		}
 	}
 }

@@ -87,6 +87,7 @@ void sim_worker_become(struct sim *s, struct sim_server *sv, const uint32_t a[6]
 	w->kind_since_us = sim_now_us();
 	w->inflight_older = w->inflight;
 	w->clean_since_us = w->inflight ? 0 : sim_now_us();
+	w->clean_read_us = 0;
 	w->stalled_trips = 0;
 	(void)s;
 }
