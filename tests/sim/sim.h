@@ -36,6 +36,9 @@
 #define SIM_MAX_SERVERS 8 /* a backend's slots, parked ones included */
 #define SIM_MAX_EVENTS 256
 #define SIM_MAX_QUEUE 4096 /* requests HAProxy queues in a backend */
+/* The maps the agent keeps: ownership, retry moments, watched servers. */
+#define SIM_MAPS 3
+#define SIM_MAP_WATCHED 2
 
 /* ---- the workers ---- */
 
@@ -183,6 +186,9 @@ struct sim_schedule {
 	/* The policy (the [breaker] options). */
 	uint32_t threshold, cooldown_ms, max_ejection_percent, failure_rate;
 	bool drain_last_server, retry_on; /* retry_on: HAProxy retries capacity statuses elsewhere */
+	/* The shipped default SPOE file: HAProxy notifies a success only for
+	 * a server in breaker-watched.map, anything else always. */
+	bool steady;
 	struct sim_event events[SIM_MAX_EVENTS];
 	unsigned nb_events;
 };
@@ -258,7 +264,8 @@ struct sim {
 			char value[48];
 		} *entries;
 		unsigned nb, allocated;
-	} maps[2];
+	} maps[SIM_MAPS];
+	unsigned nb_maps; /* the watched map only in steady-state mode */
 	uint64_t next_check_us; /* health checks, every 2 s */
 	/* Each server's breaker as last found, and the agent it was found
 	 * in: the invariants look at every server at every step. */
@@ -307,6 +314,10 @@ struct breaker_table_entry *sim_agent_entry(struct sim *s, const struct sim_back
 
 /* sim_haproxy.c */
 void sim_haproxy_init(struct sim *s);
+/* Steady-state mode: whether HAProxy notifies the agent of this answer
+ * (the SPOE message's ACLs, over the watched map the agent keeps). */
+bool sim_haproxy_notifies(const struct sim *s, const struct sim_backend *b,
+			  const struct sim_server *sv, unsigned status);
 void sim_haproxy_free(struct sim *s);
 void sim_haproxy_reload(struct sim *s);
 /* When the next batch is answered (UINT64_MAX: none in flight); answers

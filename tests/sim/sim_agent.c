@@ -125,14 +125,19 @@ void sim_agent_observe(struct sim *s, const struct sim_backend *b, const struct 
 	int ra_len = retry_after ? snprintf(ra, sizeof(ra), "%u", retry_after) : 0;
 
 	spop_writer_init(&pw, payload, sizeof(payload));
+	bool steady = s->schedule->steady;
 	spop_put_message_header(&pw, OBSERVE_MESSAGE_NAME, strlen(OBSERVE_MESSAGE_NAME),
-				ra_len ? 4 : 3);
+				3u + (ra_len ? 1u : 0u) + (steady ? 1u : 0u));
 	struct spop_data be = spop_data_string(b->name, strlen(b->name));
 	struct spop_data srv = spop_data_string(sv->name, strlen(sv->name));
 	struct spop_data st = spop_data_sint((int64_t)fed);
 	spop_put_kv(&pw, "be", &be);
 	spop_put_kv(&pw, "srv", &srv);
 	spop_put_kv(&pw, "status", &st);
+	if (steady) {
+		struct spop_data mode = spop_data_string("steady", 6);
+		spop_put_kv(&pw, "mode", &mode);
+	}
 	if (ra_len) {
 		struct spop_data r = spop_data_string(ra, (size_t)ra_len);
 		spop_put_kv(&pw, "retry_after", &r);

@@ -26,8 +26,9 @@
 #include "sim.h"
 #include "sim_loop.h"
 
-static const char *const map_paths[2] = {"/etc/haproxy/breaker-owned.map",
-					 "/etc/haproxy/breaker-retry-at.map"};
+static const char *const map_paths[SIM_MAPS] = {"/etc/haproxy/breaker-owned.map",
+						"/etc/haproxy/breaker-retry-at.map",
+						"/etc/haproxy/breaker-watched.map"};
 
 /* ---- a reply under construction ---- */
 
@@ -105,14 +106,15 @@ void sim_haproxy_init(struct sim *s)
 	s->pid = 4000;
 	s->start_us = sim_now_us();
 	s->api_up_since_us = sim_now_us();
-	for (int m = 0; m < 2; m++)
+	s->nb_maps = s->schedule->steady ? SIM_MAPS : SIM_MAP_WATCHED;
+	for (int m = 0; m < SIM_MAPS; m++)
 		s->maps[m].path = map_paths[m];
 	s->next_check_us = sim_now_us() + 2 * SIM_S;
 }
 
 void sim_haproxy_free(struct sim *s)
 {
-	for (int m = 0; m < 2; m++) {
+	for (int m = 0; m < SIM_MAPS; m++) {
 		free(s->maps[m].entries);
 		s->maps[m].entries = NULL;
 		s->maps[m].nb = s->maps[m].allocated = 0;
@@ -145,7 +147,7 @@ void sim_haproxy_reload(struct sim *s)
 			sv->maxconn_by = HAND_NONE;
 		}
 	}
-	for (int m = 0; m < 2; m++)
+	for (int m = 0; m < SIM_MAPS; m++)
 		s->maps[m].nb = 0;
 	/* The connections of the old process are gone with it. */
 	for (int i = 0; i < 2; i++)
@@ -288,7 +290,7 @@ static void show_servers_state(struct sim *s, struct reply *r)
 
 static struct sim_map *map_named(struct sim *s, const char *path)
 {
-	for (int m = 0; m < 2; m++)
+	for (unsigned m = 0; m < s->nb_maps; m++)
 		if (strcmp(s->maps[m].path, path) == 0)
 			return &s->maps[m];
 	return NULL;
@@ -297,7 +299,7 @@ static struct sim_map *map_named(struct sim *s, const char *path)
 static void show_map_list(struct sim *s, struct reply *r)
 {
 	put(r, "# id (file) description\n");
-	for (int m = 0; m < 2; m++)
+	for (unsigned m = 0; m < s->nb_maps; m++)
 		put(r,
 		    "%d (%s) pattern loaded from file '%s' used by map at file "
 		    "'/etc/haproxy/haproxy.cfg' line %d. curr_ver=0 next_ver=0 entry_cnt=%u\n",
@@ -315,6 +317,23 @@ static void map_add(struct sim_map *m, const char *key, const char *value)
 	snprintf(m->entries[m->nb].key, sizeof(m->entries[0].key), "%.47s", key);
 	snprintf(m->entries[m->nb].value, sizeof(m->entries[0].value), "%.47s", value);
 	m->nb++;
+}
+
+bool sim_haproxy_notifies(const struct sim *s, const struct sim_backend *b,
+			  const struct sim_server *sv, unsigned status)
+{
+	/* spoe-breaker-steady.conf: `breaker_success status 100:428 430:499`,
+	 * the event `if breaker_watched || !breaker_success`. */
+	bool success = (status >= 100 && status <= 428) || (status >= 430 && status <= 499);
+	if (!s->schedule->steady || !success)
+		return true;
+	char key[48];
+	snprintf(key, sizeof(key), "%s@%s", sv->name, b->name);
+	const struct sim_map *m = &s->maps[SIM_MAP_WATCHED];
+	for (unsigned i = 0; i < m->nb; i++)
+		if (strcmp(m->entries[i].key, key) == 0)
+			return true;
+	return false;
 }
 
 /* An operator's drain the agent's record claims (BREAK_LIFT_OPERATOR). */

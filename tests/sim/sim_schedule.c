@@ -134,6 +134,12 @@ void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 		}
 	}
 	qsort(sc->events, sc->nb_events, sizeof(sc->events[0]), by_time);
+	/* Steady-state mode (the shipped default SPOE file) in three worlds
+	 * of five, from a stream of its own: every seed's world and events
+	 * stay what they were before it was simulated. */
+	struct sim_rng mode;
+	sim_rng_seed(&mode, seed, 3);
+	sc->steady = sim_rng_chance(&mode, 0.6);
 }
 
 /* ---- what an event does ---- */
@@ -242,9 +248,9 @@ void sim_event_apply(struct sim *s, const struct sim_event *ev)
 
 void sim_schedule_print(const struct sim_schedule *sc, FILE *out)
 {
-	fprintf(out, "sim1 seed=%" PRIu64 " duration_ms=%" PRIu64 " policy=%u,%u,%u,%u,%d,%d backends=",
+	fprintf(out, "sim1 seed=%" PRIu64 " duration_ms=%" PRIu64 " policy=%u,%u,%u,%u,%d,%d%s backends=",
 		sc->seed, sc->duration_ms, sc->threshold, sc->cooldown_ms, sc->max_ejection_percent,
-		sc->failure_rate, sc->drain_last_server, sc->retry_on);
+		sc->failure_rate, sc->drain_last_server, sc->retry_on, sc->steady ? ",steady" : "");
 	for (unsigned i = 0; i < sc->nb_backends; i++)
 		fprintf(out, "%s%u/%u/%u/%u", i ? "," : "", sc->nb_servers[i], sc->nb_parked[i],
 			sc->rate[i], sc->maxconn_conf[i]);
@@ -283,12 +289,22 @@ bool sim_schedule_parse(struct sim_schedule *sc, const char *text, char *err, si
 	unsigned long long seed, duration;
 	int dls, retry, used = 0;
 	memset(sc, 0, sizeof(*sc));
-	if (sscanf(text, " sim1 seed=%llu duration_ms=%llu policy=%u,%u,%u,%u,%d,%d backends=%n",
-		   &seed, &duration, &sc->threshold, &sc->cooldown_ms, &sc->max_ejection_percent,
+	if (sscanf(text, " sim1 seed=%llu duration_ms=%llu policy=%u,%u,%u,%u,%d,%d%n", &seed,
+		   &duration, &sc->threshold, &sc->cooldown_ms, &sc->max_ejection_percent,
 		   &sc->failure_rate, &dls, &retry, &used) != 8 || used == 0) {
 		snprintf(err, size, "expected 'sim1 seed=N duration_ms=N policy=... backends=...'");
 		return false;
 	}
+	/* ",steady": the shipped default SPOE file (steady-state mode). */
+	if (strncmp(text + used, ",steady", 7) == 0) {
+		sc->steady = true;
+		used += 7;
+	}
+	if (strncmp(text + used, " backends=", 10) != 0) {
+		snprintf(err, size, "expected ' backends=' after the policy");
+		return false;
+	}
+	used += 10;
 	sc->seed = seed;
 	sc->duration_ms = duration;
 	sc->drain_last_server = dls;

@@ -285,7 +285,8 @@ static void complete(struct sim *s, const struct sim_req *r)
 				sv->hrsp[cls - 1]++;
 			if (cls == 2)
 				sv->w.successes++;
-			sim_agent_observe(s, b, sv, r->status, r->retry_after);
+			if (sim_haproxy_notifies(s, b, sv, r->status))
+				sim_agent_observe(s, b, sv, r->status, r->retry_after);
 		}
 	}
 	dequeue(s, b);
