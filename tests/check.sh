@@ -102,7 +102,7 @@ sim_check() {
 		"$BUILD/sim" --self-test || status=1
 		"$BUILD/sim" --cases tests/sim/cases || status=1
 		"$BUILD/sim" --cases tests/sim/known || status=1
-		SIM_SEED="${SIM_CHECK_SEED:-1}" SIM_SCHEDULES="${SIM_CHECK_SCHEDULES:-60}" \
+		SIM_SEED="${SIM_CHECK_SEED:-1}" SIM_SCHEDULES="${SIM_CHECK_SCHEDULES:-150}" \
 			SIM_SECONDS=0 SIM_LENGTH=300 "$BUILD/sim" || status=1
 		exit "$status"
 	) | tee "$tap"
