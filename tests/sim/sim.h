@@ -115,10 +115,16 @@ struct sim_backend {
 	uint32_t id;
 	struct sim_server srv[SIM_MAX_SERVERS];
 	unsigned nb;
-	double rate; /* requests a second */
+	double rate; /* requests a second (open loop) */
 	uint64_t next_arrival_us;
-	/* Requests waiting for a slot (maxconn): their arrival times. */
+	/* Closed loop: clients each waiting for its answer, then thinking,
+	 * before the next request (0: open loop at `rate`). */
+	unsigned clients;
+	bool clients_started;
+	/* Requests waiting for a slot (maxconn): their arrival times, and
+	 * their clients (-1: open loop). */
 	uint64_t queue[SIM_MAX_QUEUE];
+	int16_t queue_client[SIM_MAX_QUEUE];
 	unsigned q_head, q_len;
 	uint64_t since_over_cap, since_no_server;
 };
@@ -134,6 +140,8 @@ struct sim_req {
 	uint32_t retry_after;
 	uint32_t generation; /* the worker's, at admission */
 	uint32_t epoch;      /* the server's kill_epoch, at admission */
+	int16_t client;      /* closed loop: whose request (-1: open loop) */
+	bool think;          /* not a request: that client's next one is due */
 };
 
 /* The link's Runtime API clients, answered by the simulated HAProxy. */
@@ -183,6 +191,7 @@ struct sim_schedule {
 	unsigned nb_parked[SIM_MAX_BACKENDS]; /* the last slots, parked */
 	uint32_t rate[SIM_MAX_BACKENDS];
 	uint32_t maxconn_conf[SIM_MAX_BACKENDS]; /* 0: unlimited */
+	uint32_t clients[SIM_MAX_BACKENDS];      /* closed-loop clients; 0: open loop */
 	/* The policy (the [breaker] options). */
 	uint32_t threshold, cooldown_ms, max_ejection_percent, failure_rate;
 	bool drain_last_server, retry_on; /* retry_on: HAProxy retries capacity statuses elsewhere */

@@ -81,6 +81,7 @@ void sim_haproxy_init(struct sim *s)
 		b->id = 3 + i;
 		b->nb = sc->nb_servers[i];
 		b->rate = sc->rate[i];
+		b->clients = sc->clients[i];
 		for (unsigned j = 0; j < b->nb; j++) {
 			struct sim_server *sv = &b->srv[j];
 			snprintf(sv->name, sizeof(sv->name), "w%u", j + 1);

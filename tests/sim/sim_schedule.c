@@ -140,6 +140,12 @@ void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 	struct sim_rng mode;
 	sim_rng_seed(&mode, seed, 3);
 	sc->steady = sim_rng_chance(&mode, 0.6);
+	/* Closed-loop clients in a third of the backends (users or agents
+	 * each waiting for its answer), from a stream of their own too. */
+	struct sim_rng loop;
+	sim_rng_seed(&loop, seed, 4);
+	for (unsigned i = 0; i < sc->nb_backends; i++)
+		sc->clients[i] = sim_rng_chance(&loop, 0.33) ? (uint32_t)sim_rng_range(&loop, 4, 48) : 0;
 }
 
 /* ---- what an event does ---- */
@@ -251,9 +257,12 @@ void sim_schedule_print(const struct sim_schedule *sc, FILE *out)
 	fprintf(out, "sim1 seed=%" PRIu64 " duration_ms=%" PRIu64 " policy=%u,%u,%u,%u,%d,%d%s backends=",
 		sc->seed, sc->duration_ms, sc->threshold, sc->cooldown_ms, sc->max_ejection_percent,
 		sc->failure_rate, sc->drain_last_server, sc->retry_on, sc->steady ? ",steady" : "");
-	for (unsigned i = 0; i < sc->nb_backends; i++)
+	for (unsigned i = 0; i < sc->nb_backends; i++) {
 		fprintf(out, "%s%u/%u/%u/%u", i ? "," : "", sc->nb_servers[i], sc->nb_parked[i],
 			sc->rate[i], sc->maxconn_conf[i]);
+		if (sc->clients[i])
+			fprintf(out, "/c%u", sc->clients[i]);
+	}
 	fprintf(out, " events=");
 	for (unsigned k = 0; k < sc->nb_events; k++) {
 		const struct sim_event *ev = &sc->events[k];
@@ -316,7 +325,7 @@ bool sim_schedule_parse(struct sim_schedule *sc, const char *text, char *err, si
 		if (sc->nb_backends == SIM_MAX_BACKENDS ||
 		    sscanf(p, "%u/%u/%u/%u%n", &nb, &parked, &rate, &maxconn, &n) != 4 ||
 		    nb == 0 || nb > SIM_MAX_SERVERS || parked > nb) {
-			snprintf(err, size, "backends: expected up to %d of SERVERS/PARKED/RATE/MAXCONN",
+			snprintf(err, size, "backends: expected up to %d of SERVERS/PARKED/RATE/MAXCONN[/cCLIENTS]",
 				 SIM_MAX_BACKENDS);
 			return false;
 		}
@@ -326,6 +335,16 @@ bool sim_schedule_parse(struct sim_schedule *sc, const char *text, char *err, si
 		sc->rate[i] = rate;
 		sc->maxconn_conf[i] = maxconn;
 		p += n;
+		/* "/cN": N closed-loop clients instead of the rate. */
+		unsigned clients;
+		if (sscanf(p, "/c%u%n", &clients, &n) == 1) {
+			if (clients > 1000) {
+				snprintf(err, size, "backends: at most 1000 clients");
+				return false;
+			}
+			sc->clients[i] = clients;
+			p += n;
+		}
 		if (*p == ',')
 			p++;
 	}

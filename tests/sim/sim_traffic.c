@@ -6,7 +6,9 @@
  * redispatched to another server, a capacity status retried on another
  * worker when the backend's retry-on says so; every counter `show stat`
  * reports moved as HAProxy 2.6 to 3.2 move them (faults.c says how), and
- * each worker's final answer observed over SPOP.
+ * each worker's final answer observed over SPOP. Traffic is open-loop (a
+ * backend's rate), or closed-loop: clients that each wait for their
+ * answer, whatever it is, and think 200 ms on average before the next.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,21 @@ static struct sim_req heap_pop(struct sim *s)
 	if (s->heap_len > 0)
 		s->heap[i] = last;
 	return top;
+}
+
+/* The heap again after keys moved (requests ended early). */
+static void heap_rebuild(struct sim *s)
+{
+	struct sim_req *items = s->heap;
+	unsigned n = s->heap_len;
+	s->heap = NULL;
+	s->heap_len = s->heap_cap = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t seq = items[i].seq;
+		heap_push(s, items[i]);
+		s->heap[s->heap_len - 1].seq = seq; /* not re-numbered: ties keep their order */
+	}
+	free(items);
 }
 
 void sim_traffic_free(struct sim *s)
@@ -128,14 +145,25 @@ static uint8_t index_of(const struct sim_backend *b, const struct sim_server *sv
 
 /* The request reaches sv: what its worker makes of it. `tries`: the
  * connection attempts it has left. */
+/* A closed-loop client got its answer, or HAProxy's: it thinks, then
+ * sends its next request. */
+static void client_done(struct sim *s, struct sim_backend *b, int16_t client)
+{
+	if (client < 0)
+		return;
+	struct sim_req next = {.be = (uint8_t)(b - s->be), .client = client, .think = true};
+	next.due_us = sim_now_us() + 1 + (uint64_t)sim_rng_exp(&s->traffic_rng, 200.0 * SIM_MS);
+	heap_push(s, next);
+}
+
 static void send_to(struct sim *s, struct sim_backend *b, struct sim_server *sv, uint8_t retries,
-		    unsigned tries)
+		    unsigned tries, int16_t client)
 {
 	struct sim_worker *w = &sv->w;
 	struct sim_rng *rng = &s->traffic_rng;
 	struct sim_req r = {.be = (uint8_t)(b - s->be), .srv = index_of(b, sv),
 			    .retries = retries, .generation = w->generation,
-			    .epoch = sv->kill_epoch};
+			    .epoch = sv->kill_epoch, .client = client};
 	bool eligible;
 
 	sv->stot++;
@@ -145,9 +173,10 @@ static void send_to(struct sim *s, struct sim_backend *b, struct sim_server *sv,
 		struct sim_server *other = tries > 1 ? pick(s, b, sv, &eligible) : NULL;
 		if (other) {
 			sv->wredis++;
-			send_to(s, b, other, retries, tries - 1);
+			send_to(s, b, other, retries, tries - 1, client);
 		} else {
 			sv->econ++;
+			client_done(s, b, client);
 		}
 		return;
 	}
@@ -189,20 +218,23 @@ static void send_to(struct sim *s, struct sim_backend *b, struct sim_server *sv,
 
 /* A request arrives (or leaves the queue): a server, the queue, or
  * HAProxy's own 503. Returns false when it had to wait. */
-static bool route(struct sim *s, struct sim_backend *b, bool may_queue)
+static bool route(struct sim *s, struct sim_backend *b, int16_t client)
 {
 	bool eligible;
 	struct sim_server *sv = pick(s, b, NULL, &eligible);
 	s->requests++;
 	if (sv) {
-		send_to(s, b, sv, s->schedule->retry_on ? 1 : 0, SIM_CONNECT_TRIES);
+		send_to(s, b, sv, s->schedule->retry_on ? 1 : 0, SIM_CONNECT_TRIES, client);
 		return true;
 	}
-	if (eligible && may_queue && b->q_len < SIM_MAX_QUEUE) {
-		b->queue[(b->q_head + b->q_len++) % SIM_MAX_QUEUE] = sim_now_us();
+	if (eligible && b->q_len < SIM_MAX_QUEUE) {
+		unsigned at = (b->q_head + b->q_len++) % SIM_MAX_QUEUE;
+		b->queue[at] = sim_now_us();
+		b->queue_client[at] = client;
 		return false;
 	}
-	return true; /* HAProxy's 503: no server, or the queue is full */
+	client_done(s, b, client); /* HAProxy's 503: no server, or the queue is full */
+	return true;
 }
 
 /* A slot freed in b: the queue's oldest request that has not timed out
@@ -211,10 +243,12 @@ static void dequeue(struct sim *s, struct sim_backend *b)
 {
 	while (b->q_len > 0) {
 		uint64_t since = b->queue[b->q_head];
+		int16_t client = b->queue_client[b->q_head];
 		if (since + SIM_TIMEOUT_QUEUE_S * SIM_S < sim_now_us()) {
 			b->q_head = (b->q_head + 1) % SIM_MAX_QUEUE;
 			b->q_len--;
-			continue; /* HAProxy's 503 after timeout queue */
+			client_done(s, b, client); /* HAProxy's 503 after timeout queue */
+			continue;
 		}
 		bool eligible;
 		struct sim_server *sv = pick(s, b, NULL, &eligible);
@@ -222,7 +256,7 @@ static void dequeue(struct sim *s, struct sim_backend *b)
 			return;
 		b->q_head = (b->q_head + 1) % SIM_MAX_QUEUE;
 		b->q_len--;
-		send_to(s, b, sv, s->schedule->retry_on ? 1 : 0, SIM_CONNECT_TRIES);
+		send_to(s, b, sv, s->schedule->retry_on ? 1 : 0, SIM_CONNECT_TRIES, client);
 	}
 }
 
@@ -243,6 +277,18 @@ static void leave(struct sim *s, struct sim_server *sv, const struct sim_req *r)
  * not simulated: they leave, and count nothing (an assumption). */
 void sim_traffic_kill_sessions(struct sim *s, struct sim_backend *b, struct sim_server *sv)
 {
+	/* Their clients learn it now: their requests end at once. */
+	bool moved = false;
+	for (unsigned i = 0; i < s->heap_len; i++) {
+		struct sim_req *r = &s->heap[i];
+		if (!r->think && &s->be[r->be] == b && r->srv == index_of(b, sv) &&
+		    r->epoch == sv->kill_epoch) {
+			r->due_us = sim_now_us();
+			moved = true;
+		}
+	}
+	if (moved)
+		heap_rebuild(s);
 	sv->kill_epoch++;
 	sv->scur = 0;
 	sv->w.inflight = 0;
@@ -259,13 +305,21 @@ static void complete(struct sim *s, const struct sim_req *r)
 	struct sim_server *sv = &b->srv[r->srv];
 	bool eligible;
 
-	if (r->epoch != sv->kill_epoch)
-		return; /* ended by `shutdown sessions server` */
+	if (r->think) {
+		route(s, b, r->client);
+		return;
+	}
+	if (r->epoch != sv->kill_epoch) {
+		client_done(s, b, r->client); /* ended by `shutdown sessions server` */
+		return;
+	}
 	leave(s, sv, r);
 	if (r->timeout) {
 		sv->eresp++; /* timeout server: HAProxy's 504, nothing over SPOP */
+		client_done(s, b, r->client);
 	} else if (sv->w.kind == WORKER_CRASHED && r->generation != sv->w.generation) {
 		sv->eresp++; /* the worker died holding it: closed before its head */
+		client_done(s, b, r->client);
 	} else {
 		struct sim_server *other = NULL;
 		/* The shipped retry-on lists 503 and 429; 529 is no status
@@ -278,7 +332,7 @@ static void complete(struct sim *s, const struct sim_req *r)
 			 * sees only the final answer. */
 			sv->wretr++;
 			sv->wredis++;
-			send_to(s, b, other, (uint8_t)(r->retries - 1), SIM_CONNECT_TRIES);
+			send_to(s, b, other, (uint8_t)(r->retries - 1), SIM_CONNECT_TRIES, r->client);
 		} else {
 			unsigned cls = r->status / 100;
 			if (cls >= 1 && cls <= 5)
@@ -287,6 +341,7 @@ static void complete(struct sim *s, const struct sim_req *r)
 				sv->w.successes++;
 			if (sim_haproxy_notifies(s, b, sv, r->status))
 				sim_agent_observe(s, b, sv, r->status, r->retry_after);
+			client_done(s, b, r->client);
 		}
 	}
 	dequeue(s, b);
@@ -296,6 +351,21 @@ static void complete(struct sim *s, const struct sim_req *r)
 
 static void schedule_arrival(struct sim *s, struct sim_backend *b)
 {
+	if (b->clients > 0) {
+		/* Closed loop: the clients start within half a second, and
+		 * from then on each request follows the last one's end. */
+		if (!b->clients_started)
+			for (unsigned c = 0; c < b->clients; c++) {
+				struct sim_req first = {.be = (uint8_t)(b - s->be),
+							.client = (int16_t)c, .think = true};
+				first.due_us = sim_now_us() + 1 +
+					       sim_rng_below(&s->traffic_rng, 500 * SIM_MS);
+				heap_push(s, first);
+			}
+		b->clients_started = true;
+		b->next_arrival_us = UINT64_MAX;
+		return;
+	}
 	b->next_arrival_us =
 		b->rate > 0 ? sim_now_us() + 1 + (uint64_t)sim_rng_exp(&s->traffic_rng, 1e6 / b->rate)
 			    : UINT64_MAX;
@@ -303,13 +373,13 @@ static void schedule_arrival(struct sim *s, struct sim_backend *b)
 
 uint64_t sim_traffic_next_due(struct sim *s)
 {
-	uint64_t next = s->heap_len ? s->heap[0].due_us : UINT64_MAX;
-	for (unsigned i = 0; i < s->nb_be; i++) {
+	for (unsigned i = 0; i < s->nb_be; i++)
 		if (s->be[i].next_arrival_us == 0)
 			schedule_arrival(s, &s->be[i]);
+	uint64_t next = s->heap_len ? s->heap[0].due_us : UINT64_MAX;
+	for (unsigned i = 0; i < s->nb_be; i++)
 		if (s->be[i].next_arrival_us < next)
 			next = s->be[i].next_arrival_us;
-	}
 	return next;
 }
 
@@ -326,7 +396,7 @@ void sim_traffic_run_due(struct sim *s)
 		for (unsigned i = 0; i < s->nb_be; i++) {
 			struct sim_backend *b = &s->be[i];
 			if (b->next_arrival_us <= now) {
-				route(s, b, true);
+				route(s, b, -1);
 				schedule_arrival(s, b);
 				any = true;
 			}
