@@ -177,7 +177,8 @@ struct sim_event {
 	uint8_t be, srv;
 	/* EV_WORKER: the kind, capacity, slow refusals, Retry-After,
 	 * status, fail share; EV_RATE: a[0] requests/s; EV_API_*: a[0]
-	 * ms. */
+	 * ms; EV_HAPROXY_RELOAD: a[0] 1 when the servers' states and the
+	 * ownership map are saved and restored (reload-haproxy.sh). */
 	uint32_t a[6];
 };
 
@@ -328,7 +329,7 @@ void sim_haproxy_init(struct sim *s);
 bool sim_haproxy_notifies(const struct sim *s, const struct sim_backend *b,
 			  const struct sim_server *sv, unsigned status);
 void sim_haproxy_free(struct sim *s);
-void sim_haproxy_reload(struct sim *s);
+void sim_haproxy_reload(struct sim *s, bool keep_state);
 /* When the next batch is answered (UINT64_MAX: none in flight); answers
  * what is due, starts the next batches. */
 uint64_t sim_haproxy_next_due(struct sim *s);

@@ -122,10 +122,13 @@ void sim_haproxy_free(struct sim *s)
 	}
 }
 
-/* A new process: counters from zero, the runtime's changes gone (the
- * agent's drains and limits, an operator's drains; a controller's slots
- * are in its configuration), the maps back to their (empty) files. */
-void sim_haproxy_reload(struct sim *s)
+/* A new process: counters from zero, every maxconn its configuration's,
+ * the maps back to their (empty) files. Without `keep_state`, the
+ * runtime's drains and maintenance are gone too (a controller's slots
+ * are in its configuration); with it, as the shipped reload-haproxy.sh
+ * does, the servers' states come back from server-state-file, and the
+ * ownership map from the file it saved. */
+void sim_haproxy_reload(struct sim *s, bool keep_state)
 {
 	s->pid++;
 	s->start_us = sim_now_us();
@@ -137,7 +140,9 @@ void sim_haproxy_reload(struct sim *s)
 			sv->srv_abrt = sv->cli_abrt = 0;
 			memset(sv->hrsp, 0, sizeof(sv->hrsp));
 			sv->ok_seen_valid[0] = sv->ok_seen_valid[1] = false;
-			if (sv->maint_by == HAND_CONTROLLER) {
+			if (keep_state) {
+				/* the admin state and its hand, as they were */
+			} else if (sv->maint_by == HAND_CONTROLLER) {
 				sv->admin = RUNTIME_API_ADMF_FMAINT | RUNTIME_API_ADMF_CMAINT;
 				sv->drain_by = HAND_NONE;
 			} else {
@@ -148,7 +153,7 @@ void sim_haproxy_reload(struct sim *s)
 			sv->maxconn_by = HAND_NONE;
 		}
 	}
-	for (int m = 0; m < SIM_MAPS; m++)
+	for (int m = keep_state ? 1 : 0; m < SIM_MAPS; m++)
 		s->maps[m].nb = 0;
 	/* The connections of the old process are gone with it. */
 	for (int i = 0; i < 2; i++)

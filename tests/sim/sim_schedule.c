@@ -86,6 +86,8 @@ void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 		[WORKER_HEALTHY] = 25, [WORKER_BUSY] = 22, [WORKER_REFUSING] = 10,
 		[WORKER_FAILING] = 15, [WORKER_HUNG] = 8, [WORKER_CRASHED] = 10, [WORKER_SLOW] = 10,
 	};
+	struct sim_rng saved;
+	sim_rng_seed(&saved, seed, 5);
 	unsigned n = (unsigned)(duration_ms / 15000) + 2;
 	if (n > SIM_MAX_EVENTS)
 		n = SIM_MAX_EVENTS;
@@ -114,6 +116,11 @@ void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 			break;
 		case EV_API_LOSSY:
 			ev->a[0] = (uint32_t)sim_rng_range(&r, 2000, 20000);
+			break;
+		case EV_HAPROXY_RELOAD:
+			/* Half of them with the servers' states saved (from a
+			 * stream of its own: the other draws stay as they were). */
+			ev->a[0] = (uint32_t)sim_rng_below(&saved, 2);
 			break;
 		default:
 			break;
@@ -231,7 +238,7 @@ void sim_event_apply(struct sim *s, const struct sim_event *ev)
 			s->api_up_since_us = s->api_lossy_until_us;
 		break;
 	case EV_HAPROXY_RELOAD:
-		sim_haproxy_reload(s);
+		sim_haproxy_reload(s, ev->a[0] != 0);
 		break;
 	case EV_AGENT_RESTART: {
 		char err[256];
