@@ -66,6 +66,8 @@ struct sim_worker {
 	uint32_t inflight_older; /* ... of them admitted under an earlier kind */
 	uint64_t clean_since_us; /* when the last of those ended (0: not yet) */
 	uint64_t clean_read_us;  /* the first complete look after that (0: none yet) */
+	uint64_t answered_us;      /* its first answer under this kind (0: none yet) */
+	uint64_t answered_read_us; /* the first complete look after it (0: none yet) */
 	uint32_t stalled_trips;  /* opened by the stalled rule under this kind */
 	uint64_t successes;      /* 2xx heads, all time */
 };

@@ -83,14 +83,16 @@ static bool capacity_status(unsigned status)
 }
 
 /* A busy worker, and nothing of an earlier kind still in its counters:
- * its requests of before have ended, and a complete look, in an earlier
- * step, has read their end (what that look makes of an earlier kind's
- * timeouts is that kind's). */
+ * its requests of before have ended, it has answered since, and a
+ * complete look, in an earlier step, has read both (what a look makes of
+ * an earlier kind's timeouts, or of the silence they left, is that
+ * kind's). */
 static bool busy_and_clean(const struct sim_server *sv)
 {
 	const struct sim_worker *w = &sv->w;
 	return (w->kind == WORKER_BUSY || w->kind == WORKER_REFUSING) && w->clean_since_us != 0 &&
-	       w->clean_read_us > w->clean_since_us && sim_now_us() > w->clean_read_us;
+	       w->clean_read_us > w->clean_since_us && w->answered_read_us != 0 &&
+	       sim_now_us() > w->clean_read_us && sim_now_us() > w->answered_read_us;
 }
 
 /* The condition holds now; whether it has held too long, counted from
@@ -187,6 +189,8 @@ void sim_invariants_stat_read(struct sim *s)
 			sv->ok_seen_valid[0] = true;
 			if (sv->w.clean_since_us != 0 && sv->w.clean_read_us <= sv->w.clean_since_us)
 				sv->w.clean_read_us = sim_now_us();
+			if (sv->w.answered_us != 0 && sv->w.answered_read_us == 0)
+				sv->w.answered_read_us = sim_now_us();
 		}
 	}
 }
@@ -285,6 +289,10 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 			uint32_t index = entry ? breaker_table_index(&s->agent.breakers.table, entry) : 0;
 			bool drained = sv->admin & RUNTIME_API_ADMF_FDRAIN;
 			bool wants = ours && entry && want != BREAKER_CLOSED;
+			/* Only a rest: never the last serving server, whatever
+			 * drain_last_server allows (ejection_may_rest). */
+			bool rest_only = wants && entry->breaker.state != BREAKER_OPEN &&
+					 breaker_is_resting(&entry->breaker);
 			/* Half-open: at its probes, and drained only while they
 			 * are out (enforce_plan.c's guard). */
 			uint32_t probes = entry ? entry->breaker.policy->half_open_probes : 0;
@@ -300,8 +308,12 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 				continue;
 			}
 			s->checks[INV_HAPROXY_FOLLOWS_BREAKERS]++;
+			unsigned serving_base = listed - out_base;
+			unsigned my_room = room;
+			if (rest_only && my_room + 1 > serving_base)
+				my_room = serving_base ? serving_base - 1 : 0;
 			if (persists(s, &sv->since_unfollowed,
-				     unfollowed && (!sv->up || want_up <= room)))
+				     unfollowed && (!sv->up || want_up <= my_room)))
 				sim_violate(s, INV_HAPROXY_FOLLOWS_BREAKERS,
 					    "%s/%s: its breaker is %s, HAProxy shows it %s, maxconn %u, "
 					    "%u in flight",

@@ -105,6 +105,7 @@ void sim_worker_become(struct sim *s, struct sim_server *sv, const uint32_t a[6]
 	w->inflight_older = w->inflight;
 	w->clean_since_us = w->inflight ? 0 : sim_now_us();
 	w->clean_read_us = 0;
+	w->answered_us = w->answered_read_us = 0;
 	w->stalled_trips = 0;
 	(void)s;
 }
@@ -322,6 +323,8 @@ static void complete(struct sim *s, const struct sim_req *r)
 		client_done(s, b, r->client);
 	} else {
 		struct sim_server *other = NULL;
+		if (r->generation == sv->w.generation && sv->w.answered_us == 0)
+			sv->w.answered_us = sim_now_us();
 		/* The shipped retry-on lists 503 and 429; 529 is no status
 		 * HAProxy can retry on (design.md, "Sets replace"). */
 		if ((r->status == 503 || r->status == 429) && r->retries > 0)
