@@ -12,8 +12,8 @@
  * stream function, in chunks split at random, as they arrive from a
  * socket. A batch takes what the client's would (up to max_batch
  * commands, a streamed one alone) and is answered after a delay; while
- * the socket is down each batch fails, and while replies are lost each
- * batch is applied and fails all the same.
+ * the socket is down each batch fails, and while replies are lost three
+ * batches in ten are applied and fail all the same.
  */
 #include <stdarg.h>
 #include <stdio.h>

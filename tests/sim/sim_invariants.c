@@ -4,10 +4,11 @@
  * that lands), each by its name in docs/testing.md:
  *
  *   busy_never_charged        a busy worker (its answers 200s and capacity
- *                             statuses) never trips its breaker; a worker
- *                             slow to refuse may be opened once by the
- *                             stalled rule before its answers prove it alive
- *                             (design.md, "A hung worker")
+ *                             statuses) never trips its breaker, once what
+ *                             it did before is behind it; a worker slow to
+ *                             refuse may be opened once by the stalled rule
+ *                             before its answers prove it alive (design.md,
+ *                             "A hung worker")
  *   busy_never_drained_answering  a rest drains a busy worker only after a
  *                             look that saw it answer nothing but refusals
  *   capacity_probe_closes     a half-open probe answered with a capacity
