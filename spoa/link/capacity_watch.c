@@ -20,6 +20,17 @@ bool link_capacity_applies(const struct breaker *b)
 	       !b->policy->observe_only;
 }
 
+/* Limits are learnt only once the link knows what the agent itself set
+ * before: its ownership record read, or known to be absent. An agent
+ * started again without its snapshot otherwise takes, at its first look,
+ * the limit it had set for the server's own, and writes that into the
+ * record over the true one: given back later, it would stay for good. */
+static bool knows_own_limits(const struct haproxy_link *link)
+{
+	return link->records[RECORD_OWNER].known ||
+	       (link->wiring.maps_known && !link->records[RECORD_OWNER].where[0]);
+}
+
 /* The operator's maxconn, as the agent found it before changing it. */
 static uint32_t ceiling_of(const struct enforce_entry *en)
 {
@@ -31,7 +42,7 @@ static uint32_t ceiling_of(const struct enforce_entry *en)
 void link_capacity_refused(struct haproxy_link *link, struct breaker_table_entry *entry)
 {
 	const struct breaker *b = &entry->breaker;
-	if (!learns(b))
+	if (!learns(b) || !knows_own_limits(link))
 		return;
 	struct enforce_entry *en = &link->entries[breaker_table_index(link->owner->table, entry)];
 	if (capacity_on_refusal(&en->capacity, en->seen.sessions, ceiling_of(en)) !=
@@ -56,7 +67,7 @@ void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *e
 		capacity_forget(c); /* pinned by the operator: the server's own maxconn */
 		return;
 	}
-	if (!learns(b))
+	if (!learns(b) || !knows_own_limits(link))
 		return;
 	struct capacity_look look = {.refusals = told_since + en->look_capacity_retries,
 				     .sessions = en->seen.sessions,
@@ -75,6 +86,8 @@ void link_capacity_group(struct haproxy_link *link, const uint32_t *members, uin
 {
 	struct breaker_table *t = link->owner->table;
 	uint32_t largest = 0;
+	if (!knows_own_limits(link))
+		return;
 	for (uint32_t i = 0; i < nb; i++) {
 		const struct breaker_table_entry *entry = breaker_table_at(t, members[i]);
 		const struct capacity *c = &link->entries[members[i]].capacity;
