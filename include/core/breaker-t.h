@@ -342,7 +342,7 @@ enum breaker_rest_change {
 	BREAKER_REST_UNCHANGED,
 	BREAKER_REST_STARTED,  /* it was not resting: no new requests from now */
 	BREAKER_REST_EXTENDED, /* resting, and told to wait longer than that */
-	BREAKER_REST_ENDED,    /* the time it asked for elapsed */
+	BREAKER_REST_ENDED,    /* the time it asked for elapsed, or the worker answered */
 	/* A word not yet a rest (breaker_rest_word()): the worker said "come
 	 * back in N s"; whether it refuses everything is told later. */
 	BREAKER_REST_ASKED,

@@ -308,7 +308,9 @@ static inline bool breaker_is_resting(const struct breaker *b)
  * breaker_rest_on_response() (a later end extends the rest). Otherwise
  * it is kept, not acted on (ASKED): the latest end asked for stands.
  * breaker_rest_answered(): the worker answered something other than a
- * capacity status - the word is dropped (DROPPED).
+ * capacity status - the word is dropped (DROPPED), or the rest under way
+ * ends (ENDED): one waiting for room under the ejection cap would
+ * otherwise drain, once room came, a worker that serves.
  * breaker_rest_confirm(): the verdict on a kept word, from a look at
  * HAProxy's counters (no success since the previous look) or, where the
  * agent has no look, a second word with no success between: the rest

@@ -113,10 +113,19 @@ enum breaker_rest_change breaker_rest_word(struct breaker *b, enum breaker_outco
 
 enum breaker_rest_change breaker_rest_answered(struct breaker *b)
 {
-	if (!breaker_rest_word_kept(b))
+	if (breaker_rest_word_kept(b)) {
+		b->rest_until_ms = 0;
+		return BREAKER_REST_DROPPED;
+	}
+	if (!breaker_is_resting(b))
 		return BREAKER_REST_UNCHANGED;
+	/* Resting, and it answers: a rest the ejection cap held back (its
+	 * server still in rotation), or requests let in before the drain
+	 * landed. Either way it is not refusing everything any more, and a
+	 * rest still waiting for room would drain a worker that serves. */
 	b->rest_until_ms = 0;
-	return BREAKER_REST_DROPPED;
+	b->rest_ms = 0;
+	return BREAKER_REST_ENDED;
 }
 
 enum breaker_rest_change breaker_rest_confirm(struct breaker *b, uint64_t now_ms)

@@ -215,6 +215,12 @@ static void log_rest(const struct breaker_table_entry *e, const struct breaker_e
 			   "since the previous look): drained until then, within the ejection "
 			   "cap; the breaker stays %s",
 			   e->backend, e->server, b->rest_ms, breaker_state_name(b->state));
+	else if (ev->rest == BREAKER_REST_ENDED &&
+		 (cause->kind == BREAKER_CAUSE_RESPONSE || cause->kind == BREAKER_CAUSE_REST_WORD))
+		log_notice("breaker %s/%s: worker's rest ended early: it answered (a success), so it "
+			   "does not refuse everything; back in rotation unless its breaker says "
+			   "otherwise (%s)",
+			   e->backend, e->server, breaker_state_name(b->state));
 	else if (ev->rest == BREAKER_REST_ENDED)
 		log_info("breaker %s/%s: worker's rest over, back in rotation unless its breaker "
 			 "says otherwise (%s)",

@@ -129,6 +129,16 @@ static void judge_rest_word(struct haproxy_link *link, struct breaker_table_entr
 			    bool answered, uint32_t in_flight)
 {
 	struct breaker *b = &entry->breaker;
+	/* A rest under way that the worker's answers contradict ends too
+	 * (breaker_rest_answered()): in steady-state mode no success is
+	 * notified, and only the look sees them. */
+	if (breaker_is_resting(b) && answered) {
+		struct breaker_event ev = {.from = b->state, .to = b->state};
+		ev.rest = breaker_rest_answered(b);
+		struct breaker_cause cause = {.kind = BREAKER_CAUSE_REST_WORD, .now_ms = clock_now_ms()};
+		breakers_publish(link->owner->breakers, entry, &ev, &cause);
+		return;
+	}
 	if (!breaker_rest_word_kept(b) || (!answered && in_flight > 0))
 		return;
 	uint64_t now = clock_now_ms();

@@ -345,19 +345,35 @@ static void test_words(void **state)
 	assert_true(breaker_is_resting(&b));
 	assert_int_equal(b.rests, 1);
 	assert_int_equal(breaker_rest_left_ms(&b, T0 + 1400), 1600);
-	/* Resting, a word extends the rest; a success does not end it. */
+	/* Resting, a word extends the rest, and its end ends it. */
 	assert_int_equal(breaker_rest_word(&b, BP, 3, T0 + 1500), BREAKER_REST_EXTENDED);
 	assert_int_equal(b.rest_until_ms, T0 + 4500);
-	assert_int_equal(breaker_rest_answered(&b), BREAKER_REST_UNCHANGED);
+	assert_int_equal(breaker_rest_tick(&b, T0 + 4499), BREAKER_REST_UNCHANGED);
 	assert_true(breaker_is_resting(&b));
 	assert_int_equal(breaker_rest_tick(&b, T0 + 4500), BREAKER_REST_ENDED);
 	assert_false(breaker_is_resting(&b));
+
+	/* A success ends a rest under way: the worker answers, so it does not
+	 * refuse everything (a rest the ejection cap held back would
+	 * otherwise drain it, serving, once room came). */
+	breaker_rest_word(&b, BP, 2, T0 + 4600);
+	assert_int_equal(breaker_rest_confirm(&b, T0 + 4700), BREAKER_REST_STARTED);
+	assert_int_equal(b.rests, 2);
+	assert_int_equal(breaker_rest_word(&b, BP, 4, T0 + 4800), BREAKER_REST_EXTENDED);
+	assert_int_equal(breaker_rest_answered(&b), BREAKER_REST_ENDED);
+	assert_false(breaker_is_resting(&b));
+	assert_false(breaker_rest_word_kept(&b));
+	assert_int_equal(breaker_rest_answered(&b), BREAKER_REST_UNCHANGED);
+	/* Refused again with a word: only a word, to be confirmed anew. */
+	assert_int_equal(breaker_rest_word(&b, BP, 2, T0 + 4900), BREAKER_REST_ASKED);
+	assert_false(breaker_is_resting(&b));
+	breaker_rest_answered(&b);
 
 	/* A word whose end passed before its verdict is never applied late. */
 	breaker_rest_word(&b, BP, 1, T0 + 5000);
 	assert_int_equal(breaker_rest_confirm(&b, T0 + 6000), BREAKER_REST_DROPPED);
 	assert_false(breaker_is_resting(&b));
-	assert_int_equal(b.rests, 1);
+	assert_int_equal(b.rests, 2);
 	/* And the tick drops an expired word quietly. */
 	breaker_rest_word(&b, BP, 1, T0 + 7000);
 	assert_int_equal(breaker_rest_tick(&b, T0 + 8000), BREAKER_REST_UNCHANGED);
