@@ -47,7 +47,11 @@ struct enforce_plan enforce_plan_limited(enum breaker_state want, uint32_t half_
 	}
 	if (seen->maint) {
 		/* Maintenance takes no traffic anyway, and lifting it is the
-		 * operator's call, never ours. */
+		 * operator's call, never ours. The operator has taken the
+		 * server: a drain of the agent's under it is the operator's
+		 * from now on (a drain set after the maintenance is theirs,
+		 * never one for the agent to lift). */
+		mem->drained_by_us = false;
 		plan.hands_off = "server in maintenance";
 		return plan;
 	}

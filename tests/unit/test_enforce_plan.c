@@ -69,7 +69,12 @@ static const struct row rows[] = {
 	{"operator drain is never lifted (half-open)", BREAKER_HALF_OPEN, DRAINED(0), FRESH, 0, 0, 0, 0, 1, FRESH},
 	{"operator drain is not claimed (open)", BREAKER_OPEN, DRAINED(0), FRESH, 0, 0, 0, 0, 1, FRESH},
 	{"maintenance is left alone (open)", BREAKER_OPEN, MAINT, FRESH, 0, 0, 0, 0, 1, FRESH},
-	{"maintenance is left alone (closed)", BREAKER_CLOSED, MAINT, OURS_DRAIN, 0, 0, 0, 0, 1, OURS_DRAIN},
+	{"maintenance is left alone (closed)", BREAKER_CLOSED, MAINT, OURS_DRAIN, 0, 0, 0, 0, 1, FRESH},
+	/* The operator took the server: a drain of the agent's under the
+	 * maintenance is the operator's from now on, never one to lift. */
+	{"maintenance over the agent's drain: the drain is no longer the agent's", BREAKER_OPEN,
+	 MAINT, OURS_DRAIN_LIMIT(0), 0, 0, 0, 0, 1,
+	 {.maxconn_by_us = true, .own_maxconn_known = true, .own_maxconn = 0}},
 	{"unknown server: nothing", BREAKER_OPEN, {0}, FRESH, 0, 0, 0, 0, 1, FRESH},
 };
 
