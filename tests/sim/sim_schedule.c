@@ -250,6 +250,11 @@ void sim_event_apply(struct sim *s, const struct sim_event *ev)
 		}
 		if (s->api_up_since_us < now)
 			s->api_up_since_us = now;
+		/* Without its snapshot the agent forgets how slow a worker
+		 * proved to be: it may open it once more (busy_never_charged). */
+		for (unsigned i = 0; i < s->nb_be; i++)
+			for (unsigned j = 0; j < s->be[i].nb; j++)
+				s->be[i].srv[j].w.stalled_trips = 0;
 		break;
 	}
 	default:
