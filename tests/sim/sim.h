@@ -338,6 +338,9 @@ uint64_t sim_haproxy_next_due(struct sim *s);
 void sim_haproxy_serve(struct sim *s);
 bool sim_haproxy_skip_timer(void *ctx, const ev_timer *w);
 void sim_haproxy_checks(struct sim *s);
+/* BREAK_LIFT_OPERATOR: the agent's ownership record claims an
+ * operator's drain, as if the agent had made it. */
+void sim_haproxy_claim(struct sim *s, const struct sim_backend *b, const struct sim_server *sv);
 /* The operator's and the controller's hands, and address moves. */
 void sim_haproxy_set_state(struct sim *s, struct sim_server *sv, const char *state,
 			   enum sim_hand hand);

@@ -342,8 +342,6 @@ bool sim_haproxy_notifies(const struct sim *s, const struct sim_backend *b,
 	return false;
 }
 
-/* An operator's drain the agent's record claims (BREAK_LIFT_OPERATOR). */
-void sim_haproxy_claim(struct sim *s, const struct sim_backend *b, const struct sim_server *sv);
 void sim_haproxy_claim(struct sim *s, const struct sim_backend *b, const struct sim_server *sv)
 {
 	char key[48];

@@ -167,8 +167,6 @@ static void new_worker(struct sim *s, struct sim_backend *b, struct sim_server *
 	sim_worker_become(s, sv, healthy);
 }
 
-void sim_haproxy_claim(struct sim *s, const struct sim_backend *b, const struct sim_server *sv);
-
 void sim_event_apply(struct sim *s, const struct sim_event *ev)
 {
 	if (ev->be >= s->nb_be || ev->srv >= s->be[ev->be].nb)
