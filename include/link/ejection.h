@@ -66,6 +66,9 @@ uint32_t ejection_max_out(const struct breaker_policy *policy, uint32_t listed);
 /* How many more serving servers may be drained now (0 when none). */
 uint32_t ejection_room(const struct breaker_policy *policy, const struct ejection_count *count);
 
+/* The same for rests: never the last serving server (ejection_may_rest()). */
+uint32_t ejection_rest_room(const struct breaker_policy *policy, const struct ejection_count *count);
+
 /*
  * Whether a serving server whose breaker wants a drain may be drained,
  * `waited_longer` other servers of its backend waiting for room before it

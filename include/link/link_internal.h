@@ -73,6 +73,10 @@ bool link_cap_room_for_guard(struct haproxy_link *link, struct breaker_table_ent
 			     struct enforce_entry *en);
 bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en);
+/* Whether a drain of the agent's in place is beyond what the cap allows
+ * now (the backend lost capacity since): to be lifted (ejection_cap.c). */
+bool link_cap_lifts(struct haproxy_link *link, struct breaker_table_entry *entry,
+		    struct enforce_entry *en);
 void link_release_waiting(struct haproxy_link *link, uint64_t be_id);
 struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
 						const struct runtime_api_server_state *row,

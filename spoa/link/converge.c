@@ -16,6 +16,23 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	const struct breaker *b = &entry->breaker;
 
+	if (e->mode != ENFORCE_AGENT_CHECK && link_cap_lifts(link, entry, en)) {
+		/* Beyond the cap as it is now: the drain goes back, and the
+		 * breaker waits for room like any other it held back. */
+		char ready[RUNTIME_API_CMD_MAX];
+		bool was_out = link_entry_out(en);
+		uint64_t before = link->commands;
+		if (runtime_api_cmd_set_state(ready, sizeof(ready), entry->backend, entry->server,
+					      "ready"))
+			link_send_server_command(link, entry, ready, "ejection cap: capacity lost",
+						 LINK_UNDO_DRAIN);
+		if (link->commands != before) {
+			en->seen.drained = false;
+			en->last_command = link->commands;
+		}
+		en->mem.drained_by_us = false;
+		link_count_change(link, en, was_out, true);
+	}
 	if (e->mode != ENFORCE_AGENT_CHECK && link_cap_holds_back(link, entry, en)) {
 		/* Open in the breaker, serving in HAProxy: undo nothing, add
 		 * nothing until room frees. */

@@ -40,6 +40,11 @@ uint32_t ejection_room(const struct breaker_policy *policy, const struct ejectio
 	return room_for(policy, count, policy->drain_last_server);
 }
 
+uint32_t ejection_rest_room(const struct breaker_policy *policy, const struct ejection_count *count)
+{
+	return room_for(policy, count, false);
+}
+
 bool ejection_may_rest(const struct breaker_policy *policy, const struct ejection_count *count,
 		       uint32_t waited_longer)
 {

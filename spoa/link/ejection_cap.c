@@ -295,6 +295,48 @@ bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *
 	return true;
 }
 
+/*
+ * Whether a drain of the agent's in place is more than the cap allows now.
+ * The cap was judged when the drain was taken; the backend may have lost
+ * capacity since (a neighbour down by its health check, put in
+ * maintenance, its slot emptied), and the agent would then hold out the
+ * last servers that could serve until its cool-down ended. Drains beyond
+ * what the cap allows now are given back, one server at a time in the
+ * order the look converges them, each counted as it goes, so that exactly
+ * the excess is lifted; each waits for room again like any held-back
+ * drain. A half-open server limited to its probes still serves: left as
+ * it is. The operator's forced hold is the one drain the cap never judges.
+ */
+bool link_cap_lifts(struct haproxy_link *link, struct breaker_table_entry *entry,
+		    struct enforce_entry *en)
+{
+	const struct breaker *b = &entry->breaker;
+	if (!en->mem.drained_by_us || !en->seen.known || en->seen.maint || !en->seen.drained ||
+	    !wants_out(b) || (b->hold == BREAKER_HOLD_OUT && b->hold_forced))
+		return false;
+	const struct ejection_backend *g = group_of(link, en);
+	if (!g)
+		return false;
+	/* What the backend has without the agent's drains. */
+	struct ejection_count without = {
+		.listed = g->count.listed,
+		.out = g->count.out > g->drained_by_agent ? g->count.out - g->drained_by_agent : 0,
+	};
+	uint32_t allowed = only_resting(b) ? ejection_rest_room(b->policy, &without)
+					   : ejection_room(b->policy, &without);
+	if (g->drained_by_agent <= allowed)
+		return false;
+	log_notice("%s %s/%s: drain lifted on HAProxy %s, backend %s lost capacity since it was "
+		   "taken (%u of %u servers out of rotation, %u of them the agent's, at most "
+		   "%u%%%s): it waits for room again",
+		   only_resting(b) ? "resting worker" : "breaker", entry->backend, entry->server,
+		   runtime_api_client_address(link->client), entry->backend, g->count.out,
+		   g->count.listed, g->drained_by_agent, b->policy->max_ejection_percent,
+		   b->policy->drain_last_server && !only_resting(b) ? ""
+								    : ", never the last serving one");
+	return true;
+}
+
 /* Whether the half-open in-flight guard may drain the server now (its
  * probes are out): a drain in place stays; a new one needs room under the
  * cap, like an open breaker's, behind those that waited longer. Without
