@@ -106,7 +106,9 @@ static void policy_object(struct strbuf *o, const struct breaker_policy *p)
 	key(o, "drain_last_server");
 	strbuf_puts(o, p->drain_last_server ? "true," : "false,");
 	key(o, "pin_maxconn");
-	strbuf_puts(o, p->pin_maxconn ? "true" : "false");
+	strbuf_puts(o, p->pin_maxconn ? "true," : "false,");
+	key(o, "release_stalled");
+	strbuf_puts(o, p->release_stalled ? "true" : "false");
 	strbuf_putc(o, '}');
 }
 

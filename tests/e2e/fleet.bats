@@ -404,9 +404,12 @@ answers_by_worker() {
 	run grep -c -- "-> open" "$RUN_DIR/agent.log"
 	assert_output 1
 	# Every answer came whole from a streaming worker; the hung one's
-	# requests were abandoned (no head, nothing logged).
-	run awk '$2 == "w2" || $1 != 200 || $3 != 1' "$RUN_DIR/load.out"
+	# requests were released at its open (release_stalled): HAProxy's 502
+	# on 2.6, a close with no answer (status 0 here) on 3.x - never more
+	# of them than requests reached it.
+	run awk '$2 == "w2" || (($1 != 200 || $3 != 1) && $1 != 502 && $1 != 0)' "$RUN_DIR/load.out"
 	assert_output ""
+	[ "$(awk '$1 == 502 || $1 == 0' "$RUN_DIR/load.out" | wc -l)" -le "$(wc -l <"$RUN_DIR/w2.arrivals")" ]
 	local first opened
 	first=$(head -n1 "$RUN_DIR/w2.arrivals")
 	opened=$(logged_at_ms "breaker workers/w2: closed -> open" 1)

@@ -955,7 +955,7 @@ static void test_state_json(void **state)
 			      "\"half_open_backpressure\":\"close\",\"open_late_success\":\"ignore\","
 			      "\"max_cooldown_ms\":300000,\"healthy_for_ms\":60000,"
 			      "\"failure_rate_threshold\":0,\"window\":64,\"minimum_volume\":20,"
-			      "\"wedged_after_ms\":0,\"stalled_after_ms\":0,\"stalled_requests\":16,\"stalled_share\":80,\"retry_after_max_ms\":10000,\"max_ejection_percent\":50,\"drain_last_server\":false,\"pin_maxconn\":false}}");
+			      "\"wedged_after_ms\":0,\"stalled_after_ms\":0,\"stalled_requests\":16,\"stalled_share\":80,\"retry_after_max_ms\":10000,\"max_ejection_percent\":50,\"drain_last_server\":false,\"pin_maxconn\":false,\"release_stalled\":true}}");
 	/* Backpressure is not judged: w1's four 503s are not in its window. */
 	assert_contains(text, "\"server\":\"w1\",\"state\":\"closed\",\"ejection_capped\":false,\"failure_streak\":0,"
 			      "\"since_ms\":1000,\"cooldown_left_ms\":0,\"trips\":0,"
