@@ -88,6 +88,14 @@ struct enforce_entry {
 	uint32_t group_look[2];
 	/* Open, but the ejection cap holds its drain back here. */
 	bool ejection_capped;
+	/* The look's verdict on a kept Retry-After word (signals.c): read
+	 * from `show stat`, applied once the same look's server states are
+	 * read (converge.c), so that a rest it starts drains on what HAProxy
+	 * shows now - on the look before, its drain would cross an
+	 * operator's made since, and take it for the agent's. */
+	uint32_t rest_judged_look; /* 0: none waiting */
+	bool rest_answered;
+	uint32_t rest_in_flight;
 	/* The trip (breaker trips) whose held requests are to be ended with
 	 * its drain (stall_release.c); 0: none pending. */
 	uint32_t release_trip;

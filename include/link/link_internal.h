@@ -170,6 +170,10 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 			struct enforce_entry *en, const struct runtime_api_stat_row *row);
 void link_note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
 				 struct enforce_entry *en, const struct runtime_api_stat_row *row);
+/* The look's verdict on the server's kept Retry-After word, once its
+ * server states are read (signals.c). */
+void link_judge_rest_word(struct haproxy_link *link, struct breaker_table_entry *entry,
+			  struct enforce_entry *en);
 void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, const struct runtime_api_stat_row *row);
 /* capacity_watch.c: the capacity each look learns (capacity.h), after

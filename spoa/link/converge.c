@@ -123,6 +123,7 @@ static void reconcile_entry(struct haproxy_link *link, struct breaker_table_entr
 	if (link->records[RECORD_OWNER].read && en->owner_in_look != link->look_id &&
 	    !link_look_predates(link, en->last_command))
 		en->owner.present = false; /* the map does not list it */
+	link_judge_rest_word(link, entry, en);
 	if (e->mode == ENFORCE_RUNTIME_API || e->mode == ENFORCE_NONE)
 		link_converge_entry(link, entry);
 	link_sync_watched(link, entry, en, true);

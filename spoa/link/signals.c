@@ -174,8 +174,20 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 					   link->look_ms);
 	/* And for the metrics, the successes SPOP was not told of. */
 	counters_note_counted_successes(&entry->counters, delta, baseline && link->watched_map[0]);
-	if (baseline)
-		judge_rest_word(link, entry, delta > 0, en->seen.sessions);
+	if (baseline) {
+		en->rest_judged_look = link->look_id;
+		en->rest_answered = delta > 0;
+		en->rest_in_flight = en->seen.sessions;
+	}
+}
+
+void link_judge_rest_word(struct haproxy_link *link, struct breaker_table_entry *entry,
+			  struct enforce_entry *en)
+{
+	if (en->rest_judged_look != link->look_id)
+		return;
+	en->rest_judged_look = 0;
+	judge_rest_word(link, entry, en->rest_answered, en->rest_in_flight);
 }
 
 /* The backend's rows are all read: each server is judged against the
