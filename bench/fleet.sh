@@ -143,19 +143,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() { # PORT: until something listens, at most 10 s
-	local i
-	for i in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "bench-fleet: nothing listens on 127.0.0.1:$1" >&2
-	return 1
-}
+BENCH_NAME=bench-fleet
+# shellcheck source=bench/ports.bash
+. bench/ports.bash # the repository root: cd above
 
 spawn() { # NAME CMD...: in the background, logs to $RUN/NAME.log, sets SPAWNED
 	local name=$1

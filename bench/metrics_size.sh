@@ -34,19 +34,9 @@ for bin in "$AGENT_BIN" "$LOAD_BIN" "$HAPROXY_BIN"; do
 	[ -x "$bin" ] || { echo "metrics_size: no $bin (make all bench-tools)" >&2; exit 1; }
 done
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() { # PORT: until something listens, at most 10 s
-	local i
-	for i in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "metrics_size: nothing listens on 127.0.0.1:$1" >&2
-	return 1
-}
+BENCH_NAME=metrics_size
+# shellcheck source=bench/ports.bash
+. bench/ports.bash # the repository root: cd above
 
 # One scrape: "BYTES SERIES" (series: the lines that are not comments).
 scrape() { # URL
