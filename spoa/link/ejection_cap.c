@@ -311,8 +311,11 @@ bool link_cap_lifts(struct haproxy_link *link, struct breaker_table_entry *entry
 		    struct enforce_entry *en)
 {
 	const struct breaker *b = &entry->breaker;
+	/* Down by its health checks, it serves nothing drained or not: its
+	 * drain costs the backend nothing (and would be taken again at once,
+	 * as link_cap_holds_back() lets it). */
 	if (!en->mem.drained_by_us || !en->seen.known || en->seen.maint || !en->seen.drained ||
-	    !wants_out(b) || (b->hold == BREAKER_HOLD_OUT && b->hold_forced))
+	    en->seen.down || !wants_out(b) || (b->hold == BREAKER_HOLD_OUT && b->hold_forced))
 		return false;
 	const struct ejection_backend *g = group_of(link, en);
 	if (!g)
