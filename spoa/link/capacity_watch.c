@@ -91,11 +91,17 @@ void link_capacity_group(struct haproxy_link *link, const uint32_t *members, uin
 	for (uint32_t i = 0; i < nb; i++) {
 		const struct breaker_table_entry *entry = breaker_table_at(t, members[i]);
 		const struct capacity *c = &link->entries[members[i]].capacity;
-		if (entry && entry->in_use && learns(&entry->breaker) && c->limit > largest)
+		/* A limit at the floor is a worker that refuses even one
+		 * request at a time: it says nothing of what its neighbours
+		 * can take, and starting them there would throttle the whole
+		 * backend to one request a server while HAProxy's queue sends
+		 * the retries of its refusals back to it. */
+		if (entry && entry->in_use && learns(&entry->breaker) && c->limit > CAPACITY_FLOOR &&
+		    c->limit > largest)
 			largest = c->limit;
 	}
 	if (largest == 0)
-		return; /* no limit in the backend: nothing queues there */
+		return; /* no limit in the backend that speaks for others: nothing to join */
 	for (uint32_t i = 0; i < nb; i++) {
 		struct breaker_table_entry *entry = breaker_table_at(t, members[i]);
 		struct enforce_entry *en = &link->entries[members[i]];
