@@ -161,7 +161,11 @@ log_hours_ahead() { # PATTERN
 	local idle_before
 	idle_before=$(metric "$IDLE_CLOSES")
 	# The last NOTIFY came before the step: with the wall clock, the
-	# connection's silence would start hours in the future.
+	# connection's silence would start hours in the future. One request
+	# now, so that a connection is open and fresh at the step (on a
+	# loaded machine the trip's own may have closed at idle_timeout
+	# before the count above was read).
+	curl -s -o /dev/null -m 5 "http://127.0.0.1:$FE_PORT/status/200"
 	step_clock "-3h"
 	wait_until 10 metric_at_least "$IDLE_CLOSES" $((idle_before + 1))
 	# The cool-down ends on the monotonic clock (half-open, a change), and
