@@ -173,7 +173,7 @@ fi
 # the time with two. Parts of a version's suite keep the jobs small, so
 # the lanes end together.
 E2E_LANES=${E2E_LANES:-3}
-E2E_PARTS=${E2E_PARTS:-2}
+E2E_PARTS=${E2E_PARTS:-3}
 E2E_LOGS=$(mktemp -d)
 trap 'rm -rf "$RESULTS" "$PACKAGING_LOG" "$E2E_LOGS"' EXIT
 e2e_jobs=()
@@ -235,22 +235,32 @@ e2e_parts() {
 		  n[best] += $1; files[best] = files[best] " " $2 }
 		END { for (i = 0; i < parts; i++) if (files[i] != "") print substr(files[i], 2) }'
 }
-# Newest first: the newer HAProxy versions' runs take longest.
-while read -r version bin; do
-	[ -n "$version" ] || continue
-	part=0
-	while read -r files; do
-		part=$((part + 1))
-		e2e_jobs+=("e2e-$version-part$part e2e_run $version $bin $files")
-	done <<<"$(e2e_parts)"
-done <<<"$(sort -k1,1Vr <<<"$versions")"
-# The sanitizer build's parts take about as long as 2.6's, its soak less.
+# Which versions run which parts. The newest HAProxy runs every part,
+# and so does the sanitizer build, on the system HAProxy (2.6): every
+# test runs on the newest version and on the oldest. The others (the
+# system one's optimised build among them) share the parts out, in turn,
+# newest first, so that every test runs on one of them as well: the
+# versions differ in their SPOE engine (an applet up to 3.0, a mux from
+# 3.1) and in what their Runtime API prints, and each of those lines is
+# run on both sides. E2E_EVERY_VERSION=1 runs every part on every
+# version (four times the time: for a release).
+E2E_EVERY_VERSION=${E2E_EVERY_VERSION:-0}
+mapfile -t parts_files <<<"$(e2e_parts)"
+mapfile -t version_lines <<<"$(sort -k1,1Vr <<<"$versions" | sed '/^$/d')"
+part_count=${#parts_files[@]}
+others=$((${#version_lines[@]} - 1))
+for i in "${!version_lines[@]}"; do
+	read -r version bin <<<"${version_lines[$i]}"
+	for part in $(seq "$part_count"); do
+		if [ "$i" -eq 0 ] || [ "$E2E_EVERY_VERSION" = 1 ] || [ "$(((part - 1) % others))" -eq "$((i - 1))" ]; then
+			e2e_jobs+=("e2e-$version-part$part e2e_run $version $bin ${parts_files[$((part - 1))]}")
+		fi
+	done
+done
 if [ "$sanitizer_built" = 1 ]; then
-	part=0
-	while read -r files; do
-		part=$((part + 1))
-		e2e_jobs+=("e2e-asan-part$part sanitizer_e2e_run $files")
-	done <<<"$(e2e_parts)"
+	for part in $(seq "$part_count"); do
+		e2e_jobs+=("e2e-asan-part$part sanitizer_e2e_run ${parts_files[$((part - 1))]}")
+	done
 	e2e_jobs+=("soak-asan sanitizer_soak_run")
 fi
 # The agent under attack (tests/hostile/): no HAProxy version matters

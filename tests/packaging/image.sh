@@ -7,7 +7,7 @@
 # nothing is bridged or published. Checked: HAProxy's HELLO health check
 # brings the agent in, NOTIFYs are answered (the x-breaker-* headers of
 # tests/e2e/haproxy.cfg.in), the image's HEALTHCHECK passes and can fail,
-# and TERM stops it with exit 0 within 3 s, as PID 1 and under --init.
+# and TERM alone stops it with exit 0, as PID 1 and under --init.
 # Skips (77) only where podman cannot run a container at all.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -132,22 +132,34 @@ check "the operator's control socket answers as shipped (podman exec ... spoa-br
 	bash -c "podman exec '$AGENT' /usr/sbin/spoa-breaker ctl show breakers | grep -q '^# backend/server'"
 check "the agent is the container's PID 1" bash -c "podman exec '$AGENT' cat /proc/1/cmdline | tr '\\0' ' ' | grep -q '^/usr/sbin/spoa-breaker '"
 
-# TERM, as podman stop sends it; within 3 s, exit 0.
+# TERM, as podman stop sends it, and nothing after it: a PID 1 that left
+# TERM to the kernel's default would ignore it (podman stop would then
+# SIGKILL it at its timeout: exit 137). Exit 0 and the agent's own
+# "stopped" line say it handled TERM itself. No time is asserted (a
+# loaded machine makes podman itself slow); the wait is bounded only so
+# that an agent ignoring TERM fails the check instead of hanging it.
 stops_on_term() { # CONTAINER
-	local start end status
-	start=$(date +%s%N)
+	local status
 	podman kill --signal TERM "$1" >/dev/null || return 1
-	status=$(p wait "$1") || return 1
-	end=$(date +%s%N)
-	echo "exit $status after $(((end - start) / 1000000)) ms"
-	[ "$status" = 0 ] && [ $(((end - start) / 1000000)) -le 3000 ]
+	status=$(timeout 120 podman wait "$1" 2> >(grep -v "$PODMAN_NOISE" >&2)) || return 1
+	echo "exit $status"
+	podman logs "$1" 2>&1 | grep -E 'signal|stopping|stopped' | tr '\n' ' '
+	[ "$status" = 0 ] && podman logs "$1" 2>&1 | grep -q 'spoa-breaker stopped'
 }
-check "TERM as PID 1, HAProxy connected: exit 0 within 3 s" stops_on_term "$AGENT"
-note "$(podman logs "$AGENT" 2>&1 | grep -E 'signal|stopping|stopped' | tr '\n' ' ')"
+# The agent has started (its signal handlers are set before it says so).
+agent_started() { # CONTAINER
+	local _
+	for _ in $(seq 600); do
+		podman logs "$1" 2>&1 | grep -q 'spoa-breaker .* started' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "TERM as PID 1, HAProxy connected: exit 0, stopped by the agent itself" stops_on_term "$AGENT"
 
 INIT=$(p run -d --pull=never --name image-init --network=none --init "$IMAGE")
-sleep 0.5
-check "TERM under --init: exit 0 within 3 s" stops_on_term "$INIT"
+check "the agent under --init has started" agent_started "$INIT"
+check "TERM under --init: exit 0, stopped by the agent itself" stops_on_term "$INIT"
 
 # The health check can fail: no admin listener, no /healthz.
 UNHEALTHY=$(p run -d --pull=never --name image-unhealthy --network=none "$IMAGE" --listen 127.0.0.1:12345 --admin none)
