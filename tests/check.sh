@@ -228,6 +228,7 @@ sanitizer_soak_run() {
 e2e_parts() {
 	local f
 	for f in tests/e2e/*.bats; do
+		[[ " $E2E_ON_EVERY_VERSION " == *" $f "* ]] && continue
 		echo "$(grep -c '^@test' "$f") $f"
 	done | sort -k1,1nr | awk -v parts="$E2E_PARTS" '
 		{ best = 0
@@ -245,6 +246,11 @@ e2e_parts() {
 # run on both sides. E2E_EVERY_VERSION=1 runs every part on every
 # version (four times the time: for a release).
 E2E_EVERY_VERSION=${E2E_EVERY_VERSION:-0}
+# The scenes where the features meet (the ejection cap and controller
+# slots, half-open and the last server, late 503 probes, the stall rule,
+# reloads that would widen who may connect): on every version, a job of
+# their own, out of the parts.
+E2E_ON_EVERY_VERSION="tests/e2e/edges.bats tests/e2e/reload_exposure.bats"
 mapfile -t parts_files <<<"$(e2e_parts)"
 mapfile -t version_lines <<<"$(sort -k1,1Vr <<<"$versions" | sed '/^$/d')"
 part_count=${#parts_files[@]}
@@ -256,11 +262,13 @@ for i in "${!version_lines[@]}"; do
 			e2e_jobs+=("e2e-$version-part$part e2e_run $version $bin ${parts_files[$((part - 1))]}")
 		fi
 	done
+	e2e_jobs+=("e2e-$version-edges e2e_run $version $bin $E2E_ON_EVERY_VERSION")
 done
 if [ "$sanitizer_built" = 1 ]; then
 	for part in $(seq "$part_count"); do
 		e2e_jobs+=("e2e-asan-part$part sanitizer_e2e_run ${parts_files[$((part - 1))]}")
 	done
+	e2e_jobs+=("e2e-asan-edges sanitizer_e2e_run $E2E_ON_EVERY_VERSION")
 	e2e_jobs+=("soak-asan sanitizer_soak_run")
 fi
 # The agent under attack (tests/hostile/): no HAProxy version matters
