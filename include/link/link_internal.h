@@ -59,6 +59,10 @@ enum link_command_undo {
 	LINK_UNDO_NOTHING,
 	LINK_UNDO_DRAIN,   /* `state ready` lifting the agent's drain */
 	LINK_UNDO_MAXCONN, /* `set maxconn` giving the server its own back */
+	/* `set map` of the ownership record: refused, the map has no entry
+	 * for the server (a new HAProxy process loaded its maps from their
+	 * files): HAProxy lists nothing, and the record is added. */
+	LINK_UNDO_OWNER_SET,
 };
 void link_send_server_command(struct haproxy_link *link, const struct breaker_table_entry *entry,
 			      const char *command, const char *why, enum link_command_undo undo);
@@ -111,12 +115,16 @@ bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind)
 bool link_record_read(struct haproxy_link *link, enum haproxy_record_id id, bool parsed,
 		      unsigned skipped, const char *reply, size_t len);
 /* Sends what turns have into want (values, NULL: no entry) for
- * backend/server in the record; true when queued. */
+ * backend/server in the record; true when queued. link_record_send_for:
+ * the same, for a breaker's server, with what to take back if HAProxy
+ * refuses a `set map` (LINK_UNDO_OWNER_SET). */
 bool link_record_send(struct haproxy_link *link, enum haproxy_record_id id, const char *backend,
 		      const char *server, const char *have, const char *want,
 		      const struct link_record_why *why);
 void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry *entry,
 			   struct enforce_entry *en);
+/* A new HAProxy process: its ownership map is its file's (records.c). */
+void link_records_new_process(struct haproxy_link *link);
 void link_on_owner_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
 void link_on_retry_map(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
 void link_on_watched_map(void *ctx, enum runtime_api_result result, const char *reply,

@@ -24,7 +24,7 @@ struct command_ctx {
  * drain for an operator's and left it there for good. The server is
  * found by name: its slot may have been reused since.
  */
-static void take_back(struct command_ctx *cc)
+static void take_back(struct command_ctx *cc, bool refused)
 {
 	struct haproxy_link *link = cc->link;
 	struct enforcer *e = link->owner;
@@ -33,6 +33,16 @@ static void take_back(struct command_ctx *cc)
 	if (!entry)
 		return;
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
+	if (cc->undo == LINK_UNDO_OWNER_SET) {
+		/* Refused, the map lists nothing for the server; not
+		 * delivered, it is not known what it lists, and the next
+		 * look that reads it says. */
+		if (refused) {
+			en->owner.present = false;
+			link_record_ownership(link, entry, en);
+		}
+		return;
+	}
 	if (cc->undo == LINK_UNDO_DRAIN)
 		en->mem.drained_by_us = true;
 	else
@@ -76,7 +86,7 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 			  runtime_api_client_address(cc->link->client), cc->command, reply);
 	}
 	if (!(result == RUNTIME_API_OK && len == 0) && cc->undo != LINK_UNDO_NOTHING && !e->freeing)
-		take_back(cc);
+		take_back(cc, result == RUNTIME_API_OK);
 	free(cc);
 }
 
@@ -122,7 +132,7 @@ static void queue(struct haproxy_link *link, const char *command, const char *wh
 		log_warning("HAProxy %s: queue full, '%s' dropped (the next look retries)",
 			    runtime_api_client_address(link->client), command);
 		if (cc->undo != LINK_UNDO_NOTHING)
-			take_back(cc);
+			take_back(cc, false);
 		free(cc);
 		return;
 	}

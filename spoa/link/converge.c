@@ -42,6 +42,7 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	}
 	bool was_out = link_entry_out(en);
 	bool was_drained = en->mem.drained_by_us;
+	struct owner_record was_ours = owner_record_of(&en->mem);
 	enum breaker_state want = enforce_wanted_state(b);
 	bool guard_room = want != BREAKER_HALF_OPEN || e->mode == ENFORCE_AGENT_CHECK ||
 			  link_cap_room_for_guard(link, entry, en);
@@ -91,6 +92,17 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 		 * holds what they asked, so the next transition plans from it. */
 		enforce_plan_assume_applied(&plan, &en->seen);
 		en->last_command = link->commands;
+		/* What the agent had done, sent again: HAProxy lost it - a new
+		 * process, most often, whose ownership map is its file's, and
+		 * the look that would have said so may be lost too. The record
+		 * goes with the command (an `add`), so that an agent restarted
+		 * before the next look still finds its own. A copy the map kept
+		 * is listed twice until the next change, which HAProxy applies
+		 * to both. */
+		if (was_ours.drained == owner_record_of(&en->mem).drained &&
+		    was_ours.limited == owner_record_of(&en->mem).limited &&
+		    (was_ours.drained || was_ours.limited))
+			en->owner.present = false;
 	}
 	/* After the drain, on the same connection: nothing new reaches the
 	 * server once its requests are ended. */

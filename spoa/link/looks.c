@@ -29,6 +29,7 @@ static void on_info(void *ctx, enum runtime_api_result result, const char *reply
 			   runtime_api_client_address(link->client), (unsigned long long)info.pid,
 			   (unsigned long long)link->info.pid);
 		link->owner->stats.haproxy_restarts++;
+		link_records_new_process(link);
 	}
 	link->info = info;
 	link->info_known = true;

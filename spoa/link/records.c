@@ -197,16 +197,31 @@ void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry
 	static const struct link_record_why why = {"what the agent did, for its next start",
 						   false, LOG_LEVEL_NOTICE};
 	char have[OWNER_MAP_VALUE_MAX], want[OWNER_MAP_VALUE_MAX];
+	char command[HAPROXY_RECORD_CMD_MAX];
 	struct owner_record rec = owner_record_of(&en->mem);
+	struct haproxy_record *r = &link->records[RECORD_OWNER];
 
-	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->records[RECORD_OWNER].known)
+	if (link->owner->mode != ENFORCE_RUNTIME_API || !r->known)
 		return;
-	if (link_record_send(link, RECORD_OWNER, entry->backend, entry->server,
-			     owner_map_value(have, sizeof(have), &en->owner),
-			     owner_map_value(want, sizeof(want), &rec), &why)) {
-		en->owner = rec;
-		en->last_command = link->commands;
-	}
+	const char *h = owner_map_value(have, sizeof(have), &en->owner);
+	const char *w = owner_map_value(want, sizeof(want), &rec);
+	if (!haproxy_record_cmd(command, sizeof(command), &owner_map_ops, r->where, entry->backend,
+				entry->server, h, w))
+		return;
+	/* A `set` rests on what the last read of the map showed; a new
+	 * HAProxy process since has the map of its file, and refuses it
+	 * (commands.c then adds the entry: the agent's next start reads
+	 * it). */
+	enum link_command_undo undo = haproxy_record_change(&owner_map_ops, h, w) == RECORD_SET
+					      ? LINK_UNDO_OWNER_SET
+					      : LINK_UNDO_NOTHING;
+	uint64_t before = link->commands;
+	link_send_server_command(link, entry, command, why.text, undo);
+	if (link->commands == before)
+		return; /* not queued: the next look tries again */
+	r->last_command = link->commands;
+	en->owner = rec;
+	en->last_command = link->commands;
 }
 
 static void on_owner_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
@@ -242,6 +257,22 @@ void link_on_owner_map(void *ctx, enum runtime_api_result result, const char *re
 		return;
 	bool parsed = owner_map_parse(reply, len, on_owner_entry, link, &skipped);
 	link_record_read(link, RECORD_OWNER, parsed, skipped, reply, len);
+}
+
+/* A new HAProxy process loaded the map from its file: what the agent
+ * wrote into the old one at run time is gone, the file may hold some of
+ * it (saved before the reload) or none. Until a look reads the new map,
+ * every record is taken as absent, so that what the agent writes next
+ * is an `add`: written at once, whether or not a look comes before the
+ * agent itself is restarted. (A record the file kept is then listed
+ * twice, for a while: HAProxy's `set map` and `del map` act on every
+ * copy.) */
+void link_records_new_process(struct haproxy_link *link)
+{
+	struct breaker_table *t = link->owner->table;
+
+	for (uint32_t i = 0; i < t->allocated; i++)
+		link->entries[i].owner.present = false;
 }
 
 /* A server HAProxy no longer has: its entry, gone. */

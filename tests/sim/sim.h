@@ -92,6 +92,11 @@ struct sim_server {
 	/* When a complete look first showed the agent an operator's or a
 	 * controller's hand on the server (0: none has yet). */
 	uint64_t hand_seen_us;
+	/* The agent's drain landed on an operator's that no look had shown
+	 * it: HAProxy keeps one drain flag, and answers a drain of a drained
+	 * server as any other, so the drain is both hands' and the agent
+	 * cannot tell it from its own. Cleared by the next change of hand. */
+	bool drain_raced;
 	bool up; /* health checks */
 	unsigned check_fails, check_oks;
 	uint32_t maxconn_conf, maxconn; /* 0: unlimited */

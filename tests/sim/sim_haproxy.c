@@ -182,8 +182,10 @@ void sim_haproxy_set_state(struct sim *s, struct sim_server *sv, const char *sta
 		sv->maint_by = hand;
 		sv->drain_by = HAND_NONE;
 	}
-	if (sv->drain_by != drain_was || sv->maint_by != maint_was)
+	if (sv->drain_by != drain_was || sv->maint_by != maint_was) {
 		sv->hand_seen_us = 0;
+		sv->drain_raced = false;
+	}
 }
 
 /* Active checks every 2 s, fall 3, rise 2: a worker that refuses
@@ -356,9 +358,15 @@ static void agent_set_state(struct sim *s, struct sim_backend *b, struct sim_ser
 	sim_invariants_agent_command(s, b, sv, state, queued_us);
 	if (s->brk == BREAK_IGNORE_READY && strcmp(state, "ready") == 0)
 		return;
-	/* A drain on a drain keeps the first hand's. */
-	if (strcmp(state, "drain") == 0 && (sv->admin & RUNTIME_API_ADMF_FDRAIN))
+	/* A drain on a drain keeps the first hand's; on an operator's that
+	 * the agent could not have seen when it queued its own, the drain is
+	 * both hands' from then on (sim.h, drain_raced). */
+	if (strcmp(state, "drain") == 0 && (sv->admin & RUNTIME_API_ADMF_FDRAIN)) {
+		if (sv->drain_by == HAND_OPERATOR &&
+		    (sv->hand_seen_us == 0 || sv->hand_seen_us > queued_us))
+			sv->drain_raced = true;
 		return;
+	}
 	sim_haproxy_set_state(s, sv, state, HAND_AGENT);
 }
 

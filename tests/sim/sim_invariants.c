@@ -138,8 +138,12 @@ void sim_invariants_agent_command(struct sim *s, const struct sim_backend *b,
 		      (drain && others_maint) || (!ready && !drain);
 	/* HAProxy takes no condition with a command: one the agent queued
 	 * before any look could show it the operator's hand races it, and
-	 * only a command queued after such a look breaks the promise. */
-	bool knew = sv->hand_seen_us != 0 && sv->hand_seen_us <= queued_us;
+	 * only a command queued after such a look breaks the promise. A
+	 * drain the agent's own landed on unseen is as much the agent's as
+	 * the operator's (drain_raced): no look can ever tell them apart,
+	 * and lifting it is the same race, later. */
+	bool knew = sv->hand_seen_us != 0 && sv->hand_seen_us <= queued_us &&
+		    !(ready && sv->drain_by == HAND_OPERATOR && sv->drain_raced && !others_maint);
 	s->checks[INV_OPERATOR_HAND_KEPT]++;
 	if (undoes && !knew)
 		s->races++;

@@ -255,7 +255,8 @@ static int run_cases(const char *dir)
 		if (!parsed)
 			printf("unreadable: %s\n", err);
 		else if (expect == SIM_INVARIANTS)
-			printf("%s%s%s\n", passed ? "passes" : "broke ", passed ? "" : sim_invariant_name(v.inv),
+			printf("%s%s%s%s\n", passed ? "passes" : "broke ",
+			       passed ? "" : sim_invariant_name(v.inv), passed ? "" : ": ",
 			       passed ? "" : v.what);
 		else if (ok)
 			printf("the known defect still breaks %s (%s)\n", sim_invariant_name(expect), v.what);
