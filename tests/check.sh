@@ -248,9 +248,10 @@ e2e_parts() {
 E2E_EVERY_VERSION=${E2E_EVERY_VERSION:-0}
 # The scenes where the features meet (the ejection cap and controller
 # slots, half-open and the last server, late 503 probes, the stall rule,
-# reloads that would widen who may connect): on every version, a job of
-# their own, out of the parts.
-E2E_ON_EVERY_VERSION="tests/e2e/edges.bats tests/e2e/reload_exposure.bats"
+# reloads that would widen who may connect) and the hung worker among
+# closed-loop clients: on every version, a job of their own, out of the
+# parts.
+E2E_ON_EVERY_VERSION="tests/e2e/edges.bats tests/e2e/reload_exposure.bats tests/e2e/hung_closed_loop.bats"
 mapfile -t parts_files <<<"$(e2e_parts)"
 mapfile -t version_lines <<<"$(sort -k1,1Vr <<<"$versions" | sed '/^$/d')"
 part_count=${#parts_files[@]}
