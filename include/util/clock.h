@@ -21,4 +21,11 @@ uint64_t clock_now_ms(void);
  * deadlines and silences kept beside an ev_timer. */
 double clock_mono_s(void);
 
+/* CLOCK_REALTIME in milliseconds since the epoch: only for what outlives
+ * the process (a snapshot's dates, the end of an operator's timed hold).
+ * One function rather than a clock_gettime() in each of its readers, so
+ * that tests/sim/ can run them on its simulated clock, as it runs the two
+ * above: a restart there is replayed to the millisecond. */
+int64_t clock_wall_ms(void);
+
 #endif /* SPOA_CLOCK_H */

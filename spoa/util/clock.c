@@ -1,5 +1,6 @@
 /*
- * clock.c - the monotonic clock in milliseconds and seconds (see clock.h).
+ * clock.c - the monotonic clock in milliseconds and seconds, and the wall
+ * clock in milliseconds (see clock.h).
  */
 #include <time.h>
 
@@ -17,4 +18,11 @@ double clock_mono_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int64_t clock_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
