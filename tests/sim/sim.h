@@ -7,6 +7,7 @@
  * The files, one concern each:
  *   sim_loop.c        the simulated clock, and libev's timers over it
  *   sim_agent.c       the agent's real parts, assembled as daemon.c does
+ *   sim_files.c       the private directory the agent's files go in
  *   sim_haproxy.c     HAProxy: the Runtime API commands the link sends,
  *                     answered from its queues, in HAProxy's words
  *   sim_traffic.c     workers and traffic: requests routed as HAProxy
@@ -14,6 +15,8 @@
  *                     observed over SPOP
  *   sim_schedule.c    the schedule: a world and its events from a seed,
  *                     and the text a case is kept and replayed as
+ *   sim_operator.c    the agent's own events: restarts, a SIGHUP with a
+ *                     new policy, the operator's control commands
  *   sim_invariants.c  the promises checked at every step
  *   sim_run.c         one schedule, step by step
  *   sim_shrink.c      a failing schedule made short
@@ -28,6 +31,7 @@
 
 #include "config/config.h"
 #include "daemon/breakers.h"
+#include "daemon/daemon.h"
 #include "link/enforcer.h"
 #include "spop/dispatch.h"
 #include "sim_rng.h"
@@ -115,6 +119,19 @@ struct sim_server {
 	/* The breaker's trips as the last step saw them. */
 	const void *entry_seen;
 	uint32_t trips_seen;
+	/* The operator's hold on the server, as the control socket accepted
+	 * it (sim_operator.c): what operator_hold_kept holds the agent to. */
+	struct sim_hold {
+		enum breaker_hold kind; /* BREAKER_HOLD_NONE: none */
+		bool forced;
+		uint64_t since_us, until_us; /* until: 0, until lifted */
+	} hold;
+	uint64_t since_hold_broken;
+	/* What the agent owned here when it last stopped with its snapshot
+	 * (snapshot_keeps): its drain, its maxconn, while HAProxy still
+	 * shows them so. */
+	bool owned_drain, owned_maxconn;
+	uint64_t since_owned_lost;
 };
 
 struct sim_backend {
@@ -134,6 +151,7 @@ struct sim_backend {
 	int16_t queue_client[SIM_MAX_QUEUE];
 	unsigned q_head, q_len;
 	uint64_t since_over_cap, since_no_server;
+	bool paused; /* `pause BACKEND`, accepted */
 };
 
 /* One in-flight request's next moment: its head, or its timeout. */
@@ -175,6 +193,17 @@ enum sim_event_kind {
 	EV_API_LOSSY,    /* replies are lost (the command applied) for a while */
 	EV_HAPROXY_RELOAD,
 	EV_AGENT_RESTART, /* kill -9 and start again, no snapshot */
+	/* The agent's own events (sim_operator.c), drawn from a stream of
+	 * their own: */
+	EV_AGENT_RESTART_SNAPSHOT, /* TERM (the last snapshot written), start again */
+	EV_POLICY_RELOAD, /* SIGHUP with a new [breaker] policy */
+	EV_HOLD_OUT,      /* ctl hold out B/S [for a[1] s] [force: a[0]] */
+	EV_HOLD_IN,       /* ctl hold in B/S [for a[1] s] */
+	EV_UNHOLD,        /* ctl unhold B/S */
+	EV_PAUSE,         /* ctl pause B */
+	EV_RESUME,        /* ctl resume B */
+	EV_RELEASE,       /* ctl release all */
+	EV_RESUME_ALL,    /* ctl resume all */
 	SIM_EVENT_KINDS
 };
 
@@ -185,7 +214,10 @@ struct sim_event {
 	/* EV_WORKER: the kind, capacity, slow refusals, Retry-After,
 	 * status, fail share; EV_RATE: a[0] requests/s; EV_API_*: a[0]
 	 * ms; EV_HAPROXY_RELOAD: a[0] 1 when the servers' states and the
-	 * ownership map are saved and restored (reload-haproxy.sh). */
+	 * ownership map are saved and restored (reload-haproxy.sh);
+	 * EV_POLICY_RELOAD: threshold, cooldown ms, max_ejection_percent,
+	 * failure rate, drain_last_server; EV_HOLD_*: a[0] force, a[1] its
+	 * seconds (0: until lifted). */
 	uint32_t a[6];
 };
 
@@ -223,6 +255,8 @@ enum sim_invariant {
 	INV_NO_ORPHAN_MAXCONN,
 	INV_HAPROXY_FOLLOWS_BREAKERS,
 	INV_NO_SOCKET,
+	INV_SNAPSHOT_KEEPS,
+	INV_OPERATOR_HOLD_KEPT,
 	SIM_INVARIANTS
 };
 
@@ -234,6 +268,8 @@ enum sim_break {
 	BREAK_LIFT_OPERATOR,   /* HAProxy takes an operator's drain for the agent's */
 	BREAK_IGNORE_READY,    /* HAProxy ignores the agent's `state ready` */
 	BREAK_CAP_OFF,         /* the agent runs with no ejection cap, the checker with the schedule's */
+	BREAK_SNAPSHOT_TRIPS,  /* the snapshot the agent loads has lost its breakers' trips */
+	BREAK_FORGET_HOLD,     /* the agent forgets an operator's hold as soon as it is made */
 	SIM_BREAKS
 };
 
@@ -247,12 +283,16 @@ struct sim_violation {
 
 struct sim_agent {
 	uint32_t epoch; /* agents started so far: what a cached entry belongs to */
-	struct config config;
-	bool config_loaded;
-	struct breakers breakers;
-	bool breakers_up;
-	struct enforcer *enforcer;
-	struct dispatch dispatch;
+	/* The parts as daemon.c holds them: reload.c and control_exec.c
+	 * work on this. */
+	struct daemon d;
+	bool config_loaded, breakers_up, control_up;
+};
+
+/* The [breaker] policy in force: the schedule's, then each SIGHUP's. */
+struct sim_policy {
+	uint32_t threshold, cooldown_ms, max_ejection_percent, failure_rate;
+	bool drain_last_server;
 };
 
 /* ---- one run ---- */
@@ -266,6 +306,11 @@ struct sim {
 	struct ev_loop *loop;
 	struct sim_rng traffic_rng, api_rng;
 	struct sim_agent agent;
+	struct sim_policy policy;
+	/* The agent keeps a state file (sim_files.c): the schedule restarts it
+	 * with its snapshot, or the operator speaks to it. */
+	bool keeps_files;
+	bool released; /* `release all`, accepted */
 	/* HAProxy */
 	struct sim_backend be[SIM_MAX_BACKENDS];
 	unsigned nb_be;
@@ -321,13 +366,37 @@ struct sim {
 
 /* sim_agent.c */
 bool sim_agent_start(struct sim *s, char *err, size_t size);
-void sim_agent_stop(struct sim *s);
+/* last_snapshot: a TERM (the snapshot written); false, a kill. */
+void sim_agent_stop(struct sim *s, bool last_snapshot);
+/* SIGHUP: daemon_reload(), the options read again with s->policy. */
+void sim_agent_reload(struct sim *s);
+/* One control command, executed as the socket's are; false when the
+ * agent refused it (its answer starts "error:"). */
+bool sim_agent_control(struct sim *s, const char *command, char *answer, size_t size);
 /* A worker's response as HAProxy's SPOE sends it: through the same
  * dispatch the SPOP connections hand their frames to. */
 void sim_agent_observe(struct sim *s, const struct sim_backend *b, const struct sim_server *sv,
 		       unsigned status, uint32_t retry_after);
 struct breaker_table_entry *sim_agent_entry(struct sim *s, const struct sim_backend *b,
 					    const struct sim_server *sv);
+
+/* sim_files.c: the process's private directory, emptied per schedule. */
+const char *sim_files_dir(void);
+void sim_files_clear(void);
+void sim_files_path(const char *name, char *out, size_t size);
+
+/* sim_operator.c */
+/* Whether a schedule has events that need the agent's files. */
+bool sim_operator_keeps_files(const struct sim_schedule *sc);
+/* The agent's own events (EV_AGENT_RESTART*, EV_POLICY_RELOAD, EV_HOLD_*,
+ * ...): false when ev is none of them. */
+bool sim_operator_apply(struct sim *s, const struct sim_event *ev);
+/* Whether the operator's hold on a server is in force (not run out, its
+ * backend not paused, the agent not released). */
+bool sim_hold_applies(const struct sim *s, const struct sim_backend *b,
+		      const struct sim_server *sv);
+/* Draws the agent's own events into a schedule, from a stream of their own. */
+void sim_operator_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duration_ms);
 
 /* sim_haproxy.c */
 void sim_haproxy_init(struct sim *s);
@@ -385,6 +454,11 @@ void sim_invariants_agent_command(struct sim *s, const struct sim_backend *b,
 /* A complete `show stat`, `show servers state` was handed to the agent. */
 void sim_invariants_stat_read(struct sim *s);
 void sim_invariants_state_read(struct sim *s);
+/* An agent about to stop with its snapshot: what it holds, to be found
+ * again once it starts (snapshot_keeps). */
+struct sim_snapshot_seen;
+struct sim_snapshot_seen *sim_invariants_before_snapshot(struct sim *s);
+void sim_invariants_after_snapshot(struct sim *s, struct sim_snapshot_seen *seen);
 
 /* sim_run.c: runs one schedule; false when an invariant broke
  * (s->violation says which, when). */

@@ -488,7 +488,7 @@ static void execute(struct sim *s, const char *command, uint64_t queued_us, stru
 
 static struct runtime_api_client *client_of(struct sim *s, int i)
 {
-	struct enforcer *e = s->agent.enforcer;
+	struct enforcer *e = s->agent.d.enforcer;
 	if (!e || e->nb_links == 0)
 		return NULL;
 	return i == 0 ? e->links[0].client : e->links[0].commands_client;

@@ -30,6 +30,17 @@
  *                             room
  *   no_socket                 the agent's code opened no socket, and
  *                             answered every NOTIFY
+ *   snapshot_keeps            an agent restarted with its snapshot has every
+ *                             breaker back (state, trips) with what it held
+ *                             in HAProxy (its drains, its maxconn), and
+ *                             never takes one of those for another's
+ *   operator_hold_kept        an operator's hold is never undone: a server
+ *                             held in is never drained, nor limited to
+ *                             probes; one held out with force is drained
+ *                             and never lifted (without force the ejection
+ *                             cap still decides: haproxy_follows_breakers);
+ *                             until the hold ends, or a pause or a release
+ *                             puts it aside
  *
  * What must hold at once is checked at once; what the agent reaches
  * through HAProxy's Runtime API must hold within SIM_CONVERGE_MS of the
@@ -38,6 +49,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "link/enforce_plan.h"
@@ -57,6 +69,8 @@ static const char *const names[SIM_INVARIANTS] = {
 	[INV_NO_ORPHAN_MAXCONN] = "no_orphan_maxconn",
 	[INV_HAPROXY_FOLLOWS_BREAKERS] = "haproxy_follows_breakers",
 	[INV_NO_SOCKET] = "no_socket",
+	[INV_SNAPSHOT_KEEPS] = "snapshot_keeps",
+	[INV_OPERATOR_HOLD_KEPT] = "operator_hold_kept",
 };
 
 const char *sim_invariant_name(enum sim_invariant inv)
@@ -128,6 +142,186 @@ void sim_invariants_observed(struct sim *s, const struct sim_backend *b,
 			    entry->breaker.state == BREAKER_OPEN ? "open" : "half-open");
 }
 
+/* ---- operator_hold_kept ---- */
+
+/* A command the agent queued after the hold was accepted, landing now:
+ * a drain of a server held in, a ready of one held out with force. One
+ * queued before races the hold, as HAProxy takes no condition. */
+static void check_hold_command(struct sim *s, const struct sim_backend *b,
+			       const struct sim_server *sv, bool ready, bool drain,
+			       uint64_t queued_us)
+{
+	if (!sim_hold_applies(s, b, sv) || queued_us <= sv->hold.since_us)
+		return;
+	s->checks[INV_OPERATOR_HOLD_KEPT]++;
+	if (drain && sv->hold.kind == BREAKER_HOLD_IN)
+		sim_violate(s, INV_OPERATOR_HOLD_KEPT, "the agent drained %s/%s, held in", b->name,
+			    sv->name);
+	if (ready && sv->hold.kind == BREAKER_HOLD_OUT && sv->hold.forced)
+		sim_violate(s, INV_OPERATOR_HOLD_KEPT,
+			    "the agent sent `state ready` to %s/%s, held out with force", b->name,
+			    sv->name);
+}
+
+/* At every step: a server held in carries no drain nor probe limit of the
+ * agent's, one held out with force is drained (unless another hand's
+ * maintenance keeps it), within the bound from the hold. */
+static void check_hold(struct sim *s, const struct sim_backend *b, struct sim_server *sv,
+		       bool learnt)
+{
+	bool applies = sim_hold_applies(s, b, sv);
+	if (applies)
+		s->checks[INV_OPERATOR_HOLD_KEPT]++;
+	bool in = applies && sv->hold.kind == BREAKER_HOLD_IN;
+	bool forced_out = applies && sv->hold.kind == BREAKER_HOLD_OUT && sv->hold.forced;
+	/* Under an operator's drain or another hand's maintenance the agent
+	 * keeps its hands off the server, its own maxconn included (as
+	 * no_orphan_maxconn has it): that is not the hold undone. */
+	bool others = sv->drain_by == HAND_OPERATOR || sv->maint_by != HAND_NONE;
+	bool held_in_touched =
+		in && (sv->drain_by == HAND_AGENT ||
+		       (sv->maxconn_by == HAND_AGENT && !learnt && !others));
+	bool forced_not_out = forced_out && sv->maint_by == HAND_NONE &&
+			      !(sv->admin & RUNTIME_API_ADMF_FDRAIN);
+	if (persists(s, &sv->since_hold_broken, held_in_touched || forced_not_out))
+		sim_violate(s, INV_OPERATOR_HOLD_KEPT,
+			    held_in_touched ? "%s/%s held in, and %s by the agent"
+					    : "%s/%s held out with force, and %s", b->name, sv->name,
+			    held_in_touched ? (sv->drain_by == HAND_AGENT ? "drained" : "limited")
+					    : "in rotation");
+}
+
+/* ---- snapshot_keeps ---- */
+
+struct sim_memory {
+	bool any, drained, limited, own_known;
+	uint32_t own;
+};
+
+static void add_memory(void *ctx, const char *address, const struct enforce_memory *mem)
+{
+	struct sim_memory *m = ctx;
+	(void)address;
+	m->any = true;
+	m->drained |= mem->drained_by_us;
+	m->limited |= mem->maxconn_by_us;
+	if (mem->own_maxconn_known) {
+		m->own_known = true;
+		m->own = mem->own_maxconn;
+	}
+}
+
+static struct sim_memory memory_of(struct sim *s, const struct breaker_table_entry *e)
+{
+	struct sim_memory m = {0};
+	if (e && s->agent.d.enforcer)
+		enforcer_memories(s->agent.d.enforcer,
+				  breaker_table_index(&s->agent.d.breakers.table, e), add_memory, &m);
+	return m;
+}
+
+struct sim_snapshot_seen {
+	struct sim_snapshot_breaker {
+		bool present, kept;
+		enum breaker_state state;
+		uint32_t trips;
+		struct sim_memory mem;
+	} srv[SIM_MAX_BACKENDS][SIM_MAX_SERVERS];
+};
+
+struct sim_snapshot_seen *sim_invariants_before_snapshot(struct sim *s)
+{
+	struct sim_snapshot_seen *seen = calloc(1, sizeof(*seen));
+	if (!seen)
+		abort();
+	for (unsigned i = 0; i < s->nb_be; i++) {
+		for (unsigned j = 0; j < s->be[i].nb; j++) {
+			struct sim_server *sv = &s->be[i].srv[j];
+			struct breaker_table_entry *e = sim_agent_entry(s, &s->be[i], sv);
+			struct sim_snapshot_breaker *k = &seen->srv[i][j];
+			k->present = e != NULL;
+			if (!e)
+				continue;
+			k->state = e->breaker.state;
+			k->trips = e->breaker.trips;
+			k->mem = memory_of(s, e);
+			/* A clean closed breaker holding nothing is one a fresh
+			 * agent makes alike: the snapshot need not keep it
+			 * (state_store.c). */
+			k->kept = !breaker_is_forgettable(&e->breaker) || k->mem.any;
+			/* What the agent owns in HAProxy and must still know
+			 * for its own once started again. */
+			sv->owned_drain = k->mem.drained && sv->drain_by == HAND_AGENT;
+			sv->owned_maxconn = k->mem.limited && sv->maxconn_by == HAND_AGENT;
+			sv->since_owned_lost = 0;
+		}
+	}
+	return seen;
+}
+
+static const char *yes_no(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+void sim_invariants_after_snapshot(struct sim *s, struct sim_snapshot_seen *seen)
+{
+	for (unsigned i = 0; i < s->nb_be && !s->failed; i++) {
+		for (unsigned j = 0; j < s->be[i].nb && !s->failed; j++) {
+			const struct sim_backend *b = &s->be[i];
+			const struct sim_snapshot_breaker *k = &seen->srv[i][j];
+			if (!k->kept)
+				continue;
+			s->checks[INV_SNAPSHOT_KEEPS]++;
+			struct breaker_table_entry *e = sim_agent_entry(s, b, &b->srv[j]);
+			struct sim_memory m = memory_of(s, e);
+			if (!e)
+				sim_violate(s, INV_SNAPSHOT_KEEPS, "%s/%s: its breaker (%s, %u trips) is "
+					    "not back", b->name, b->srv[j].name,
+					    breaker_state_name(k->state), k->trips);
+			else if (e->breaker.state != k->state || e->breaker.trips != k->trips)
+				sim_violate(s, INV_SNAPSHOT_KEEPS,
+					    "%s/%s: %s with %u trips before, %s with %u after", b->name,
+					    b->srv[j].name, breaker_state_name(k->state), k->trips,
+					    breaker_state_name(e->breaker.state), e->breaker.trips);
+			else if (m.drained != k->mem.drained || m.limited != k->mem.limited ||
+				 (k->mem.own_known && (!m.own_known || m.own != k->mem.own)))
+				sim_violate(s, INV_SNAPSHOT_KEEPS,
+					    "%s/%s: the agent's drain %s, maxconn %s (own %u) before; "
+					    "drain %s, maxconn %s (own %u) after",
+					    b->name, b->srv[j].name, yes_no(k->mem.drained),
+					    yes_no(k->mem.limited), k->mem.own, yes_no(m.drained),
+					    yes_no(m.limited), m.own);
+		}
+	}
+	free(seen);
+}
+
+/* At every step after: a drain or a maxconn the agent owned when it
+ * stopped, still the agent's in HAProxy, is one it knows for its own
+ * (within the bound: a lift on its way has the memory go first). */
+static void check_owned(struct sim *s, const struct sim_backend *b, struct sim_server *sv,
+			const struct breaker_table_entry *e)
+{
+	/* Another hand came, or the agent's went: the promise is kept. */
+	if (sv->drain_by != HAND_AGENT || sv->maint_by != HAND_NONE)
+		sv->owned_drain = false;
+	if (sv->maxconn_by != HAND_AGENT || sv->maint_by != HAND_NONE)
+		sv->owned_maxconn = false;
+	if (!sv->owned_drain && !sv->owned_maxconn) {
+		sv->since_owned_lost = 0;
+		return;
+	}
+	s->checks[INV_SNAPSHOT_KEEPS]++;
+	struct sim_memory m = memory_of(s, e);
+	bool lost = (sv->owned_drain && !m.drained) || (sv->owned_maxconn && !m.limited);
+	if (persists(s, &sv->since_owned_lost, lost))
+		sim_violate(s, INV_SNAPSHOT_KEEPS,
+			    "%s/%s: the agent's own %s, from before its restart, taken for "
+			    "another's", b->name, sv->name,
+			    sv->owned_drain && !m.drained ? "drain" : "maxconn");
+}
+
 void sim_invariants_agent_command(struct sim *s, const struct sim_backend *b,
 				  const struct sim_server *sv, const char *state,
 				  uint64_t queued_us)
@@ -145,6 +339,7 @@ void sim_invariants_agent_command(struct sim *s, const struct sim_backend *b,
 	bool knew = sv->hand_seen_us != 0 && sv->hand_seen_us <= queued_us &&
 		    !(ready && sv->drain_by == HAND_OPERATOR && sv->drain_raced && !others_maint);
 	s->checks[INV_OPERATOR_HAND_KEPT]++;
+	check_hold_command(s, b, sv, ready, drain, queued_us);
 	if (undoes && !knew)
 		s->races++;
 	if (undoes && knew)
@@ -155,6 +350,9 @@ void sim_invariants_agent_command(struct sim *s, const struct sim_backend *b,
 				    ? "its controller (a parked slot)"
 				    : "an operator");
 	if (!drain)
+		return;
+	/* A hold out is the operator's drain, not a rest. */
+	if (sim_hold_applies(s, b, sv) && sv->hold.kind == BREAKER_HOLD_OUT)
 		return;
 	/* A rest: the breaker is closed (an open one is busy_never_charged's). */
 	struct breaker_table_entry *entry = sim_agent_entry(s, b, sv);
@@ -241,8 +439,10 @@ static void check_trips(struct sim *s, const struct sim_backend *b, struct sim_s
 
 static void check_backend(struct sim *s, struct sim_backend *b)
 {
-	const struct sim_schedule *sc = s->schedule;
-	const uint32_t *learnt = s->agent.enforcer ? enforcer_maxconn_learnt(s->agent.enforcer) : NULL;
+	/* The policy in force: a SIGHUP changes it. */
+	const struct sim_policy *policy = &s->policy;
+	const uint32_t *learnt =
+		s->agent.d.enforcer ? enforcer_maxconn_learnt(s->agent.d.enforcer) : NULL;
 	unsigned listed = 0, serving = 0, agent_out = 0, want_up = 0, out_base = 0;
 
 	for (unsigned j = 0; j < b->nb; j++) {
@@ -253,15 +453,18 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 		serving += sim_server_serving(sv);
 		/* A drain on a server down by its health checks takes out
 		 * nothing that serves: the cap counts it out already. */
-		agent_out += sv->drain_by == HAND_AGENT && sv->up;
+		/* A hold out with force is the operator's, past the cap. */
+		bool forced = sim_hold_applies(s, b, sv) && sv->hold.kind == BREAKER_HOLD_OUT &&
+			      sv->hold.forced;
+		agent_out += sv->drain_by == HAND_AGENT && sv->up && !forced;
 	}
-	unsigned max_out = listed * sc->max_ejection_percent / 100;
+	unsigned max_out = listed * policy->max_ejection_percent / 100;
 	s->checks[INV_EJECTION_CAP]++;
 	if (persists(s, &b->since_over_cap, agent_out > max_out))
 		sim_violate(s, INV_EJECTION_CAP,
 			    "%s: the agent holds %u of its %u servers out, the cap (%u %%) %u",
-			    b->name, agent_out, listed, sc->max_ejection_percent, max_out);
-	if (!sc->drain_last_server) {
+			    b->name, agent_out, listed, policy->max_ejection_percent, max_out);
+	if (!policy->drain_last_server) {
 		s->checks[INV_LAST_SERVING_SERVER]++;
 		if (persists(s, &b->since_no_server, listed > 0 && serving == 0 && agent_out > 0))
 			sim_violate(s, INV_LAST_SERVING_SERVER,
@@ -278,7 +481,7 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 		if (pass == 1) {
 			unsigned serving_base = listed - out_base;
 			room = max_out > out_base ? max_out - out_base : 0;
-			unsigned spare = sc->drain_last_server ? serving_base
+			unsigned spare = policy->drain_last_server ? serving_base
 							       : serving_base ? serving_base - 1 : 0;
 			if (room > spare)
 				room = spare;
@@ -291,7 +494,12 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 			bool ours = sim_server_capacity(sv) && sv->drain_by != HAND_OPERATOR;
 			enum breaker_state want = entry ? enforce_wanted_state(&entry->breaker)
 							: BREAKER_CLOSED;
-			uint32_t index = entry ? breaker_table_index(&s->agent.breakers.table, entry) : 0;
+			uint32_t index =
+				entry ? breaker_table_index(&s->agent.d.breakers.table, entry) : 0;
+			if (pass == 1) {
+				check_hold(s, b, sv, entry && learnt && learnt[index]);
+				check_owned(s, b, sv, entry);
+			}
 			bool drained = sv->admin & RUNTIME_API_ADMF_FDRAIN;
 			bool wants = ours && entry && want != BREAKER_CLOSED;
 			/* Only a rest: never the last serving server, whatever

@@ -68,6 +68,14 @@ time_t time(time_t *t)
 	return now;
 }
 
+/* The wall clock in milliseconds (util/clock.h): the dates a snapshot
+ * carries and the end of an operator's timed hold, on the simulated
+ * clock too, so that a restart with the snapshot replays exactly. */
+int64_t clock_wall_ms(void)
+{
+	return SIM_WALL_START_S * 1000 + (int64_t)((clock_us - SIM_CLOCK_START_US) / 1000u);
+}
+
 /* --- the loop --- */
 
 struct ev_loop *sim_loop_new(void)
@@ -220,4 +228,96 @@ void ev_ref(struct ev_loop *loop)
 void ev_unref(struct ev_loop *loop)
 {
 	(void)loop;
+}
+
+void ev_timer_again(struct ev_loop *loop, ev_timer *w)
+{
+	/* libev: a repeating timer restarts its repeat from now, any other
+	 * stops. */
+	ev_timer_stop(loop, w);
+	if (w->repeat > 0) {
+		w->at = w->repeat;
+		ev_timer_start(loop, w);
+	}
+}
+
+/* The state store's writer thread tells the loop of each write; the
+ * simulation reads what it wrote when the store is closed (it joins the
+ * thread then), so there is nothing to wake. */
+void ev_async_start(struct ev_loop *loop, ev_async *w)
+{
+	(void)loop;
+	w->active = 1;
+}
+
+void ev_async_stop(struct ev_loop *loop, ev_async *w)
+{
+	(void)loop;
+	w->active = 0;
+	w->pending = 0;
+}
+
+void ev_async_send(struct ev_loop *loop, ev_async *w)
+{
+	(void)loop, (void)w;
+}
+
+/* What only daemon_run() calls (daemon.c, linked for reload.c's sake):
+ * the process's own loop, its signals and its watchers. The simulation
+ * runs its loop itself and never calls daemon_run(). */
+static void not_simulated(const char *what)
+{
+	fprintf(stderr, "sim: the agent called %s, which the simulation does not run\n", what);
+	abort();
+}
+
+struct ev_loop *ev_default_loop(unsigned int flags)
+{
+	(void)flags;
+	not_simulated("ev_default_loop");
+	return NULL;
+}
+
+int ev_run(struct ev_loop *loop, int flags)
+{
+	(void)loop, (void)flags;
+	not_simulated("ev_run");
+	return 0;
+}
+
+unsigned int ev_iteration(struct ev_loop *loop)
+{
+	(void)loop;
+	not_simulated("ev_iteration");
+	return 0;
+}
+
+void ev_signal_start(struct ev_loop *loop, ev_signal *w)
+{
+	(void)loop, (void)w;
+	not_simulated("ev_signal_start");
+}
+
+void ev_prepare_start(struct ev_loop *loop, ev_prepare *w)
+{
+	(void)loop, (void)w;
+	not_simulated("ev_prepare_start");
+}
+
+void ev_prepare_stop(struct ev_loop *loop, ev_prepare *w)
+{
+	(void)loop, (void)w;
+	not_simulated("ev_prepare_stop");
+}
+
+void ev_check_start(struct ev_loop *loop, ev_check *w)
+{
+	(void)loop, (void)w;
+	not_simulated("ev_check_start");
+}
+
+void ev_check_stop(struct ev_loop *loop, ev_check *w)
+{
+	(void)loop, (void)w;
+	not_simulated("ev_check_stop");
 }

@@ -3,11 +3,14 @@
  * runs on.
  *
  * The agent reads time through clock_now_ms() and clock_mono_s()
- * (util/clock.h), the wall clock through time(), and waits through
- * libev's timers. sim_loop.c defines all of them over one simulated
- * clock, so the same objects that run in the daemon run here: the
- * simulation links them without libev and without util/clock.o. Nothing
- * waits: the clock jumps to the next thing due.
+ * (util/clock.h), the wall clock through time() and clock_wall_ms(), and
+ * waits through libev's timers. sim_loop.c defines all of them over one
+ * simulated clock, so the same objects that run in the daemon run here:
+ * the simulation links them without libev and without util/clock.o.
+ * Nothing waits: the clock jumps to the next thing due. The state
+ * store's ev_async is a flag (its writer thread is joined at a stop);
+ * what only daemon_run() calls (the default loop, signals, check and
+ * prepare watchers) aborts.
  *
  * Only timers ever fire. An ev_io started here means the agent tried to
  * open a socket, which the simulation has none of: it is counted

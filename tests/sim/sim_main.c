@@ -35,6 +35,8 @@ static const char *const break_names[SIM_BREAKS] = {
 	[BREAK_LIFT_OPERATOR] = "lift-operator",
 	[BREAK_IGNORE_READY] = "ignore-ready",
 	[BREAK_CAP_OFF] = "cap-off",
+	[BREAK_SNAPSHOT_TRIPS] = "snapshot-trips",
+	[BREAK_FORGET_HOLD] = "forget-hold",
 };
 
 static double cpu_seconds(void)
@@ -292,6 +294,12 @@ static const struct self_test {
 	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1 backends=3/0/60/0 "
 	 "events=1000:worker:0:0:3,0,0,0,0,100;1000:worker:0:1:3,0,0,0,0,100;"
 	 "1000:worker:0:2:3,0,0,0,0,100"},
+	{BREAK_SNAPSHOT_TRIPS, INV_SNAPSHOT_KEEPS,
+	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1 backends=3/0/60/0 "
+	 "events=1000:worker:0:0:3,0,0,0,0,100;6000:agent-restart-snapshot:0:0:0,0,0,0,0,0"},
+	{BREAK_FORGET_HOLD, INV_OPERATOR_HOLD_KEPT,
+	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1 backends=3/0/60/0 "
+	 "events=3000:hold-in:0:0:0,0,0,0,0,0;4000:worker:0:0:3,0,0,0,0,100"},
 };
 
 static int by_event_time(const void *a, const void *b)

@@ -34,6 +34,14 @@ bool sim_run(const struct sim_schedule *sc, enum sim_break brk, struct sim_viola
 	sim_loop_set_skip(s->loop, sim_haproxy_skip_timer, s);
 	sim_rng_seed(&s->traffic_rng, sc->seed, 1);
 	sim_rng_seed(&s->api_rng, sc->seed, 2);
+	s->policy = (struct sim_policy){.threshold = sc->threshold, .cooldown_ms = sc->cooldown_ms,
+					.max_ejection_percent = sc->max_ejection_percent,
+					.failure_rate = sc->failure_rate,
+					.drain_last_server = sc->drain_last_server};
+	/* No agent reads another schedule's snapshot or operator's record. */
+	s->keeps_files = sim_operator_keeps_files(sc);
+	if (s->keeps_files)
+		sim_files_clear();
 	sim_haproxy_init(s);
 	if (!sim_agent_start(s, err, sizeof(err))) {
 		fprintf(stderr, "sim: the agent did not start: %s\n", err);
@@ -84,7 +92,7 @@ bool sim_run(const struct sim_schedule *sc, enum sim_break brk, struct sim_viola
 	bool ok = !s->failed;
 	if (v)
 		*v = s->violation;
-	sim_agent_stop(s);
+	sim_agent_stop(s, false);
 	sim_haproxy_free(s);
 	sim_traffic_free(s);
 	sim_loop_free(s->loop);

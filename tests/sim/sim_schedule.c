@@ -22,6 +22,12 @@ static const char *const event_names[SIM_EVENT_KINDS] = {
 	[EV_FILL] = "fill",           [EV_MOVE] = "move",
 	[EV_API_DOWN] = "api-down",   [EV_API_LOSSY] = "api-lossy",
 	[EV_HAPROXY_RELOAD] = "reload", [EV_AGENT_RESTART] = "agent-restart",
+	[EV_AGENT_RESTART_SNAPSHOT] = "agent-restart-snapshot",
+	[EV_POLICY_RELOAD] = "policy-reload",
+	[EV_HOLD_OUT] = "hold-out",   [EV_HOLD_IN] = "hold-in",
+	[EV_UNHOLD] = "unhold",       [EV_PAUSE] = "pause",
+	[EV_RESUME] = "resume",       [EV_RELEASE] = "release",
+	[EV_RESUME_ALL] = "resume-all",
 };
 
 const char *sim_event_name(enum sim_event_kind kind)
@@ -140,6 +146,9 @@ void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 				sc->nb_events--;
 		}
 	}
+	/* The agent's own events: restarts with the snapshot, SIGHUPs, the
+	 * operator's commands (sim_operator.c). */
+	sim_operator_generate(sc, seed, duration_ms);
 	qsort(sc->events, sc->nb_events, sizeof(sc->events[0]), by_time);
 	/* Steady-state mode (the shipped default SPOE file) in three worlds
 	 * of five, from a stream of its own: every seed's world and events
@@ -238,24 +247,9 @@ void sim_event_apply(struct sim *s, const struct sim_event *ev)
 	case EV_HAPROXY_RELOAD:
 		sim_haproxy_reload(s, ev->a[0] != 0);
 		break;
-	case EV_AGENT_RESTART: {
-		char err[256];
-		sim_agent_stop(s);
-		memset(s->clients, 0, sizeof(s->clients));
-		if (!sim_agent_start(s, err, sizeof(err))) {
-			fprintf(stderr, "sim: the agent did not start again: %s\n", err);
-			abort();
-		}
-		if (s->api_up_since_us < now)
-			s->api_up_since_us = now;
-		/* Without its snapshot the agent forgets how slow a worker
-		 * proved to be: it may open it once more (busy_never_charged). */
-		for (unsigned i = 0; i < s->nb_be; i++)
-			for (unsigned j = 0; j < s->be[i].nb; j++)
-				s->be[i].srv[j].w.stalled_trips = 0;
-		break;
-	}
 	default:
+		/* The agent's own: restarts, SIGHUP, the control socket. */
+		sim_operator_apply(s, ev);
 		break;
 	}
 }
