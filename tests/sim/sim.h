@@ -151,7 +151,8 @@ struct sim_backend {
 	int16_t queue_client[SIM_MAX_QUEUE];
 	unsigned q_head, q_len;
 	uint64_t since_over_cap, since_no_server;
-	bool paused; /* `pause BACKEND`, accepted */
+	bool paused; /* `pause BACKEND`, accepted ... */
+	uint64_t paused_since_us; /* ... then */
 };
 
 /* One in-flight request's next moment: its head, or its timeout. */
@@ -310,7 +311,8 @@ struct sim {
 	/* The agent keeps a state file (sim_files.c): the schedule restarts it
 	 * with its snapshot, or the operator speaks to it. */
 	bool keeps_files;
-	bool released; /* `release all`, accepted */
+	bool released; /* `release all`, accepted ... */
+	uint64_t released_since_us; /* ... then */
 	/* HAProxy */
 	struct sim_backend be[SIM_MAX_BACKENDS];
 	unsigned nb_be;

@@ -145,12 +145,21 @@ void sim_invariants_observed(struct sim *s, const struct sim_backend *b,
 /* ---- operator_hold_kept ---- */
 
 /* A command the agent queued after the hold was accepted, landing now:
- * a drain of a server held in, a ready of one held out with force. One
- * queued before races the hold, as HAProxy takes no condition. */
+ * a drain of a server held in, a ready of one held out with force; and
+ * a drain at all under a pause or a release, which win over a hold: the
+ * agent does nothing new there (docs/control.md). One queued before the
+ * operator spoke races it, as HAProxy takes no condition. */
 static void check_hold_command(struct sim *s, const struct sim_backend *b,
 			       const struct sim_server *sv, bool ready, bool drain,
 			       uint64_t queued_us)
 {
+	bool paused = b->paused && queued_us >= b->paused_since_us;
+	bool released = s->released && queued_us >= s->released_since_us;
+	if (drain && (paused || released)) {
+		s->checks[INV_OPERATOR_HOLD_KEPT]++;
+		sim_violate(s, INV_OPERATOR_HOLD_KEPT, "the agent drained %s/%s, %s", b->name,
+			    sv->name, released ? "released" : "its backend paused");
+	}
 	if (!sim_hold_applies(s, b, sv) || queued_us <= sv->hold.since_us)
 		return;
 	s->checks[INV_OPERATOR_HOLD_KEPT]++;
@@ -164,16 +173,18 @@ static void check_hold_command(struct sim *s, const struct sim_backend *b,
 }
 
 /* At every step: a server held in carries no drain nor probe limit of the
- * agent's, one held out with force is drained (unless another hand's
- * maintenance keeps it), within the bound from the hold. */
+ * agent's; one held out is drained (unless another hand's maintenance
+ * keeps it), with force at once, without where the cap has room for it
+ * (`room`, as haproxy_follows_breakers counts it); within the bound from
+ * the hold. */
 static void check_hold(struct sim *s, const struct sim_backend *b, struct sim_server *sv,
-		       bool learnt)
+		       bool learnt, bool room)
 {
 	bool applies = sim_hold_applies(s, b, sv);
 	if (applies)
 		s->checks[INV_OPERATOR_HOLD_KEPT]++;
 	bool in = applies && sv->hold.kind == BREAKER_HOLD_IN;
-	bool forced_out = applies && sv->hold.kind == BREAKER_HOLD_OUT && sv->hold.forced;
+	bool out = applies && sv->hold.kind == BREAKER_HOLD_OUT && (sv->hold.forced || room);
 	/* Under an operator's drain or another hand's maintenance the agent
 	 * keeps its hands off the server, its own maxconn included (as
 	 * no_orphan_maxconn has it): that is not the hold undone. */
@@ -181,14 +192,14 @@ static void check_hold(struct sim *s, const struct sim_backend *b, struct sim_se
 	bool held_in_touched =
 		in && (sv->drain_by == HAND_AGENT ||
 		       (sv->maxconn_by == HAND_AGENT && !learnt && !others));
-	bool forced_not_out = forced_out && sv->maint_by == HAND_NONE &&
-			      !(sv->admin & RUNTIME_API_ADMF_FDRAIN);
-	if (persists(s, &sv->since_hold_broken, held_in_touched || forced_not_out))
+	bool not_out = out && sv->maint_by == HAND_NONE && !(sv->admin & RUNTIME_API_ADMF_FDRAIN);
+	if (persists(s, &sv->since_hold_broken, held_in_touched || not_out))
 		sim_violate(s, INV_OPERATOR_HOLD_KEPT,
 			    held_in_touched ? "%s/%s held in, and %s by the agent"
-					    : "%s/%s held out with force, and %s", b->name, sv->name,
+					    : "%s/%s held out%s, and %s", b->name, sv->name,
 			    held_in_touched ? (sv->drain_by == HAND_AGENT ? "drained" : "limited")
-					    : "in rotation");
+					    : sv->hold.forced ? " with force" : ", the cap with room",
+			    held_in_touched ? "" : "in rotation");
 }
 
 /* ---- snapshot_keeps ---- */
@@ -496,12 +507,14 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 							: BREAKER_CLOSED;
 			uint32_t index =
 				entry ? breaker_table_index(&s->agent.d.breakers.table, entry) : 0;
-			if (pass == 1) {
-				check_hold(s, b, sv, entry && learnt && learnt[index]);
+			if (pass == 1)
 				check_owned(s, b, sv, entry);
-			}
 			bool drained = sv->admin & RUNTIME_API_ADMF_FDRAIN;
 			bool wants = ours && entry && want != BREAKER_CLOSED;
+			/* An operator's hold out wants room as an open breaker
+			 * does, whatever the breaker says of it. */
+			bool wants_room = wants || (ours && entry && sim_hold_applies(s, b, sv) &&
+						    sv->hold.kind == BREAKER_HOLD_OUT);
 			/* Only a rest: never the last serving server, whatever
 			 * drain_last_server allows (ejection_may_rest). */
 			bool rest_only = wants && entry->breaker.state != BREAKER_OPEN &&
@@ -515,9 +528,9 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 				 (want == BREAKER_HALF_OPEN &&
 				  (sv->maxconn != probes || (drained && sv->scur < probes))));
 			if (pass == 0) {
-				want_up += wants && sv->up;
+				want_up += wants_room && sv->up;
 				out_base += sim_server_capacity(sv) && !sim_server_serving(sv) &&
-					    !(wants && sv->up);
+					    !(wants_room && sv->up);
 				continue;
 			}
 			s->checks[INV_HAPROXY_FOLLOWS_BREAKERS]++;
@@ -525,6 +538,8 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 			unsigned my_room = room;
 			if (rest_only && my_room + 1 > serving_base)
 				my_room = serving_base ? serving_base - 1 : 0;
+			check_hold(s, b, sv, entry && learnt && learnt[index],
+				   !sv->up || want_up <= my_room);
 			if (persists(s, &sv->since_unfollowed,
 				     unfollowed && (!sv->up || want_up <= my_room)))
 				sim_violate(s, INV_HAPROXY_FOLLOWS_BREAKERS,

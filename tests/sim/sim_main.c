@@ -300,6 +300,9 @@ static const struct self_test {
 	{BREAK_FORGET_HOLD, INV_OPERATOR_HOLD_KEPT,
 	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1 backends=3/0/60/0 "
 	 "events=3000:hold-in:0:0:0,0,0,0,0,0;4000:worker:0:0:3,0,0,0,0,100"},
+	{BREAK_FORGET_HOLD, INV_OPERATOR_HOLD_KEPT,
+	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1 backends=3/0/60/0 "
+	 "events=3000:hold-out:0:0:0,0,0,0,0,0"},
 };
 
 static int by_event_time(const void *a, const void *b)

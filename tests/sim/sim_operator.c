@@ -156,12 +156,16 @@ bool sim_operator_apply(struct sim *s, const struct sim_event *ev)
 	case EV_RESUME:
 		snprintf(command, sizeof(command), "%s %s", ev->kind == EV_PAUSE ? "pause" : "resume",
 			 b->name);
-		if (control(s, command))
+		if (control(s, command)) {
 			b->paused = ev->kind == EV_PAUSE;
+			b->paused_since_us = sim_now_us();
+		}
 		return true;
 	case EV_RELEASE:
-		if (control(s, "release all"))
+		if (control(s, "release all")) {
 			s->released = true;
+			s->released_since_us = sim_now_us();
+		}
 		return true;
 	case EV_RESUME_ALL:
 		/* The release and every pause lifted; holds stay. */
