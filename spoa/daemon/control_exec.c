@@ -6,6 +6,7 @@
  * every subscriber hears it. Each change is logged with who asked.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -24,6 +25,16 @@ static int64_t wall_now_ms(void)
 
 /* ---- applying the record ---- */
 
+/* Tells every subscriber (the HAProxy link first of all) of the change. */
+static void publish_entry(struct daemon *d, struct breaker_table_entry *e, long uid,
+			  enum breaker_state from)
+{
+	struct breaker_event ev = {.from = from, .to = e->breaker.state};
+	struct breaker_cause cause = {.kind = BREAKER_CAUSE_OPERATOR, .uid = uid,
+				      .now_ms = clock_now_ms()};
+	breakers_publish(&d->breakers, e, &ev, &cause);
+}
+
 /* Brings one breaker in line with the record; publishes when what HAProxy
  * should hold for it changed (or `always`: a reset). */
 static void apply_entry(struct daemon *d, struct breaker_table_entry *e, long uid,
@@ -33,21 +44,40 @@ static void apply_entry(struct daemon *d, struct breaker_table_entry *e, long ui
 					   clock_now_ms(), wall_now_ms());
 	if (!changed && !always)
 		return;
-	struct breaker_event ev = {.from = from, .to = e->breaker.state};
-	struct breaker_cause cause = {.kind = BREAKER_CAUSE_OPERATOR, .uid = uid,
-				      .now_ms = clock_now_ms()};
-	breakers_publish(&d->breakers, e, &ev, &cause);
+	publish_entry(d, e, uid, from);
 }
 
-/* Every breaker, or those of one backend. */
+/* Every breaker, or those of one backend: the word applied to all of them
+ * before any is published. Published one by one as it is applied, a pause
+ * lifted the first breaker's drain while the next was still the
+ * breaker's own: the room that drain freed under the ejection cap went to
+ * a breaker the cap held back, drained for an instant by the very word
+ * that stops the agent draining. */
 static void apply_all(struct daemon *d, const char *backend, long uid)
 {
 	struct breaker_table *t = &d->breakers.table;
+	struct changed {
+		uint32_t index;
+		enum breaker_state from;
+	} *changed = calloc(t->allocated ? t->allocated : 1, sizeof(*changed));
+	uint32_t nb = 0;
+
 	for (uint32_t i = 0; i < t->allocated; i++) {
 		struct breaker_table_entry *e = breaker_table_at(t, i);
-		if (e->in_use && (!backend || strcmp(e->backend, backend) == 0))
+		if (!e->in_use || (backend && strcmp(e->backend, backend) != 0))
+			continue;
+		if (!changed) { /* no memory for the list: one by one, as before */
 			apply_entry(d, e, uid, e->breaker.state, false);
+			continue;
+		}
+		enum breaker_state from = e->breaker.state;
+		if (operator_hand_apply(&d->hand, e->backend, e->server, &e->breaker,
+					clock_now_ms(), wall_now_ms()))
+			changed[nb++] = (struct changed){i, from};
 	}
+	for (uint32_t k = 0; k < nb; k++)
+		publish_entry(d, breaker_table_at(t, changed[k].index), uid, changed[k].from);
+	free(changed);
 }
 
 /* The record on disk after each change: a restart keeps it. */
