@@ -17,7 +17,16 @@
  *                     and the text a case is kept and replayed as
  *   sim_operator.c    the agent's own events: restarts, a SIGHUP with a
  *                     new policy, the operator's control commands
+ *   sim_servers.c     servers added and deleted at run time (`add server`,
+ *                     `del server`)
+ *   sim_peers.c       peers mode: the verdict stick table HAProxy keeps,
+ *                     and another node writing its verdicts there
  *   sim_invariants.c  the promises checked at every step
+ *   sim_invariants_deleted.c  ... deleted_forgotten: a deleted server's
+ *                     breaker and records go, a name added again starts
+ *                     clean
+ *   sim_invariants_peers.c    ... peer_verdicts_kept, and the other nodes'
+ *                     verdicts haproxy_follows_breakers holds the agent to
  *   sim_run.c         one schedule, step by step
  *   sim_shrink.c      a failing schedule made short
  *   sim_main.c        the runs, their figures, the self-test
@@ -89,6 +98,19 @@ enum sim_hand {
 struct sim_server {
 	char name[16];
 	uint32_t id;
+	/* Not in HAProxy: deleted (`del server`), or a slot no `add server`
+	 * has filled yet. HAProxy lists it nowhere and routes nothing to it. */
+	bool absent;
+	uint64_t deleted_us; /* its last deletion (0: never deleted) */
+	/* Added again under a deleted server's name: since when, and the
+	 * worker it came with (deleted_forgotten's clean start). */
+	uint64_t readded_us;
+	uint32_t readded_generation;
+	uint64_t since_deleted_kept, since_readded_unclean;
+	/* Peers mode: since when another node's verdict stands on it with
+	 * the breaker not open; since when the breaker holds on a verdict
+	 * that is gone; since when its own verdict is not as its breaker. */
+	uint64_t since_peer_unheld, since_peer_gone, since_own_verdict;
 	char addr[24]; /* "10.0.B.N", or "127.0.0.1" parked */
 	unsigned port;
 	unsigned admin; /* RUNTIME_API_ADMF_* */
@@ -151,6 +173,7 @@ struct sim_backend {
 	int16_t queue_client[SIM_MAX_QUEUE];
 	unsigned q_head, q_len;
 	uint64_t since_over_cap, since_no_server;
+	uint32_t next_id; /* the id `add server` gives next */
 	bool paused; /* `pause BACKEND`, accepted ... */
 	uint64_t paused_since_us; /* ... then */
 };
@@ -205,6 +228,14 @@ enum sim_event_kind {
 	EV_RESUME,        /* ctl resume B */
 	EV_RELEASE,       /* ctl release all */
 	EV_RESUME_ALL,    /* ctl resume all */
+	/* Servers added and deleted at run time (sim_servers.c), from a
+	 * stream of their own: */
+	EV_ADD_SERVER,    /* add server B/S ADDR: a[0] 1 added ready; a[1] its worker's kind */
+	EV_DEL_SERVER,    /* del server B/S: a[0] 1 after `state maint` and `shutdown sessions` */
+	/* Peers mode (sim_peers.c), from a stream of their own: */
+	EV_PEER_OPEN,     /* another node writes its verdict: a[0] 1 open, 2 half-open */
+	EV_PEER_CLOSE,    /* ... writes it closed, and keeps it no more */
+	EV_PEER_GONE,     /* ... stops: none of its verdicts is rewritten from then */
 	SIM_EVENT_KINDS
 };
 
@@ -239,6 +270,9 @@ struct sim_schedule {
 	/* The shipped default SPOE file: HAProxy notifies a success only for
 	 * a server in breaker-watched.map, anything else always. */
 	bool steady;
+	/* Peers mode: the agent reads and writes the verdict table, another
+	 * node writes there too (one schedule in five). */
+	bool peers;
 	struct sim_event events[SIM_MAX_EVENTS];
 	unsigned nb_events;
 };
@@ -258,6 +292,8 @@ enum sim_invariant {
 	INV_NO_SOCKET,
 	INV_SNAPSHOT_KEEPS,
 	INV_OPERATOR_HOLD_KEPT,
+	INV_DELETED_FORGOTTEN,
+	INV_PEER_VERDICTS_KEPT,
 	SIM_INVARIANTS
 };
 
@@ -271,6 +307,10 @@ enum sim_break {
 	BREAK_CAP_OFF,         /* the agent runs with no ejection cap, the checker with the schedule's */
 	BREAK_SNAPSHOT_TRIPS,  /* the snapshot the agent loads has lost its breakers' trips */
 	BREAK_FORGET_HOLD,     /* the agent forgets an operator's hold as soon as it is made */
+	BREAK_KEEP_MAP_ENTRY,  /* HAProxy ignores the agent's `del map` */
+	BREAK_PEER_UNSEEN,     /* `show table` shows the agent none of the other node's verdicts */
+	BREAK_PEER_STALE,      /* `show table` shows the agent verdicts that are gone */
+	BREAK_VERDICT_LOST,    /* HAProxy ignores the agent's `set table` */
 	SIM_BREAKS
 };
 
@@ -330,6 +370,21 @@ struct sim {
 		unsigned nb, allocated;
 	} maps[SIM_MAPS];
 	unsigned nb_maps; /* the watched map only in steady-state mode */
+	/* Peers mode: the verdict stick table, one entry a server slot (its
+	 * key BACKEND/SERVER), and the other node's own view (sim_peers.c). */
+	struct sim_verdict {
+		bool present;
+		uint32_t state, deadline, node; /* gpt0, gpc0, gpc1 */
+		uint64_t written_us, expires_us;
+		uint32_t written_epoch; /* the agent's that wrote it (0: the other node) */
+		uint64_t stands_since_us; /* another node's open or half-open verdict, since */
+		/* BREAK_PEER_STALE: the last open verdict, shown on after it went */
+		bool stale_shown;
+		uint32_t stale_state, stale_node;
+		/* The other node keeps it alive: the state it rewrites (0: none) */
+		uint32_t peer_keeps;
+	} verdicts[SIM_MAX_BACKENDS][SIM_MAX_SERVERS];
+	uint64_t peer_next_us; /* the other node's next rewrite */
 	uint64_t next_check_us; /* health checks, every 2 s */
 	/* Each server's breaker as last found, and the agent it was found
 	 * in: the invariants look at every server at every step. */
@@ -365,6 +420,22 @@ struct sim {
  * reason) with the Runtime API up: a look and its sweep, the command's
  * way, and a look to notice a command that did not land. */
 #define SIM_CONVERGE_MS (6 * SIM_POLL_MS + 1000u)
+/* Peers mode: this node's node_id and the other node's (the lower keeps
+ * a verdict both own: here always the other's); the table's `expire`, as
+ * breaker-peers.cfg ships it; how long the agent holds on a verdict after
+ * it last read it (two looks and a second: lifecycle.c). */
+#define SIM_NODE_ID 2u
+#define SIM_PEER_NODE_ID 1u
+#define SIM_VERDICT_EXPIRE_MS 5000u
+#define SIM_VERDICT_HOLD_MS (2 * SIM_POLL_MS + 1000u)
+#define SIM_VERDICT_TABLE "breaker_verdicts"
+
+/* A Runtime API reply under construction. */
+struct sim_reply {
+	char *p;
+	size_t len, cap;
+};
+void sim_reply_put(struct sim_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* sim_agent.c */
 bool sim_agent_start(struct sim *s, char *err, size_t size);
@@ -399,6 +470,28 @@ bool sim_hold_applies(const struct sim *s, const struct sim_backend *b,
 		      const struct sim_server *sv);
 /* Draws the agent's own events into a schedule, from a stream of their own. */
 void sim_operator_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duration_ms);
+
+/* sim_servers.c */
+/* EV_ADD_SERVER, EV_DEL_SERVER; false when ev is neither. */
+bool sim_servers_apply(struct sim *s, const struct sim_event *ev);
+/* Draws servers added and deleted, from a stream of their own. */
+void sim_servers_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duration_ms);
+
+/* sim_peers.c */
+/* EV_PEER_*; false when ev is none of them. */
+bool sim_peers_apply(struct sim *s, const struct sim_event *ev);
+/* Draws peers mode (one schedule in five) and the other node's events. */
+void sim_peers_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duration_ms);
+/* `show table` and `set table`: true when the command was one of them. */
+bool sim_peers_execute(struct sim *s, const char *command, struct sim_reply *r);
+/* The other node's rewrites, and the table's expiry. */
+uint64_t sim_peers_next_due(const struct sim *s);
+void sim_peers_run_due(struct sim *s);
+/* The table's entry for a server slot, NULL when there is none (or it
+ * expired). */
+const struct sim_verdict *sim_peers_entry(struct sim *s, unsigned be, unsigned srv);
+/* Another node's open or half-open verdict stands on the slot. */
+bool sim_peers_other_stands(struct sim *s, unsigned be, unsigned srv);
 
 /* sim_haproxy.c */
 void sim_haproxy_init(struct sim *s);
@@ -445,6 +538,14 @@ const char *sim_invariant_name(enum sim_invariant inv);
 bool sim_violate(struct sim *s, enum sim_invariant inv, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void sim_invariants_step(struct sim *s);
+/* sim_invariants_deleted.c: deleted_forgotten, for a server slot. */
+void sim_invariants_deleted(struct sim *s, struct sim_backend *b, struct sim_server *sv);
+/* sim_invariants_peers.c: the other nodes' verdicts held
+ * (haproxy_follows_breakers) and peer_verdicts_kept, for a server slot. */
+void sim_invariants_peers(struct sim *s, struct sim_backend *b, struct sim_server *sv);
+/* The condition holds now; whether it has held longer than bound_ms,
+ * counted from when it began or the Runtime API came back. */
+bool sim_persists(struct sim *s, uint64_t *since, bool cond, uint64_t bound_ms);
 /* Around one observation: what the breaker was, and what it became. */
 void sim_invariants_observed(struct sim *s, const struct sim_backend *b,
 			     const struct sim_server *sv, unsigned status, enum breaker_state before,

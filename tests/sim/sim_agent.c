@@ -23,7 +23,7 @@
 
 /* The agent's command line, from the policy in force. */
 struct sim_options {
-	char threshold[16], cooldown[24], percent[16], rate[16], poll[16];
+	char threshold[16], cooldown[24], percent[16], rate[16], poll[16], node[16];
 	char state_file[600];
 	char *argv[32];
 	int argc;
@@ -59,6 +59,15 @@ static void build_options(const struct sim *s, struct sim_options *o)
 	memcpy(o->argv, argv, sizeof(argv));
 	if (p->drain_last_server || s->brk == BREAK_CAP_OFF)
 		o->argv[o->argc++] = "--drain-last-server";
+	if (s->schedule->peers) {
+		/* Peers mode: the table breaker-peers.cfg declares, and this
+		 * node's id (sim_peers.c plays the other node). */
+		snprintf(o->node, sizeof(o->node), "%u", SIM_NODE_ID);
+		o->argv[o->argc++] = "--verdict-table";
+		o->argv[o->argc++] = SIM_VERDICT_TABLE;
+		o->argv[o->argc++] = "--node-id";
+		o->argv[o->argc++] = o->node;
+	}
 	o->argv[o->argc] = NULL;
 }
 

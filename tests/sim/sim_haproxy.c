@@ -32,13 +32,7 @@ static const char *const map_paths[SIM_MAPS] = {"/etc/haproxy/breaker-owned.map"
 
 /* ---- a reply under construction ---- */
 
-struct reply {
-	char *p;
-	size_t len, cap;
-};
-
-static void put(struct reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct reply *r, const char *fmt, ...)
+void sim_reply_put(struct sim_reply *r, const char *fmt, ...)
 {
 	for (;;) {
 		va_list ap;
@@ -63,12 +57,13 @@ static void put(struct reply *r, const char *fmt, ...)
 
 bool sim_server_capacity(const struct sim_server *sv)
 {
-	return !(sv->admin & RUNTIME_API_ADMF_FMAINT);
+	return !sv->absent && !(sv->admin & RUNTIME_API_ADMF_FMAINT);
 }
 
 bool sim_server_serving(const struct sim_server *sv)
 {
-	return sv->up && !(sv->admin & (RUNTIME_API_ADMF_FMAINT | RUNTIME_API_ADMF_FDRAIN));
+	return !sv->absent && sv->up &&
+	       !(sv->admin & (RUNTIME_API_ADMF_FMAINT | RUNTIME_API_ADMF_FDRAIN));
 }
 
 void sim_haproxy_init(struct sim *s)
@@ -80,6 +75,7 @@ void sim_haproxy_init(struct sim *s)
 		snprintf(b->name, sizeof(b->name), "be%u", i + 1);
 		b->id = 3 + i;
 		b->nb = sc->nb_servers[i];
+		b->next_id = b->nb + 1;
 		b->rate = sc->rate[i];
 		b->clients = sc->clients[i];
 		for (unsigned j = 0; j < b->nb; j++) {
@@ -136,6 +132,11 @@ void sim_haproxy_reload(struct sim *s, bool keep_state)
 		struct sim_backend *b = &s->be[i];
 		for (unsigned j = 0; j < b->nb; j++) {
 			struct sim_server *sv = &b->srv[j];
+			/* The configuration follows the runtime's servers (a
+			 * controller writes it before it reloads): one deleted
+			 * stays deleted, one added is there. */
+			if (sv->absent)
+				continue;
 			sv->stot = sv->wretr = sv->wredis = sv->econ = sv->eresp = 0;
 			sv->srv_abrt = sv->cli_abrt = 0;
 			memset(sv->hrsp, 0, sizeof(sv->hrsp));
@@ -224,7 +225,7 @@ static bool find_server(struct sim *s, const char *name, struct sim_backend **bp
 		    memcmp(b->name, name, (size_t)(slash - name)) != 0)
 			continue;
 		for (unsigned j = 0; j < b->nb; j++) {
-			if (strcmp(b->srv[j].name, slash + 1) == 0) {
+			if (!b->srv[j].absent && strcmp(b->srv[j].name, slash + 1) == 0) {
 				*bp = b;
 				*svp = &b->srv[j];
 				return true;
@@ -247,20 +248,22 @@ static const char *status_word(const struct sim_server *sv)
 	return "UP";
 }
 
-static void show_stat(struct sim *s, struct reply *r)
+static void show_stat(struct sim *s, struct sim_reply *r)
 {
-	put(r, "# pxname,svname,qcur,scur,slim,stot,econ,eresp,wretr,wredis,status,weight,"
+	sim_reply_put(r, "# pxname,svname,qcur,scur,slim,stot,econ,eresp,wretr,wredis,status,weight,"
 	       "iid,sid,type,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,cli_abrt,srv_abrt,"
 	       "mode,addr,\n");
-	put(r, "stats,FRONTEND,,0,,0,0,0,,,OPEN,,2,0,0,0,0,0,0,0,,,http,,\n");
+	sim_reply_put(r, "stats,FRONTEND,,0,,0,0,0,,,OPEN,,2,0,0,0,0,0,0,0,,,http,,\n");
 	for (unsigned i = 0; i < s->nb_be; i++) {
 		const struct sim_backend *b = &s->be[i];
 		for (unsigned j = 0; j < b->nb; j++) {
 			const struct sim_server *sv = &b->srv[j];
 			char slim[16] = "";
+			if (sv->absent)
+				continue;
 			if (sv->maxconn)
 				snprintf(slim, sizeof(slim), "%u", sv->maxconn);
-			put(r,
+			sim_reply_put(r,
 			    "%s,%s,0,%u,%s,%llu,%llu,%llu,%llu,%llu,%s,%u,%u,%u,2,%llu,%llu,%llu,%llu,"
 			    "%llu,%llu,%llu,http,%s:%u,\n",
 			    b->name, sv->name, sv->scur, slim, (unsigned long long)sv->stot,
@@ -272,14 +275,14 @@ static void show_stat(struct sim *s, struct reply *r)
 			    (unsigned long long)sv->hrsp[4], (unsigned long long)sv->cli_abrt,
 			    (unsigned long long)sv->srv_abrt, sv->addr, sv->port);
 		}
-		put(r, "%s,BACKEND,0,0,,0,0,0,0,0,UP,1,%u,0,1,0,0,0,0,0,0,0,http,,\n", b->name, b->id);
+		sim_reply_put(r, "%s,BACKEND,0,0,,0,0,0,0,0,UP,1,%u,0,1,0,0,0,0,0,0,0,http,,\n", b->name, b->id);
 	}
-	put(r, "\n");
+	sim_reply_put(r, "\n");
 }
 
-static void show_servers_state(struct sim *s, struct reply *r)
+static void show_servers_state(struct sim *s, struct sim_reply *r)
 {
-	put(r, "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state "
+	sim_reply_put(r, "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state "
 	       "srv_uweight srv_iweight srv_time_since_last_change srv_check_status "
 	       "srv_check_result srv_check_health srv_check_state srv_agent_state "
 	       "bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord\n");
@@ -287,13 +290,15 @@ static void show_servers_state(struct sim *s, struct reply *r)
 		const struct sim_backend *b = &s->be[i];
 		for (unsigned j = 0; j < b->nb; j++) {
 			const struct sim_server *sv = &b->srv[j];
-			put(r, "%u %s %u %s %s %u %u 1 1 10 6 3 4 6 0 0 0 - %u -\n", b->id, b->name,
+			if (sv->absent)
+				continue;
+			sim_reply_put(r, "%u %s %u %s %s %u %u 1 1 10 6 3 4 6 0 0 0 - %u -\n", b->id, b->name,
 			    sv->id, sv->name, sv->addr,
 			    sv->up ? RUNTIME_API_SRV_RUNNING : RUNTIME_API_SRV_STOPPED, sv->admin,
 			    sv->port);
 		}
 	}
-	put(r, "\n");
+	sim_reply_put(r, "\n");
 }
 
 static struct sim_map *map_named(struct sim *s, const char *path)
@@ -304,11 +309,11 @@ static struct sim_map *map_named(struct sim *s, const char *path)
 	return NULL;
 }
 
-static void show_map_list(struct sim *s, struct reply *r)
+static void show_map_list(struct sim *s, struct sim_reply *r)
 {
-	put(r, "# id (file) description\n");
+	sim_reply_put(r, "# id (file) description\n");
 	for (unsigned m = 0; m < s->nb_maps; m++)
-		put(r,
+		sim_reply_put(r,
 		    "%d (%s) pattern loaded from file '%s' used by map at file "
 		    "'/etc/haproxy/haproxy.cfg' line %d. curr_ver=0 next_ver=0 entry_cnt=%u\n",
 		    m + 3, s->maps[m].path, s->maps[m].path, 60 + m, s->maps[m].nb);
@@ -372,7 +377,7 @@ static void agent_set_state(struct sim *s, struct sim_backend *b, struct sim_ser
 
 /* One command, as HAProxy runs it; its output (without the empty line
  * that ends it) into r. */
-static void execute(struct sim *s, const char *command, uint64_t queued_us, struct reply *r)
+static void execute(struct sim *s, const char *command, uint64_t queued_us, struct sim_reply *r)
 {
 	char w[6][128];
 	int n = 0;
@@ -394,22 +399,22 @@ static void execute(struct sim *s, const char *command, uint64_t queued_us, stru
 			(double)(sim_now_us() - SIM_CLOCK_START_US) / 1e6, command);
 	if (strcmp(command, "show info") == 0) {
 		uint64_t up = (sim_now_us() - s->start_us) / SIM_S;
-		put(r, "Name: HAProxy\nVersion: 3.2.0-sim\nNbthread: 1\nProcess_num: 1\nPid: %u\n"
+		sim_reply_put(r, "Name: HAProxy\nVersion: 3.2.0-sim\nNbthread: 1\nProcess_num: 1\nPid: %u\n"
 		       "Uptime_sec: %llu\nStart_time_sec: %llu\n",
 		    s->pid, (unsigned long long)up,
 		    (unsigned long long)(SIM_WALL_START_S + (s->start_us - SIM_CLOCK_START_US) / SIM_S));
 	} else if (strcmp(command, "show cli level") == 0) {
-		put(r, "admin\n");
+		sim_reply_put(r, "admin\n");
 	} else if (strcmp(command, "show map") == 0) {
 		show_map_list(s, r);
 	} else if (n == 3 && strcmp(w[0], "show") == 0 && strcmp(w[1], "map") == 0) {
 		struct sim_map *m = map_named(s, w[2]);
 		if (!m) {
-			put(r, "Unknown map identifier. Please use #<id> or <file>.\n");
+			sim_reply_put(r, "Unknown map identifier. Please use #<id> or <file>.\n");
 			return;
 		}
 		for (unsigned i = 0; i < m->nb; i++)
-			put(r, "0x%x %s %s\n", 0x55d0a000u + i * 64u, m->entries[i].key,
+			sim_reply_put(r, "0x%x %s %s\n", 0x55d0a000u + i * 64u, m->entries[i].key,
 			    m->entries[i].value);
 	} else if (strcmp(command, "show stat -1 4 -1") == 0) {
 		s->looks++;
@@ -417,23 +422,25 @@ static void execute(struct sim *s, const char *command, uint64_t queued_us, stru
 	} else if (strcmp(command, "show servers state") == 0) {
 		show_servers_state(s, r);
 	} else if (strcmp(command, "show backend") == 0) {
-		put(r, "# name\n");
+		sim_reply_put(r, "# name\n");
 		for (unsigned i = 0; i < s->nb_be; i++)
-			put(r, "%s\n", s->be[i].name);
-		put(r, "\n");
+			sim_reply_put(r, "%s\n", s->be[i].name);
+		sim_reply_put(r, "\n");
+	} else if (sim_peers_execute(s, command, r)) {
+		/* the verdict table, in peers mode */
 	} else if (n >= 2 && strcmp(w[0], "show") == 0 && strcmp(w[1], "table") == 0) {
-		put(r, "Unknown table name.\n");
+		sim_reply_put(r, "Unknown table name.\n");
 	} else if (n == 5 && strcmp(w[0], "set") == 0 && strcmp(w[1], "server") == 0 &&
 		   strcmp(w[3], "state") == 0) {
 		if (!find_server(s, w[2], &b, &sv)) {
-			put(r, "No such server.\n");
+			sim_reply_put(r, "No such server.\n");
 			return;
 		}
 		agent_set_state(s, b, sv, w[4], queued_us);
 	} else if (n == 5 && strcmp(w[0], "set") == 0 && strcmp(w[1], "maxconn") == 0 &&
 		   strcmp(w[2], "server") == 0) {
 		if (!find_server(s, w[3], &b, &sv)) {
-			put(r, "No such server.\n");
+			sim_reply_put(r, "No such server.\n");
 			return;
 		}
 		sv->maxconn = (uint32_t)strtoul(w[4], NULL, 10);
@@ -441,7 +448,7 @@ static void execute(struct sim *s, const char *command, uint64_t queued_us, stru
 	} else if (n == 4 && strcmp(w[0], "shutdown") == 0 && strcmp(w[1], "sessions") == 0 &&
 		   strcmp(w[2], "server") == 0) {
 		if (!find_server(s, w[3], &b, &sv)) {
-			put(r, "No such server.\n");
+			sim_reply_put(r, "No such server.\n");
 			return;
 		}
 		sim_traffic_kill_sessions(s, b, sv);
@@ -449,7 +456,7 @@ static void execute(struct sim *s, const char *command, uint64_t queued_us, stru
 		   (strcmp(w[0], "add") == 0 || strcmp(w[0], "set") == 0 || strcmp(w[0], "del") == 0)) {
 		struct sim_map *m = map_named(s, w[2]);
 		if (!m) {
-			put(r, "Unknown map identifier. Please use #<id> or <file>.\n");
+			sim_reply_put(r, "Unknown map identifier. Please use #<id> or <file>.\n");
 			return;
 		}
 		if (strcmp(w[0], "add") == 0) {
@@ -463,6 +470,12 @@ static void execute(struct sim *s, const char *command, uint64_t queued_us, stru
 				continue;
 			}
 			found++;
+			/* BREAK_KEEP_MAP_ENTRY: the plant, a `del map` that
+			 * keeps the entry (and says it did not). */
+			if (w[0][0] == 'd' && s->brk == BREAK_KEEP_MAP_ENTRY) {
+				i++;
+				continue;
+			}
 			if (w[0][0] == 's') {
 				snprintf(m->entries[i].value, sizeof(m->entries[0].value), "%.47s",
 					 n > 4 ? w[4] : "");
@@ -474,7 +487,7 @@ static void execute(struct sim *s, const char *command, uint64_t queued_us, stru
 			}
 		}
 		if (!found)
-			put(r, w[0][0] == 's' ? "entry not found.\n" : "Key not found.\n");
+			sim_reply_put(r, w[0][0] == 's' ? "entry not found.\n" : "Key not found.\n");
 	} else {
 		/* The agent learnt a command the simulation has not: every
 		 * run would judge it on a world that answers wrongly. */
@@ -506,7 +519,7 @@ bool sim_haproxy_skip_timer(void *ctx, const ev_timer *w)
 }
 
 /* What a socket does to a reply: it arrives in pieces. */
-static void feed_stream(struct sim *s, const struct runtime_api_entry *e, const struct reply *r)
+static void feed_stream(struct sim *s, const struct runtime_api_entry *e, const struct sim_reply *r)
 {
 	char *window = malloc(r->len + 1);
 	size_t kept = 0, pos = 0;
@@ -541,8 +554,8 @@ static void answer_batch(struct sim *s, int i, struct runtime_api_client *c)
 			runtime_api_answer_oldest(c, RUNTIME_API_FAILED, refused, strlen(refused));
 			continue;
 		}
-		struct reply r = {0};
-		put(&r, "%s", "");
+		struct sim_reply r = {0};
+		sim_reply_put(&r, "%s", "");
 		/* The client stamps each command with clock_mono_s(). */
 		execute(s, e->command, (uint64_t)(e->queued_at * 1e6 + 0.5), &r);
 		bool stat = strcmp(e->command, "show stat -1 4 -1") == 0;

@@ -41,6 +41,17 @@
  *                             cap still decides: haproxy_follows_breakers);
  *                             until the hold ends, or a pause or a release
  *                             puts it aside
+ *   deleted_forgotten         a deleted server's breaker, ownership and
+ *                             watched entries (and open verdict) go; one
+ *                             added again under its name starts clean, with
+ *                             none of the old drains (sim_invariants_deleted.c)
+ *   peer_verdicts_kept        a breaker held open by another node's verdict
+ *                             lets go once the verdict is gone; this node's
+ *                             own verdict is in the table while its breaker
+ *                             owns it, and gone once it closes
+ *                             (sim_invariants_peers.c, which also holds the
+ *                             agent to another node's verdict for
+ *                             haproxy_follows_breakers)
  *
  * What must hold at once is checked at once; what the agent reaches
  * through HAProxy's Runtime API must hold within SIM_CONVERGE_MS of the
@@ -71,6 +82,8 @@ static const char *const names[SIM_INVARIANTS] = {
 	[INV_NO_SOCKET] = "no_socket",
 	[INV_SNAPSHOT_KEEPS] = "snapshot_keeps",
 	[INV_OPERATOR_HOLD_KEPT] = "operator_hold_kept",
+	[INV_DELETED_FORGOTTEN] = "deleted_forgotten",
+	[INV_PEER_VERDICTS_KEPT] = "peer_verdicts_kept",
 };
 
 const char *sim_invariant_name(enum sim_invariant inv)
@@ -110,9 +123,7 @@ static bool busy_and_clean(const struct sim_server *sv)
 	       sim_now_us() > w->clean_read_us && sim_now_us() > w->answered_read_us;
 }
 
-/* The condition holds now; whether it has held too long, counted from
- * when it began or the Runtime API came back, whichever is later. */
-static bool persists(struct sim *s, uint64_t *since, bool cond)
+bool sim_persists(struct sim *s, uint64_t *since, bool cond, uint64_t bound_ms)
 {
 	if (!cond) {
 		*since = 0;
@@ -122,7 +133,15 @@ static bool persists(struct sim *s, uint64_t *since, bool cond)
 	if (*since == 0)
 		*since = now;
 	uint64_t from = *since > s->api_up_since_us ? *since : s->api_up_since_us;
-	return now > from + SIM_CONVERGE_MS * SIM_MS;
+	return now > from + bound_ms * SIM_MS;
+}
+
+/* The condition holds now; whether it has held too long (the bound),
+ * counted from when it began or the Runtime API came back, whichever is
+ * later. */
+static bool persists(struct sim *s, uint64_t *since, bool cond)
+{
+	return sim_persists(s, since, cond, SIM_CONVERGE_MS);
 }
 
 void sim_invariants_observed(struct sim *s, const struct sim_backend *b,
@@ -248,6 +267,9 @@ struct sim_snapshot_seen *sim_invariants_before_snapshot(struct sim *s)
 	for (unsigned i = 0; i < s->nb_be; i++) {
 		for (unsigned j = 0; j < s->be[i].nb; j++) {
 			struct sim_server *sv = &s->be[i].srv[j];
+			/* A deleted server's breaker is deleted_forgotten's. */
+			if (sv->absent)
+				continue;
 			struct breaker_table_entry *e = sim_agent_entry(s, &s->be[i], sv);
 			struct sim_snapshot_breaker *k = &seen->srv[i][j];
 			k->present = e != NULL;
@@ -260,6 +282,12 @@ struct sim_snapshot_seen *sim_invariants_before_snapshot(struct sim *s)
 			 * agent makes alike: the snapshot need not keep it
 			 * (state_store.c). */
 			k->kept = !breaker_is_forgettable(&e->breaker) || k->mem.any;
+			/* Open on another node's verdict alone: the hold is not
+			 * in the snapshot, the next look reads the table again
+			 * (peer_verdicts_kept and haproxy_follows_breakers judge
+			 * what comes of it). */
+			if (e->breaker.state == BREAKER_OPEN && e->breaker.peer_adopted)
+				k->kept = false;
 			/* What the agent owns in HAProxy and must still know
 			 * for its own once started again. */
 			sv->owned_drain = k->mem.drained && sv->drain_by == HAND_AGENT;
@@ -281,7 +309,7 @@ void sim_invariants_after_snapshot(struct sim *s, struct sim_snapshot_seen *seen
 		for (unsigned j = 0; j < s->be[i].nb && !s->failed; j++) {
 			const struct sim_backend *b = &s->be[i];
 			const struct sim_snapshot_breaker *k = &seen->srv[i][j];
-			if (!k->kept)
+			if (!k->kept || b->srv[j].absent)
 				continue;
 			s->checks[INV_SNAPSHOT_KEEPS]++;
 			struct breaker_table_entry *e = sim_agent_entry(s, b, &b->srv[j]);
@@ -438,6 +466,10 @@ static void check_trips(struct sim *s, const struct sim_backend *b, struct sim_s
 	if (!busy_and_clean(sv))
 		return;
 	unsigned rule = entry->breaker.last_trip_rule;
+	/* Opened by another node's verdict (peers mode): that node's
+	 * judgement, not a charge of this agent's. */
+	if (rule == BREAKER_TRIP_NONE && entry->breaker.peer_adopted)
+		return;
 	if (rule == BREAKER_TRIP_STALLED && sv->w.slow_refusals && sv->w.stalled_trips == 0) {
 		sv->w.stalled_trips++; /* slow, until its answers prove how slow */
 		return;
@@ -458,7 +490,7 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 
 	for (unsigned j = 0; j < b->nb; j++) {
 		const struct sim_server *sv = &b->srv[j];
-		if (!sim_server_capacity(sv))
+		if (!sim_server_capacity(sv)) /* a deleted one too */
 			continue;
 		listed++;
 		serving += sim_server_serving(sv);
@@ -499,9 +531,18 @@ static void check_backend(struct sim *s, struct sim_backend *b)
 		}
 		for (unsigned j = 0; j < b->nb; j++) {
 			struct sim_server *sv = &b->srv[j];
+			/* A deleted server: deleted_forgotten's alone. */
+			if (sv->absent) {
+				if (pass == 1)
+					sim_invariants_deleted(s, b, sv);
+				continue;
+			}
 			struct breaker_table_entry *entry = sim_agent_entry(s, b, sv);
-			if (pass == 1)
+			if (pass == 1) {
 				check_trips(s, b, sv, entry);
+				sim_invariants_deleted(s, b, sv);
+				sim_invariants_peers(s, b, sv);
+			}
 			bool ours = sim_server_capacity(sv) && sv->drain_by != HAND_OPERATOR;
 			enum breaker_state want = entry ? enforce_wanted_state(&entry->breaker)
 							: BREAKER_CLOSED;

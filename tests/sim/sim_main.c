@@ -37,6 +37,10 @@ static const char *const break_names[SIM_BREAKS] = {
 	[BREAK_CAP_OFF] = "cap-off",
 	[BREAK_SNAPSHOT_TRIPS] = "snapshot-trips",
 	[BREAK_FORGET_HOLD] = "forget-hold",
+	[BREAK_KEEP_MAP_ENTRY] = "keep-map-entry",
+	[BREAK_PEER_UNSEEN] = "peer-unseen",
+	[BREAK_PEER_STALE] = "peer-stale",
+	[BREAK_VERDICT_LOST] = "verdict-lost",
 };
 
 static double cpu_seconds(void)
@@ -303,6 +307,23 @@ static const struct self_test {
 	{BREAK_FORGET_HOLD, INV_OPERATOR_HOLD_KEPT,
 	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1 backends=3/0/60/0 "
 	 "events=3000:hold-out:0:0:0,0,0,0,0,0"},
+	/* A failing worker drained, its server deleted: the agent's entry
+	 * in the ownership map must go with it. */
+	{BREAK_KEEP_MAP_ENTRY, INV_DELETED_FORGOTTEN,
+	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1 backends=3/0/60/0 "
+	 "events=1000:worker:0:0:3,0,0,0,0,100;8000:del-server:0:0:1,0,0,0,0,0"},
+	/* Another node opens a healthy server: this node must hold it. */
+	{BREAK_PEER_UNSEEN, INV_HAPROXY_FOLLOWS_BREAKERS,
+	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1,peers backends=3/0/60/0 "
+	 "events=3000:peer-open:0:1:1,0,0,0,0,0;20000:peer-close:0:1:0,0,0,0,0,0"},
+	/* ... and let go once it is closed. */
+	{BREAK_PEER_STALE, INV_PEER_VERDICTS_KEPT,
+	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1,peers backends=3/0/60/0 "
+	 "events=3000:peer-open:0:1:1,0,0,0,0,0;20000:peer-close:0:1:0,0,0,0,0,0"},
+	/* This node's own breaker opens: its verdict must be in the table. */
+	{BREAK_VERDICT_LOST, INV_PEER_VERDICTS_KEPT,
+	 "sim1 seed=7 duration_ms=60000 policy=3,20000,50,0,0,1,peers backends=3/0/60/0 "
+	 "events=1000:worker:0:0:3,0,0,0,0,100"},
 };
 
 static int by_event_time(const void *a, const void *b)

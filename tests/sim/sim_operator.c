@@ -30,7 +30,7 @@ bool sim_operator_keeps_files(const struct sim_schedule *sc)
 {
 	for (unsigned k = 0; k < sc->nb_events; k++)
 		if (sc->events[k].kind >= EV_AGENT_RESTART_SNAPSHOT &&
-		    sc->events[k].kind != EV_POLICY_RELOAD)
+		    sc->events[k].kind <= EV_RESUME_ALL && sc->events[k].kind != EV_POLICY_RELOAD)
 			return true;
 	return false;
 }

@@ -53,6 +53,7 @@ bool sim_run(const struct sim_schedule *sc, enum sim_break brk, struct sim_viola
 		uint64_t next = earliest(sim_loop_next_due(s->loop), sim_haproxy_next_due(s));
 		next = earliest(next, sim_traffic_next_due(s));
 		next = earliest(next, s->next_check_us);
+		next = earliest(next, sim_peers_next_due(s));
 		if (s->next_event < sc->nb_events)
 			next = earliest(next, start + sc->events[s->next_event].at_ms * SIM_MS);
 		if (next > end)
@@ -68,6 +69,7 @@ bool sim_run(const struct sim_schedule *sc, enum sim_break brk, struct sim_viola
 			sim_event_apply(s, ev);
 		}
 		sim_haproxy_checks(s);
+		sim_peers_run_due(s);
 		sim_loop_run_due(s->loop);
 		sim_haproxy_serve(s);
 		sim_traffic_run_due(s);

@@ -28,6 +28,9 @@ static const char *const event_names[SIM_EVENT_KINDS] = {
 	[EV_UNHOLD] = "unhold",       [EV_PAUSE] = "pause",
 	[EV_RESUME] = "resume",       [EV_RELEASE] = "release",
 	[EV_RESUME_ALL] = "resume-all",
+	[EV_ADD_SERVER] = "add-server", [EV_DEL_SERVER] = "del-server",
+	[EV_PEER_OPEN] = "peer-open", [EV_PEER_CLOSE] = "peer-close",
+	[EV_PEER_GONE] = "peer-gone",
 };
 
 const char *sim_event_name(enum sim_event_kind kind)
@@ -149,6 +152,10 @@ void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 	/* The agent's own events: restarts with the snapshot, SIGHUPs, the
 	 * operator's commands (sim_operator.c). */
 	sim_operator_generate(sc, seed, duration_ms);
+	/* Servers added and deleted at run time, and peers mode with another
+	 * node's verdicts: each from a stream of its own too. */
+	sim_servers_generate(sc, seed, duration_ms);
+	sim_peers_generate(sc, seed, duration_ms);
 	qsort(sc->events, sc->nb_events, sizeof(sc->events[0]), by_time);
 	/* Steady-state mode (the shipped default SPOE file) in three worlds
 	 * of five, from a stream of its own: every seed's world and events
@@ -176,12 +183,30 @@ static void new_worker(struct sim *s, struct sim_backend *b, struct sim_server *
 	sim_worker_become(s, sv, healthy);
 }
 
+/* An event that happens to one server: none where HAProxy has no server. */
+static bool on_one_server(enum sim_event_kind kind)
+{
+	switch (kind) {
+	case EV_WORKER: case EV_OP_DRAIN: case EV_OP_MAINT: case EV_OP_READY: case EV_PARK:
+	case EV_FILL: case EV_MOVE: case EV_HOLD_OUT: case EV_HOLD_IN: case EV_UNHOLD:
+		return true;
+	default:
+		return false;
+	}
+}
+
 void sim_event_apply(struct sim *s, const struct sim_event *ev)
 {
+	/* Servers come and go, and verdicts name servers whether this node
+	 * has them or not: before the slot is looked at. */
+	if (sim_servers_apply(s, ev) || sim_peers_apply(s, ev))
+		return;
 	if (ev->be >= s->nb_be || ev->srv >= s->be[ev->be].nb)
 		return;
 	struct sim_backend *b = &s->be[ev->be];
 	struct sim_server *sv = &b->srv[ev->srv];
+	if (sv->absent && on_one_server(ev->kind))
+		return;
 	bool parked = sv->maint_by == HAND_CONTROLLER;
 	uint64_t now = sim_now_us();
 
@@ -258,9 +283,10 @@ void sim_event_apply(struct sim *s, const struct sim_event *ev)
 
 void sim_schedule_print(const struct sim_schedule *sc, FILE *out)
 {
-	fprintf(out, "sim1 seed=%" PRIu64 " duration_ms=%" PRIu64 " policy=%u,%u,%u,%u,%d,%d%s backends=",
+	fprintf(out, "sim1 seed=%" PRIu64 " duration_ms=%" PRIu64 " policy=%u,%u,%u,%u,%d,%d%s%s backends=",
 		sc->seed, sc->duration_ms, sc->threshold, sc->cooldown_ms, sc->max_ejection_percent,
-		sc->failure_rate, sc->drain_last_server, sc->retry_on, sc->steady ? ",steady" : "");
+		sc->failure_rate, sc->drain_last_server, sc->retry_on, sc->steady ? ",steady" : "",
+		sc->peers ? ",peers" : "");
 	for (unsigned i = 0; i < sc->nb_backends; i++) {
 		fprintf(out, "%s%u/%u/%u/%u", i ? "," : "", sc->nb_servers[i], sc->nb_parked[i],
 			sc->rate[i], sc->maxconn_conf[i]);
@@ -312,6 +338,11 @@ bool sim_schedule_parse(struct sim_schedule *sc, const char *text, char *err, si
 	if (strncmp(text + used, ",steady", 7) == 0) {
 		sc->steady = true;
 		used += 7;
+	}
+	/* ",peers": verdicts shared with another node (sim_peers.c). */
+	if (strncmp(text + used, ",peers", 6) == 0) {
+		sc->peers = true;
+		used += 6;
 	}
 	if (strncmp(text + used, " backends=", 10) != 0) {
 		snprintf(err, size, "expected ' backends=' after the policy");
