@@ -94,7 +94,11 @@ void sim_invariants_deleted(struct sim *s, struct sim_backend *b, struct sim_ser
 	const uint32_t *learnt =
 		s->agent.d.enforcer ? enforcer_maxconn_learnt(s->agent.d.enforcer) : NULL;
 	bool learns = e && learnt && learnt[breaker_table_index(&s->agent.d.breakers.table, e)];
-	bool old_hand = sv->drain_by == HAND_AGENT || (sv->maxconn_by == HAND_AGENT && !learns);
+	/* An operator's drain or maintenance puts the server out of the
+	 * agent's hands, its maxconn too (as no_orphan_maxconn has it). */
+	bool others = sv->drain_by == HAND_OPERATOR || sv->maint_by != HAND_NONE;
+	bool old_hand = sv->drain_by == HAND_AGENT ||
+			(sv->maxconn_by == HAND_AGENT && !learns && !others);
 	if (sim_persists(s, &sv->since_readded_unclean, dirty || old_hand, SIM_CONVERGE_MS))
 		sim_violate(s, INV_DELETED_FORGOTTEN,
 			    "%s/%s, added again %.3f s ago with a new healthy worker: %s", b->name,
