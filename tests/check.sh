@@ -238,14 +238,16 @@ e2e_parts() {
 }
 # Which versions run which parts. The newest HAProxy runs every part,
 # and so does the sanitizer build, on the system HAProxy (2.6): every
-# test runs on the newest version and on the oldest. The others (the
-# system one's optimised build among them) share the parts out, in turn,
-# newest first, so that every test runs on one of them as well: the
-# versions differ in their SPOE engine (an applet up to 3.0, a mux from
-# 3.1) and in what their Runtime API prints, and each of those lines is
-# run on both sides. E2E_EVERY_VERSION=1 runs every part on every
-# version (four times the time: for a release).
+# test runs on the newest version and on the oldest, on both SPOE
+# engines (an applet up to 3.0, a mux from 3.1) and both ends of what the
+# Runtime API prints. The versions between take one part each, newest
+# first, and parts left over run on none of them; the system version's
+# optimised build is one of those only without the sanitizer build
+# (then the parts go round, so that every test runs on a third version).
+# E2E_EVERY_VERSION=1 runs every part on every version (about twice the
+# time: for a release).
 E2E_EVERY_VERSION=${E2E_EVERY_VERSION:-0}
+short_jobs=()
 # The scenes where the features meet (the ejection cap and controller
 # slots, half-open and the last server, late 503 probes, the stall rule,
 # reloads that would widen who may connect) and the hung worker among
@@ -256,22 +258,33 @@ mapfile -t parts_files <<<"$(e2e_parts)"
 mapfile -t version_lines <<<"$(sort -k1,1Vr <<<"$versions" | sed '/^$/d')"
 part_count=${#parts_files[@]}
 others=$((${#version_lines[@]} - 1))
+# Does version i (0: the newest) run part (from 1)?
+runs_part() { # I PART
+	[ "$1" -eq 0 ] || [ "$E2E_EVERY_VERSION" = 1 ] && return 0
+	if [ "$sanitizer_built" = 1 ]; then
+		[ "$1" -lt "$others" ] && [ "$(($2 - 1))" -eq "$(($1 - 1))" ]
+	else
+		[ "$((($2 - 1) % others))" -eq "$(($1 - 1))" ]
+	fi
+}
 for i in "${!version_lines[@]}"; do
 	read -r version bin <<<"${version_lines[$i]}"
 	for part in $(seq "$part_count"); do
-		if [ "$i" -eq 0 ] || [ "$E2E_EVERY_VERSION" = 1 ] || [ "$(((part - 1) % others))" -eq "$((i - 1))" ]; then
+		if runs_part "$i" "$part"; then
 			e2e_jobs+=("e2e-$version-part$part e2e_run $version $bin ${parts_files[$((part - 1))]}")
 		fi
 	done
-	e2e_jobs+=("e2e-$version-edges e2e_run $version $bin $E2E_ON_EVERY_VERSION")
+	short_jobs+=("e2e-$version-edges e2e_run $version $bin $E2E_ON_EVERY_VERSION")
 done
 if [ "$sanitizer_built" = 1 ]; then
 	for part in $(seq "$part_count"); do
 		e2e_jobs+=("e2e-asan-part$part sanitizer_e2e_run ${parts_files[$((part - 1))]}")
 	done
-	e2e_jobs+=("e2e-asan-edges sanitizer_e2e_run $E2E_ON_EVERY_VERSION")
-	e2e_jobs+=("soak-asan sanitizer_soak_run")
+	short_jobs+=("e2e-asan-edges sanitizer_e2e_run $E2E_ON_EVERY_VERSION")
+	short_jobs+=("soak-asan sanitizer_soak_run")
 fi
+# The short jobs last: they fill the lanes' ends.
+e2e_jobs+=("${short_jobs[@]}")
 # The agent under attack (tests/hostile/): no HAProxy version matters
 # there, so once, with the system one.
 e2e_jobs+=("hostile hostile_run")
