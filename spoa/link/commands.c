@@ -15,6 +15,11 @@ struct command_ctx {
 	/* A server command: what to take back if it never lands. */
 	enum link_command_undo undo;
 	char backend[NAME_MAX_LEN + 1], server[NAME_MAX_LEN + 1];
+	/* What the last look showed of the server before the command: the
+	 * plan assumes the command applied (enforce_plan_assume_applied),
+	 * and a command that never lands must not leave that assumption
+	 * for the next transition to plan from. */
+	struct enforce_seen seen_before;
 };
 
 /*
@@ -33,6 +38,14 @@ static void take_back(struct command_ctx *cc, bool refused)
 	if (!entry)
 		return;
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
+	/* Without this, a transition before the next look planned from a
+	 * server it took as ready (its maxconn given back): it found no
+	 * drain to lift and forgot the agent's, left in HAProxy for good
+	 * (the simulation's release_lift_lost_in_outage). */
+	if (cc->undo == LINK_UNDO_DRAIN)
+		en->seen.drained = cc->seen_before.drained;
+	else if (cc->undo == LINK_UNDO_MAXCONN)
+		en->seen.maxconn = cc->seen_before.maxconn;
 	if (cc->undo == LINK_UNDO_OWNER_SET) {
 		/* Refused, the map lists nothing for the server; not
 		 * delivered, it is not known what it lists, and the next
@@ -125,6 +138,8 @@ static void queue(struct haproxy_link *link, const char *command, const char *wh
 	cc->undo = entry ? undo : LINK_UNDO_NOTHING;
 	snprintf(cc->backend, sizeof(cc->backend), "%s", entry ? entry->backend : "");
 	snprintf(cc->server, sizeof(cc->server), "%s", entry ? entry->server : "");
+	if (entry)
+		cc->seen_before = link->entries[breaker_table_index(e->table, entry)].seen;
 	log_msg(level, "HAProxy %s: %s (%s)", runtime_api_client_address(link->client), command,
 		why);
 	if (!runtime_api_submit(link->commands_client, command, command_done, cc)) {
