@@ -102,6 +102,7 @@ struct sim_server {
 	 * has filled yet. HAProxy lists it nowhere and routes nothing to it. */
 	bool absent;
 	uint64_t deleted_us; /* its last deletion (0: never deleted) */
+	uint64_t observed_us; /* the last NOTIFY that spoke of it (0: none) */
 	/* Added again under a deleted server's name: since when, and the
 	 * worker it came with (deleted_forgotten's clean start). */
 	uint64_t readded_us;
@@ -420,6 +421,9 @@ struct sim {
  * reason) with the Runtime API up: a look and its sweep, the command's
  * way, and a look to notice a command that did not land. */
 #define SIM_CONVERGE_MS (6 * SIM_POLL_MS + 1000u)
+/* How long the agent keeps a breaker SPOP speaks of and no look lists
+ * (link/converge.c, UNLISTED_IDLE_MS), plus a look to drop it. */
+#define SIM_UNLISTED_IDLE_MS (60000 + SIM_CONVERGE_MS)
 /* Peers mode: this node's node_id and the other node's (the lower keeps
  * a verdict both own: here always the other's); the table's `expire`, as
  * breaker-peers.cfg ships it; how long the agent holds on a verdict after

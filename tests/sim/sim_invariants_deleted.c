@@ -66,6 +66,15 @@ void sim_invariants_deleted(struct sim *s, struct sim_backend *b, struct sim_ser
 			return; /* a free slot, never a server */
 		s->checks[INV_DELETED_FORGOTTEN]++;
 		const char *kept = what_is_kept(s, b, sv);
+		/* A breaker SPOP spoke of lately is kept on purpose when no
+		 * look lists its server (another HAProxy, one whose Runtime
+		 * API the agent was not given, may have it): up to a minute
+		 * after the last NOTIFY (link/converge.c, UNLISTED_IDLE_MS).
+		 * A server added and deleted between two looks the agent could
+		 * read was never listed to it. */
+		if (kept && strcmp(kept, "breaker") == 0 && sv->observed_us != 0 &&
+		    sim_now_us() < sv->observed_us + SIM_UNLISTED_IDLE_MS * SIM_MS)
+			kept = NULL;
 		if (sim_persists(s, &sv->since_deleted_kept, kept != NULL, SIM_CONVERGE_MS))
 			sim_violate(s, INV_DELETED_FORGOTTEN,
 				    "%s/%s, deleted %.3f s ago: the agent keeps its %s", b->name,

@@ -342,8 +342,10 @@ static void complete(struct sim *s, const struct sim_req *r)
 				sv->hrsp[cls - 1]++;
 			if (cls == 2)
 				sv->w.successes++;
-			if (sim_haproxy_notifies(s, b, sv, r->status))
+			if (sim_haproxy_notifies(s, b, sv, r->status)) {
+				sv->observed_us = sim_now_us();
 				sim_agent_observe(s, b, sv, r->status, r->retry_after);
+			}
 			client_done(s, b, r->client);
 		}
 	}
