@@ -530,6 +530,15 @@ void sim_traffic_free(struct sim *s);
 
 /* sim_schedule.c */
 void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duration_ms);
+/* A new event of the schedule, cleared, its moment drawn from r within
+ * the schedule; the caller checked that there is room. */
+struct sim_event *sim_event_draw(struct sim_schedule *sc, struct sim_rng *r, uint64_t duration_ms);
+/* What follows ev: a copy as `kind`, lo_ms to hi_ms later (drawn from r);
+ * NULL, and nothing added, when there is no room or it falls past the
+ * schedule's end. */
+struct sim_event *sim_event_then(struct sim_schedule *sc, const struct sim_event *ev,
+				 enum sim_event_kind kind, struct sim_rng *r, uint64_t lo_ms,
+				 uint64_t hi_ms, uint64_t duration_ms);
 void sim_event_apply(struct sim *s, const struct sim_event *ev);
 /* The case as one line of text, and back. */
 void sim_schedule_print(const struct sim_schedule *sc, FILE *out);

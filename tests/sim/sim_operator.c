@@ -200,9 +200,7 @@ void sim_operator_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 	static const uint32_t percents[] = {34, 50, 50, 67, 100};
 	unsigned n = (unsigned)sim_rng_range(&r, 1, duration_ms / 50000 + 1);
 	for (unsigned k = 0; k < n && sc->nb_events < SIM_MAX_EVENTS; k++) {
-		struct sim_event *ev = &sc->events[sc->nb_events++];
-		memset(ev, 0, sizeof(*ev));
-		ev->at_ms = sim_rng_below(&r, duration_ms);
+		struct sim_event *ev = sim_event_draw(sc, &r, duration_ms);
 		ev->kind = kinds[sim_rng_below(&r, sizeof(kinds) / sizeof(kinds[0]))];
 		ev->be = (uint8_t)sim_rng_below(&r, sc->nb_backends);
 		ev->srv = (uint8_t)sim_rng_below(&r, sc->nb_servers[ev->be]);
@@ -225,13 +223,8 @@ void sim_operator_generate(struct sim_schedule *sc, uint64_t seed, uint64_t dura
 		/* A pause, a release, most often ends: the agent acts again
 		 * on what its breakers judge then. */
 		bool ends = ev->kind == EV_PAUSE || ev->kind == EV_RELEASE;
-		if (ends && sc->nb_events < SIM_MAX_EVENTS && sim_rng_chance(&r, 0.7)) {
-			struct sim_event *back = &sc->events[sc->nb_events++];
-			*back = *ev;
-			back->kind = ev->kind == EV_PAUSE ? EV_RESUME : EV_RESUME_ALL;
-			back->at_ms = ev->at_ms + sim_rng_range(&r, 5000, 60000);
-			if (back->at_ms >= duration_ms)
-				sc->nb_events--;
-		}
+		if (ends && sc->nb_events < SIM_MAX_EVENTS && sim_rng_chance(&r, 0.7))
+			sim_event_then(sc, ev, ev->kind == EV_PAUSE ? EV_RESUME : EV_RESUME_ALL, &r,
+				       5000, 60000, duration_ms);
 	}
 }

@@ -217,9 +217,7 @@ void sim_peers_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duratio
 		return;
 	unsigned n = (unsigned)sim_rng_range(&r, 1, duration_ms / 30000 + 1);
 	for (unsigned k = 0; k < n && sc->nb_events < SIM_MAX_EVENTS; k++) {
-		struct sim_event *ev = &sc->events[sc->nb_events++];
-		memset(ev, 0, sizeof(*ev));
-		ev->at_ms = sim_rng_below(&r, duration_ms);
+		struct sim_event *ev = sim_event_draw(sc, &r, duration_ms);
 		ev->kind = sim_rng_chance(&r, 0.1) ? EV_PEER_GONE : EV_PEER_OPEN;
 		ev->be = (uint8_t)sim_rng_below(&r, sc->nb_backends);
 		/* Now and then a server this node does not have. */
@@ -228,13 +226,7 @@ void sim_peers_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duratio
 		ev->a[0] = sim_rng_chance(&r, 0.8) ? VERDICT_OPEN : VERDICT_HALF_OPEN;
 		/* Most verdicts end with the other node's probe. */
 		if (ev->kind == EV_PEER_OPEN && sc->nb_events < SIM_MAX_EVENTS &&
-		    sim_rng_chance(&r, 0.6)) {
-			struct sim_event *back = &sc->events[sc->nb_events++];
-			*back = *ev;
-			back->kind = EV_PEER_CLOSE;
-			back->at_ms = ev->at_ms + sim_rng_range(&r, 2000, 60000);
-			if (back->at_ms >= duration_ms)
-				sc->nb_events--;
-		}
+		    sim_rng_chance(&r, 0.6))
+			sim_event_then(sc, ev, EV_PEER_CLOSE, &r, 2000, 60000, duration_ms);
 	}
 }

@@ -63,6 +63,30 @@ static int by_time(const void *a, const void *b)
 	return memcmp(&x->kind, &y->kind, sizeof(*x) - offsetof(struct sim_event, kind));
 }
 
+struct sim_event *sim_event_draw(struct sim_schedule *sc, struct sim_rng *r, uint64_t duration_ms)
+{
+	struct sim_event *ev = &sc->events[sc->nb_events++];
+	memset(ev, 0, sizeof(*ev));
+	ev->at_ms = sim_rng_below(r, duration_ms);
+	return ev;
+}
+
+struct sim_event *sim_event_then(struct sim_schedule *sc, const struct sim_event *ev,
+				 enum sim_event_kind kind, struct sim_rng *r, uint64_t lo_ms,
+				 uint64_t hi_ms, uint64_t duration_ms)
+{
+	if (sc->nb_events >= SIM_MAX_EVENTS)
+		return NULL;
+	struct sim_event *next = &sc->events[sc->nb_events++];
+	*next = *ev;
+	next->kind = kind;
+	next->at_ms = ev->at_ms + sim_rng_range(r, lo_ms, hi_ms);
+	if (next->at_ms < duration_ms)
+		return next;
+	sc->nb_events--;
+	return NULL;
+}
+
 void sim_schedule_generate(struct sim_schedule *sc, uint64_t seed, uint64_t duration_ms)
 {
 	struct sim_rng r;

@@ -133,9 +133,7 @@ void sim_servers_generate(struct sim_schedule *sc, uint64_t seed, uint64_t durat
 					 WORKER_FAILING, WORKER_CRASHED, WORKER_BUSY};
 	unsigned n = (unsigned)sim_rng_range(&r, 1, duration_ms / 40000 + 1);
 	for (unsigned k = 0; k < n && sc->nb_events < SIM_MAX_EVENTS; k++) {
-		struct sim_event *ev = &sc->events[sc->nb_events++];
-		memset(ev, 0, sizeof(*ev));
-		ev->at_ms = sim_rng_below(&r, duration_ms);
+		struct sim_event *ev = sim_event_draw(sc, &r, duration_ms);
 		ev->kind = sim_rng_chance(&r, 0.5) ? EV_ADD_SERVER : EV_DEL_SERVER;
 		ev->be = (uint8_t)sim_rng_below(&r, sc->nb_backends);
 		/* Added: a deleted one's slot or a new one; deleted: any. */
