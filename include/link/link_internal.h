@@ -115,9 +115,9 @@ bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind)
 bool link_record_read(struct haproxy_link *link, enum haproxy_record_id id, bool parsed,
 		      unsigned skipped, const char *reply, size_t len);
 /* Sends what turns have into want (values, NULL: no entry) for
- * backend/server in the record; true when queued. link_record_send_for:
- * the same, for a breaker's server, with what to take back if HAProxy
- * refuses a `set map` (LINK_UNDO_OWNER_SET). */
+ * backend/server in the record; true when queued. (The ownership record
+ * goes through link_record_ownership, which also says what to do if
+ * HAProxy refuses its `set map`: LINK_UNDO_OWNER_SET.) */
 bool link_record_send(struct haproxy_link *link, enum haproxy_record_id id, const char *backend,
 		      const char *server, const char *have, const char *want,
 		      const struct link_record_why *why);

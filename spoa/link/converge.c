@@ -99,9 +99,9 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 		 * before the next look still finds its own. A copy the map kept
 		 * is listed twice until the next change, which HAProxy applies
 		 * to both. */
-		if (was_ours.drained == owner_record_of(&en->mem).drained &&
-		    was_ours.limited == owner_record_of(&en->mem).limited &&
-		    (was_ours.drained || was_ours.limited))
+		struct owner_record ours = owner_record_of(&en->mem);
+		if (was_ours.drained == ours.drained && was_ours.limited == ours.limited &&
+		    (ours.drained || ours.limited))
 			en->owner.present = false;
 	}
 	/* After the drain, on the same connection: nothing new reaches the
