@@ -176,8 +176,11 @@ note "$(grep -m1 '^install-deps: ' "$LOG")"
 
 # The demo's own view of HAProxy (its "HAProxy: SERVER STATE" lines).
 w3_drained_after_round_1() {
-	sed -n '/^Round 1:/,/^Round 2:/p' "$LOG" | grep -q '^  HAProxy: w3 DRAIN' ||
-		{ echo "no 'HAProxy: w3 DRAIN' between rounds 1 and 2"; return 1; }
+	sed -n '/^Round 1:/,/^Round 2:/p' "$LOG" | grep -q '^  HAProxy: w3 DRAIN' || {
+		echo "no 'HAProxy: w3 DRAIN' between rounds 1 and 2; the round:"
+		sed -n '/^Round 1:/,/^Round 2:/p' "$LOG" | head -n 10
+		return 1
+	}
 }
 check "the demo drains w3 after round 1" w3_drained_after_round_1
 w2_never_drained() {
@@ -188,7 +191,16 @@ w2_never_drained() {
 }
 check "the demo never drains w2" w2_never_drained
 # shellcheck disable=SC2154 # lib.sh's count
-[ "$failures" -eq 0 ] || sed 's/^/# demo: /' "$LOG"
+# On a failure, what the demo printed: from its banner on when it got
+# there (the installs and the build above it say nothing of the breaker),
+# else the end of the log.
+if [ "$failures" -ne 0 ]; then
+	if grep -q '^HAProxy on 127\.0\.0\.1:8080 ' "$LOG"; then
+		sed -n '/^HAProxy on 127\.0\.0\.1:8080 /,$p' "$LOG"
+	else
+		tail -n 60 "$LOG"
+	fi | sed 's/^/# demo: /'
+fi
 
 left_behind() {
 	local mounts procs
