@@ -352,8 +352,12 @@ done
 
 section "summary"
 awk '{ printf "%-26s %4d passed, %d failed%s\n", $1, $2, $3, ($4 ? ", " $4 " skipped" : "") }' "$RESULTS"
-# Each failed test by name, just above the total, so that the tail of the
-# output says which.
+# What the first failed tests said, shortened, then each failed test by
+# name just above the total: a run kept only as its tail still says which
+# failed and why (the lanes' logs are gone when the run ends).
+awk 'FNR == 1 {left = 0}
+	/^(ok|not ok) / {left = (/^not ok / && shown < 3) ? 12 : 0; shown += ($0 ~ /^not ok /); if (left) print "why: " $0; next}
+	left > 0 && /^#/ {print "why: " $0; left--}' "$E2E_LOGS"/*.log "$PACKAGING_LOG" 2>/dev/null || true
 grep -h '^not ok ' "$E2E_LOGS"/*.log "$PACKAGING_LOG" 2>/dev/null | sed 's/^/failed: /' || true
 total=$(awk '{p += $2; f += $3; s += $4} END {printf "%d passed, %d failed", p, f; if (s) printf ", %d skipped", s}' "$RESULTS")
 echo "$total"

@@ -30,8 +30,8 @@ setup() {
 # The look count of NODE read just before it was first seen draining w1:
 # the drain came in that look or the next one.
 drained_by_look() { # NODE
-	local node=$1 count i
-	for i in $(seq 200); do
+	local node=$1 count deadline=$((SECONDS + 60))
+	while ((SECONDS < deadline)); do
 		count=$(looks "$node")
 		if on "$node" is_drained w1; then
 			echo "$count"
@@ -39,6 +39,7 @@ drained_by_look() { # NODE
 		fi
 		sleep 0.05
 	done
+	echo "$node never drained w1" >&2
 	return 1
 }
 
