@@ -79,6 +79,13 @@ struct enforce_entry {
 	uint32_t owner_in_look;    /* the look whose map listed it */
 	uint32_t seen_in_look;  /* the look that last listed this server */
 	uint64_t last_command;  /* the link's command count after our last command */
+	/* ... after our last `set server ... state` and `set maxconn server`:
+	 * a look queued before one may show HAProxy before it, but only that
+	 * command's field. A maxconn or a map entry changes no admin state, so
+	 * a look that predates only those still says drained and maintenance
+	 * (an operator's made meanwhile among them). */
+	uint64_t last_state_command;
+	uint64_t last_maxconn_command;
 	struct faults_baseline faults; /* its counters at the previous look */
 	/* Its backend (HAProxy's id) and its place in the backend counts of
 	 * the looks that listed it: one slot per look parity, the last

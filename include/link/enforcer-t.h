@@ -68,6 +68,10 @@ struct haproxy_link {
 	 * (looks and commands travel on different connections, so one sent
 	 * earlier may still be on its way when HAProxy answers the look). */
 	uint64_t look_queued_after;
+	/* `commands_done` when the look's exchange under way began: the
+	 * commands done by then reached HAProxy before it read this
+	 * exchange's line, which is later than the look was queued. */
+	uint64_t exchange_began_after;
 	/* What HAProxy keeps for the agent (haproxy_record.h), by
 	 * enum haproxy_record_id: the ownership record, the retry moments,
 	 * the watched servers, the verdict table. */

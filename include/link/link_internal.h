@@ -88,6 +88,8 @@ struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
 
 /* converge.c */
 void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry);
+/* looks.c: told by the looks' Runtime API client when an exchange begins. */
+void link_on_look_exchange(void *ctx);
 void enforcer_look_finished(struct enforcer *e);
 void enforcer_sweep(struct enforcer *e);
 void enforcer_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
@@ -97,6 +99,13 @@ void enforcer_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static inline bool link_look_predates(const struct haproxy_link *link, uint64_t command)
 {
 	return haproxy_record_predates(link->look_queued_after, command);
+}
+
+/* The same for what the exchange under way reads (`show stat`, `show
+ * servers state`): it began after the command was done, or not. */
+static inline bool link_exchange_predates(const struct haproxy_link *link, uint64_t command)
+{
+	return haproxy_record_predates(link->exchange_began_after, command);
 }
 
 /* records.c: the life of the records HAProxy keeps for the agent on one

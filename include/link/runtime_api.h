@@ -436,6 +436,16 @@ typedef size_t (*runtime_api_stream_fn)(void *ctx, const char *buf, size_t len, 
 bool runtime_api_submit_streamed(struct runtime_api_client *c, const char *command,
 				 runtime_api_stream_fn stream, runtime_api_reply_fn fn, void *ctx);
 
+/*
+ * fn(ctx) is called each time an exchange begins, before its line goes
+ * out, from the loop. Exchanges are one at a time, so a caller that counts
+ * what its other connections finished knows, in a callback of this
+ * exchange, what finished before HAProxy read it. NULL: no call.
+ */
+typedef void (*runtime_api_exchange_fn)(void *ctx);
+void runtime_api_client_on_exchange(struct runtime_api_client *c, runtime_api_exchange_fn fn,
+				    void *ctx);
+
 const struct runtime_api_stats *runtime_api_client_stats(const struct runtime_api_client *c);
 const char *runtime_api_client_address(const struct runtime_api_client *c);
 /* Commands queued or in flight. */

@@ -57,6 +57,8 @@ struct runtime_api_client {
 	size_t streamed;      /* bytes of its reply so far */
 	char stream_tail[2];  /* its last two bytes: "\n\n" ends a whole output */
 	double started;       /* clock_mono_s() when the exchange began */
+	runtime_api_exchange_fn on_exchange; /* told when one begins */
+	void *on_exchange_ctx;
 	struct runtime_api_str *parts; /* max_batch outputs of the split reply */
 
 	bool down;		  /* unreachable since the last failed attempt */

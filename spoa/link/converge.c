@@ -29,6 +29,7 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 		if (link->commands != before) {
 			en->seen.drained = false;
 			en->last_command = link->commands;
+			en->last_state_command = link->commands;
 		}
 		en->mem.drained_by_us = false;
 		link_count_change(link, en, was_out, true);
@@ -77,16 +78,24 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	/* Ready before maxconn: a half-open server takes its probes at once. */
 	if ((plan.set_drain || plan.set_ready) &&
 	    runtime_api_cmd_set_state(command, sizeof(command), entry->backend, entry->server,
-				      plan.set_drain ? "drain" : "ready"))
+				      plan.set_drain ? "drain" : "ready")) {
+		uint64_t queued = link->commands;
 		link_send_server_command(link, entry, command, why,
 					 plan.set_ready ? LINK_UNDO_DRAIN : LINK_UNDO_NOTHING);
+		if (link->commands != queued)
+			en->last_state_command = link->commands;
+	}
 	/* A maxconn planned while the breaker is closed gives the server its
 	 * own back; in half-open it sets the probes, the agent's either way. */
 	if (plan.set_maxconn && runtime_api_cmd_set_maxconn(command, sizeof(command), entry->backend,
-							    entry->server, plan.maxconn))
+							    entry->server, plan.maxconn)) {
+		uint64_t queued = link->commands;
 		link_send_server_command(link, entry, command, why,
 					 want == BREAKER_CLOSED ? LINK_UNDO_MAXCONN
 								: LINK_UNDO_NOTHING);
+		if (link->commands != queued)
+			en->last_maxconn_command = link->commands;
+	}
 	if (link->commands != before) {
 		/* Sent: until a look queued after them says otherwise, HAProxy
 		 * holds what they asked, so the next transition plans from it. */

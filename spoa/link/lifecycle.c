@@ -65,6 +65,8 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 		for (uint32_t j = 0; j < e->capacity; j++) {
 			struct enforce_entry *en = &e->links[i].entries[j];
 			en->last_command = 0;
+			en->last_state_command = 0;
+			en->last_maxconn_command = 0;
 			en->ejection_capped = false;
 			/* The new link's looks and commands count from zero: the
 			 * next look's read of the watched map decides. */
@@ -140,9 +142,11 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 			 sizeof(link->records[RECORD_VERDICTS].where), "%s", c->verdict_table);
 		link->entries = calloc(nb_entries, sizeof(*link->entries));
 		link->client = runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
-		if (link->client)
+		if (link->client) {
+			runtime_api_client_on_exchange(link->client, link_on_look_exchange, link);
 			link->commands_client =
 				runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
+		}
 		e->nb_links++;
 		if (!link->client || !link->commands_client || !link->entries) {
 			errmsg_set(err, err_size, "runtime_api %s: %s", c->runtime_api[i],

@@ -84,9 +84,11 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 		en->group_look[slot] = link->look_id;
 		en->group_index[slot] = group_index;
 	}
-	/* Our command went out after this look was queued: the look shows
-	 * HAProxy before it, and would undo what we know. */
-	if (!link_look_predates(link, en->last_command)) {
+	/* Our last `set server ... state` was not done when this exchange
+	 * began: the row may show HAProxy before it, and would undo what we
+	 * know. (Our maxconn and map commands leave the admin state as the
+	 * row shows it: an operator's maintenance made meanwhile is taken.) */
+	if (!link_exchange_predates(link, en->last_state_command)) {
 		en->seen.drained = row->admin_state & RUNTIME_API_ADMF_FDRAIN;
 		/* Inherited drain is configuration, like maintenance: hands off. */
 		en->seen.maint = row->admin_state & (RUNTIME_API_ADMF_MAINT | RUNTIME_API_ADMF_IDRAIN);
@@ -159,7 +161,7 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 							   row->hrsp_4xx + row->hrsp_5xx;
 	wiring_note_row(&link->wiring, link->look_id, row->pxname.ptr, row->pxname.len, notified,
 			e->last_spop_ms[index] != 0);
-	if (!link_look_predates(link, en->last_command))
+	if (!link_exchange_predates(link, en->last_maxconn_command))
 		en->seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
 	en->seen.sessions = row->scur > UINT32_MAX ? UINT32_MAX : (uint32_t)row->scur;
 	link_record_faults(link, entry, en, row);
@@ -229,6 +231,14 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 	}
 	/* A table of one slice is swept at once; a larger one from the loop. */
 	enforcer_sweep(e);
+}
+
+/* An exchange of the looks' connection begins: what the commands'
+ * connection finished by now, HAProxy ran before it reads this one. */
+void link_on_look_exchange(void *ctx)
+{
+	struct haproxy_link *link = ctx;
+	link->exchange_began_after = link->commands_done;
 }
 
 static bool start_look(struct haproxy_link *link)

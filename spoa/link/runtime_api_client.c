@@ -351,6 +351,13 @@ static void build_line(struct runtime_api_client *c)
 	c->stream_tail[0] = c->stream_tail[1] = '\0';
 }
 
+void runtime_api_client_on_exchange(struct runtime_api_client *c, runtime_api_exchange_fn fn,
+				    void *ctx)
+{
+	c->on_exchange = fn;
+	c->on_exchange_ctx = ctx;
+}
+
 static void start_batch(struct runtime_api_client *c)
 {
 	char reason[160];
@@ -358,6 +365,8 @@ static void start_batch(struct runtime_api_client *c)
 	build_line(c);
 	c->in_len = 0;
 	c->started = clock_mono_s();
+	if (c->on_exchange)
+		c->on_exchange(c->on_exchange_ctx);
 	c->stats.connects++;
 	c->fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {

@@ -589,6 +589,9 @@ static void start_batch(struct sim *s, int i, struct runtime_api_client *c)
 		if (e->stream)
 			break;
 	}
+	/* As the client's own start_batch: the exchange begins now. */
+	if (c->on_exchange)
+		c->on_exchange(c->on_exchange_ctx);
 	double u = sim_rng_unit(&s->api_rng);
 	uint64_t delay = u < 0.9 ? sim_rng_range(&s->api_rng, 100, 2000)
 		       : u < 0.99 ? sim_rng_range(&s->api_rng, 2000, 50000)

@@ -765,6 +765,52 @@ static void test_batches_and_submit_from_callback(void **state)
 	recorder_free(rec);
 }
 
+/* The exchange hook: told once per exchange, before its line goes out,
+ * after every answer of the one before (what the link counts on to know
+ * which of its other connection's commands HAProxy ran before a look). */
+struct exchanges {
+	struct recorder *rec;
+	unsigned begun;
+	unsigned answered_then[4];
+};
+
+static void on_exchange(void *ctx)
+{
+	struct exchanges *x = ctx;
+	if (x->begun < 4)
+		x->answered_then[x->begun] = x->rec->answered;
+	x->begun++;
+}
+
+static void test_exchange_hook(void **state)
+{
+	require_haproxy();
+	struct runtime_api_settings s;
+	runtime_api_settings_default(&s);
+	s.max_batch = 2;
+	struct recorder *rec = recorder_new();
+	struct runtime_api_client *c = client_for(rec, hap.sock, &s);
+	struct exchanges x = {.rec = rec};
+
+	runtime_api_client_on_exchange(c, on_exchange, &x);
+	for (unsigned i = 0; i < 5; i++)
+		assert_true(submit(c, rec, i, "set maxconn server be_app/w3 0"));
+	assert_int_equal(x.begun, 0); /* nothing begins inside submit */
+	expect_answers(rec, 5, 3.0);
+	/* [0 1] [2 3] [4]: each began once the one before was all answered. */
+	assert_int_equal(x.begun, 3);
+	assert_int_equal(x.answered_then[0], 0);
+	assert_int_equal(x.answered_then[1], 2);
+	assert_int_equal(x.answered_then[2], 4);
+	/* No hook, no call. */
+	runtime_api_client_on_exchange(c, NULL, NULL);
+	assert_true(submit(c, rec, 5, "set maxconn server be_app/w3 0"));
+	expect_answers(rec, 6, 3.0);
+	assert_int_equal(x.begun, 3);
+	runtime_api_client_free(c);
+	recorder_free(rec);
+}
+
 /* A reply larger than max_reply fails its batch; the socket is fine, so
  * HAProxy stays reachable and the next batch goes at once. */
 static void test_reply_too_large(void **state)
@@ -1124,6 +1170,7 @@ int main(void)
 		cmocka_unit_test(test_recovers_when_haproxy_returns),
 		cmocka_unit_test(test_queue_bound),
 		cmocka_unit_test(test_batches_and_submit_from_callback),
+		cmocka_unit_test(test_exchange_hook),
 		cmocka_unit_test(test_reply_too_large),
 		cmocka_unit_test(test_streamed_show_stat),
 		cmocka_unit_test(test_streamed_in_pieces),
