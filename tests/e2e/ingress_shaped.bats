@@ -112,9 +112,12 @@ drain_by_traffic() { # SLOT
 
 @test "a slot parked then re-pointed at a new pod with ready: a clean breaker, served, never drained again" {
 	drain_by_traffic SRV_2
-	# The pod behind SRV_2 is gone: the controller parks its slot.
-	cli "set server $BACKEND/SRV_2 addr 127.0.0.1 port 1"
-	cli "set server $BACKEND/SRV_2 state maint"
+	# The pod behind SRV_2 is gone: the controller parks its slot. Both
+	# commands in one line: sent apart, a look of the agent's between them
+	# sees the slot moved, not yet in maintenance, and lifts the agent's
+	# drain there with `state ready` - which in HAProxy clears a
+	# maintenance set meanwhile too (docs/kubernetes.md).
+	cli "set server $BACKEND/SRV_2 addr 127.0.0.1 port 1; set server $BACKEND/SRV_2 state maint"
 	wait_more_looks 3
 	# The agent leaves a parked slot parked.
 	parked SRV_2

@@ -19,7 +19,7 @@ teardown() {
 # SETTING`, every retry to another worker, `timeout server 1s`.
 retry_scene() {
 	# shellcheck disable=SC2034 # read by start_fleet_scene
-	RETRY_ON=$1 RETRIES=2 REDISPATCH="option redispatch 1" TIMEOUT_SERVER=1s
+	RETRY_ON=$1 RETRIES=2 REDISPATCH="option redispatch 1" TIMEOUT_SERVER=${TIMEOUT_SERVER:-1s}
 	shift
 	start_fleet_scene "$@"
 }
@@ -96,11 +96,14 @@ retried_by() { # SETTING STATUS
 # retries the status the clients never see it, and the agent counts it a
 # capacity status retried; when it does not, it reaches the client and
 # SPOE as itself. The agent is told what the retry-on retries, as an
-# operator would tell it (retried_timeouts).
+# operator would tell it (retried_timeouts). No worker hangs here: a long
+# `timeout server` keeps a healthy answer slowed by a loaded machine from
+# timing out, its retry landing on w2 last and its status reaching the
+# client although HAProxy retries it.
 busy_never_charged() { # SETTING STATUS
 	local told=""
 	[[ "$1" == *response-timeout* || "$1" == all-retryable-errors* ]] && told=--retried-timeouts
-	AGENT_ARGS="$told" retry_scene "$1" 200 "$2" 200 200
+	AGENT_ARGS="$told" TIMEOUT_SERVER=30s retry_scene "$1" 200 "$2" 200 200
 	start_load 8 200 30 /
 	watch_drains_while_loaded
 	[ "$(load_answered)" -ge 200 ]
