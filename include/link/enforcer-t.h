@@ -82,6 +82,12 @@ struct haproxy_link {
 	 * The other records keep HAProxy's side per entry (enforce-t.h). */
 	struct retry_map_entry *retry_have;
 	size_t nb_retry_have;
+	/* The ownership map's entries the look in flight read for servers
+	 * with no breaker: deleted once its `show stat`, read whole, does
+	 * not list them either (records.c). At most LINK_OWNER_ORPHANS per
+	 * look; the rest wait for the next. */
+	struct link_owner_orphan *orphans;
+	unsigned nb_orphans;
 	/* records[RECORD_WATCHED].where: "" unless steady-state mode is on
 	 * for this HAProxy (signals.c, commands.c read it so). */
 	const char *watched_map;

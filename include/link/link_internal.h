@@ -144,6 +144,20 @@ void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_en
 			const struct enforce_entry *en);
 void link_sync_retry_map(struct haproxy_link *link);
 /* What the records keep for a server HAProxy no longer has, deleted. */
+/* An ownership entry for a server HAProxy no longer lists - deleted
+ * while the agent was down, or before its look saw it - names no
+ * breaker, so nothing else would ever remove it, and a server added
+ * later under the name would read as the agent's. */
+#define LINK_OWNER_ORPHANS 32
+struct link_owner_orphan {
+	char backend[BREAKER_NAME_MAX + 1];
+	char server[BREAKER_NAME_MAX + 1];
+	struct owner_record rec;
+	bool listed; /* the look's `show stat` has a row for it */
+};
+void link_owner_orphans_listed(struct haproxy_link *link, struct runtime_api_str backend,
+			       struct runtime_api_str server);
+void link_owner_orphans_forget(struct haproxy_link *link);
 void link_record_forget_owner(struct haproxy_link *link, struct breaker_table_entry *entry,
 			      struct enforce_entry *en);
 void link_record_forget_watched(struct haproxy_link *link, struct breaker_table_entry *entry,

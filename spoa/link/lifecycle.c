@@ -207,6 +207,7 @@ void enforcer_free(struct enforcer *e)
 		runtime_api_client_free(e->links[i].commands_client);
 		free(e->links[i].entries);
 		free(e->links[i].retry_have);
+		free(e->links[i].orphans);
 		free(e->links[i].groups[0].groups);
 		free(e->links[i].groups[1].groups);
 		free(e->links[i].capped);

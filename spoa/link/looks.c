@@ -137,6 +137,8 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 	struct enforcer *e = link->owner;
 	static const char http[] = "http";
 
+	if (link->nb_orphans)
+		link_owner_orphans_listed(link, row->pxname, row->svname);
 	if (row->mode.len && !(row->mode.len == 4 && memcmp(row->mode.ptr, http, 4) == 0))
 		return;
 	/* A server-template slot DNS has not filled: no worker to judge. */
@@ -189,8 +191,11 @@ static void on_stat(void *ctx, enum runtime_api_result result, const char *reply
 	if (result == RUNTIME_API_OK && !link->stat_read)
 		log_warning("HAProxy %s: unreadable 'show stat': %s",
 			    runtime_api_client_address(link->client), link->stat_stream.report.error);
-	if (!link->stat_read)
+	if (!link->stat_read) {
+		link->nb_orphans = 0;
 		return;
+	}
+	link_owner_orphans_forget(link);
 	link_report_unwired(link);
 }
 
@@ -255,6 +260,7 @@ static bool start_look(struct haproxy_link *link)
 	link->wiring.verdicts_wanted = e->verdict_table[0] != '\0';
 	link->stat_read = false;
 	link->look_queued_after = link->commands_done;
+	link->nb_orphans = 0;
 	runtime_api_stat_stream_init(&link->stat_stream, on_stat_row, link);
 	runtime_api_servers_state_stream_init(&link->state_stream, on_server_state, link);
 	bool queued =

@@ -224,6 +224,70 @@ void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry
 	en->last_command = link->commands;
 }
 
+/* An entry that names no breaker: kept for the end of the look, which
+ * says whether HAProxy still lists the server. */
+static void note_orphan(struct haproxy_link *link, struct runtime_api_str backend,
+			struct runtime_api_str server, const struct owner_record *rec)
+{
+	if (backend.len > BREAKER_NAME_MAX || server.len > BREAKER_NAME_MAX)
+		return; /* no name the agent ever wrote */
+	for (unsigned i = 0; i < link->nb_orphans; i++)
+		if (strlen(link->orphans[i].backend) == backend.len &&
+		    strlen(link->orphans[i].server) == server.len &&
+		    memcmp(link->orphans[i].backend, backend.ptr, backend.len) == 0 &&
+		    memcmp(link->orphans[i].server, server.ptr, server.len) == 0)
+			return; /* a copy (an `add` HAProxy kept twice): one `del` ends all */
+	if (link->nb_orphans == LINK_OWNER_ORPHANS)
+		return; /* the next look */
+	if (!link->orphans) {
+		link->orphans = calloc(LINK_OWNER_ORPHANS, sizeof(*link->orphans));
+		if (!link->orphans)
+			return;
+	}
+	struct link_owner_orphan *o = &link->orphans[link->nb_orphans++];
+	memcpy(o->backend, backend.ptr, backend.len);
+	o->backend[backend.len] = '\0';
+	memcpy(o->server, server.ptr, server.len);
+	o->server[server.len] = '\0';
+	o->rec = *rec;
+	o->listed = false;
+}
+
+void link_owner_orphans_listed(struct haproxy_link *link, struct runtime_api_str backend,
+			       struct runtime_api_str server)
+{
+	for (unsigned i = 0; i < link->nb_orphans; i++) {
+		struct link_owner_orphan *o = &link->orphans[i];
+		if (!o->listed && strlen(o->server) == server.len &&
+		    strlen(o->backend) == backend.len &&
+		    memcmp(o->server, server.ptr, server.len) == 0 &&
+		    memcmp(o->backend, backend.ptr, backend.len) == 0)
+			o->listed = true;
+	}
+}
+
+/* The look's `show stat` was read whole: the entries it listed no server
+ * for are deleted - unless a command to the map went out after the look
+ * was queued (it may be a server's own add since). */
+void link_owner_orphans_forget(struct haproxy_link *link)
+{
+	static const struct link_record_why why = {"HAProxy does not list the server", false,
+						   LOG_LEVEL_NOTICE};
+	char have[OWNER_MAP_VALUE_MAX];
+	unsigned n = link->nb_orphans;
+
+	link->nb_orphans = 0;
+	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->records[RECORD_OWNER].known ||
+	    link_look_predates(link, link->records[RECORD_OWNER].last_command))
+		return;
+	for (unsigned i = 0; i < n; i++) {
+		const struct link_owner_orphan *o = &link->orphans[i];
+		if (!o->listed)
+			link_record_send(link, RECORD_OWNER, o->backend, o->server,
+					 owner_map_value(have, sizeof(have), &o->rec), NULL, &why);
+	}
+}
+
 static void on_owner_entry(void *ctx, struct runtime_api_str backend, struct runtime_api_str server,
 			   const struct owner_record *rec)
 {
@@ -231,8 +295,10 @@ static void on_owner_entry(void *ctx, struct runtime_api_str backend, struct run
 	struct enforcer *e = link->owner;
 	struct breaker_table_entry *entry =
 		breaker_table_find(e->table, backend.ptr, backend.len, server.ptr, server.len);
-	if (!entry)
+	if (!entry) {
+		note_orphan(link, backend, server, rec);
 		return;
+	}
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	en->owner_in_look = link->look_id;
 	if (link_look_predates(link, en->last_command))

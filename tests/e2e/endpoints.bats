@@ -108,6 +108,37 @@ wait_looks() {
 	assert_failure
 }
 
+@test "a server deleted while the agent is down leaves no entry in the ownership record" {
+	stop_all
+	W2_BEHAVIOUR=200 setup
+	local w9_port
+	w9_port=$(free_port)
+	start_worker w9 "$w9_port" 500
+	haproxy_cli "add server workers/w9 127.0.0.1:$w9_port weight 100" >/dev/null
+	haproxy_cli "enable server workers/w9"
+	wait_until 10 breaker_known workers/w9
+	trip_server w9
+	wait_until 10 is_drained w9
+	haproxy_cli "show map $REPO/haproxy/breaker-owned.map" | grep -q "workers/w9"
+	# The agent stops (no snapshot: it will know nothing of w9), and the
+	# server is deleted meanwhile.
+	stop agent
+	mv "$RUN_DIR/agent.log" "$RUN_DIR/agent-previous.log"
+	haproxy_cli "disable server workers/w9"
+	run haproxy_cli "del server workers/w9"
+	assert_output --partial "Server deleted"
+	# Back, it finds the record of a server HAProxy no longer lists, with
+	# no breaker of its own for it: the entry goes (a server added later
+	# under the name must not read as drained by the agent).
+	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options
+	start_agent agent --listen "$AGENT_ADDR" ${AGENT_ARGS}
+	wait_port "$AGENT_PORT"
+	wait_until 10 bash -c "! echo 'show map $REPO/haproxy/breaker-owned.map' | socat -t 2 - UNIX-CONNECT:$RUN_DIR/admin.sock | grep -q workers/w9"
+	grep -q "del map .*breaker-owned.map workers/w9 (HAProxy does not list the server)" "$RUN_DIR/agent.log"
+	# The other servers' entries are left: w2 serves, w1 and w3 too.
+	breaker_gone w9
+}
+
 @test "controller: a ready on the failing worker is drained again; a new address with ready serves" {
 	trip_server w2
 	wait_until 10 is_drained w2
