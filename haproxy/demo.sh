@@ -2,8 +2,9 @@
 # The demo: HAProxy with haproxy.cfg, the agent, and three loopback workers
 # -- w1 healthy, w2 busy (503), w3 broken (500) -- then requests showing the
 # breaker at work: w2's 503s never count against it, w3 opens after three
-# 500s, and after the cool-down (2 s here instead of 30 s, to keep the demo
-# short) w3's probe fails and it opens again. Everything runs on 127.0.0.1
+# 500s, and after the cool-down (5 s here instead of 30 s, to keep the demo
+# short; long enough that a busy machine still shows the drain) w3's probe
+# fails and it opens again. Everything runs on 127.0.0.1
 # and is stopped on exit. DEMO_REQUESTS sets how many requests per round.
 set -eu
 cd "$(dirname "$0")/.."
@@ -51,7 +52,7 @@ for _ in $(seq 600); do
 	sleep 0.05
 done
 # After HAProxy, so that its admin socket is there from the agent's first look.
-build/spoa-breaker --cooldown 2s --runtime-api "unix:$BREAKER_ADMIN_SOCKET" --state-file "$RUN/state.msgpack" 2>"$RUN/agent.log" & PIDS+=($!)
+build/spoa-breaker --cooldown 5s --runtime-api "unix:$BREAKER_ADMIN_SOCKET" --state-file "$RUN/state.msgpack" 2>"$RUN/agent.log" & PIDS+=($!)
 
 haproxy_stat() { echo "show stat" | socat -t 2 - "UNIX-CONNECT:$BREAKER_ADMIN_SOCKET"; }
 # until COMMAND... holds, for at most 30 s: the demo waits on what it
@@ -95,7 +96,7 @@ w3_drained() { haproxy_stat | awk -F, '$1=="workers" && $2=="w3" && $18=="DRAIN"
 w3_ready() { ! w3_drained; }
 
 echo "Round 1: w2's 503s are retried on another worker (backpressure, never a failure); w3's 500s are failures"
-# Until w3 opens: its cool-down (2 s) runs from then, and a slow machine
+# Until w3 opens: its cool-down (5 s) runs from then, and a slow machine
 # would spend it on the rest of the round.
 show_requests "${DEMO_REQUESTS:-12}" transition=closed-\>open
 until_shown w3_drained || true # shown as it is, drained or not
@@ -104,8 +105,7 @@ echo
 echo "Round 2: w3 is drained: the requests go to w1, and w2's 503s are retried there"
 show_requests 4
 echo
-echo "(waiting out the 2 s cool-down: w3 becomes half-open, ready for one probe)"
-sleep 2
+echo "(waiting out the 5 s cool-down: w3 becomes half-open, ready for one probe)"
 until_shown w3_ready || true
 servers
 echo
