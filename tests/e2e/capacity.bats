@@ -95,7 +95,8 @@ backpressure_of() { # SERVER
 	# /state says what the agent holds there.
 	local learnt
 	learnt=$(breaker_field workers/w1 maxconn_learnt)
-	[ "$learnt" -ge 2 ] && [ "$learnt" -le 4 ]
+	[ "$learnt" -ge 2 ]
+	[ "$learnt" -le 4 ]
 	# Busy is not dead: never drained, never opened.
 	is_not_drained w1
 	[ "$(breaker_field workers/w1 state)" = closed ]
@@ -106,7 +107,8 @@ backpressure_of() { # SERVER
 	[ "$(limit_of w3)" -ge 2 ]
 	local w2_limit
 	w2_limit=$(limit_of w2)
-	[ "$w2_limit" -ge 2 ] && [ "$w2_limit" -le 50 ]
+	[ "$w2_limit" -ge 2 ]
+	[ "$w2_limit" -le 50 ]
 	stop_load
 }
 

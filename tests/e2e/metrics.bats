@@ -158,7 +158,8 @@ PY
 	[ "$(state_field w2 failure_streak)" = 3 ]
 	local left
 	left=$(state_field w2 cooldown_left_ms)
-	[ "$left" -gt 0 ] && [ "$left" -le 60000 ]
+	[ "$left" -gt 0 ]
+	[ "$left" -le 60000 ]
 
 	# The Runtime API carried the drain, and its counters say so.
 	[ "$(metric 'runtime_api_commands_total{result="ok"}')" -ge 1 ]

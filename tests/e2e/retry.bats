@@ -240,7 +240,8 @@ open_every_breaker() {
 	moment=$(retry_moment)
 	now=$(date +%s)
 	# The moment the first of the three opened plus its cool-down.
-	[ "$moment" -gt $((now + 30)) ] && [ "$moment" -le $((now + 41)) ]
+	[ "$moment" -gt $((now + 30)) ]
+	[ "$moment" -le $((now + 41)) ]
 	run answer_of /
 	assert_output --regexp '^503 breaker_open [0-9]+$'
 	seconds=${output##* }

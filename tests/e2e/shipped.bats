@@ -68,7 +68,8 @@ ini_without_runtime_api() {
 		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FE_PORT/")" = 200 ]
 	done
 	after=$(metric 'spoa_breaker_spop_frames_total{type="notify"}')
-	[ -n "$before" ] && [ "$before" = "$after" ]
+	[ -n "$before" ]
+	[ "$before" = "$after" ]
 	# A failure is sent, and it is steady-state mode's message.
 	curl -s -o /dev/null "http://127.0.0.1:$FE_PORT/status/500"
 	wait_until 5 metric_is spoa_breaker_spop_steady_messages_total 1

@@ -135,7 +135,8 @@ answers_from() { # PORT PATH SERVER STATUS N
 		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$WWW_PORT/")" = 200 ]
 	done
 	after=$(metric 'spoa_breaker_spop_frames_total{type="notify"}')
-	[ -n "$before" ] && [ "$before" = "$after" ]
+	[ -n "$before" ]
+	[ "$before" = "$after" ]
 	# A failure is sent, as a steady-state message, and the agent keeps
 	# the watched map the successes of its server are then sent by.
 	curl -s -o /dev/null "http://127.0.0.1:$INTERNAL_PORT/status/500"
