@@ -163,6 +163,7 @@ static int teardown(void **state)
 	runtime_api_client_free(link->commands_client);
 	free(link->entries);
 	free(link->retry_have);
+	free(link->orphans);
 	wiring_free(&link->wiring);
 	breaker_table_free(&f->table);
 	ev_loop_destroy(f->loop);
