@@ -200,9 +200,12 @@ late_503_probe_closes() { # DELAY
 	assert_output ""
 	run awk '$1 != 200' "$RUN_DIR/load.out"
 	assert_output ""
-	# Not vacuous: w3 was sent its share, and each refusal was read as
-	# one, none as a request held.
-	[ "$(metric spoa_breaker_capacity_retries_total)" -ge 30 ]
+	# Not vacuous: w3 was sent requests, and its refusals were read as
+	# such, none as a request held. (About 46 on a quiet machine; a
+	# loaded one answers w1 and w2 slower, and w3 gets fewer: under 30
+	# once.)
+	echo "capacity retries: $(metric spoa_breaker_capacity_retries_total)"
+	[ "$(metric spoa_breaker_capacity_retries_total)" -ge 10 ]
 }
 
 # w1 wedged at 503 beside two that serve, under wedged_after: opened as
