@@ -143,7 +143,6 @@ bool link_sync_watched(struct haproxy_link *link, struct breaker_table_entry *en
 void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_entry *entry,
 			const struct enforce_entry *en);
 void link_sync_retry_map(struct haproxy_link *link);
-/* What the records keep for a server HAProxy no longer has, deleted. */
 /* An ownership entry for a server HAProxy no longer lists - deleted
  * while the agent was down, or before its look saw it - names no
  * breaker, so nothing else would ever remove it, and a server added
@@ -158,6 +157,7 @@ struct link_owner_orphan {
 void link_owner_orphans_listed(struct haproxy_link *link, struct runtime_api_str backend,
 			       struct runtime_api_str server);
 void link_owner_orphans_forget(struct haproxy_link *link);
+/* What the records keep for a server HAProxy no longer has, deleted. */
 void link_record_forget_owner(struct haproxy_link *link, struct breaker_table_entry *entry,
 			      struct enforce_entry *en);
 void link_record_forget_watched(struct haproxy_link *link, struct breaker_table_entry *entry,

@@ -224,6 +224,14 @@ void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry
 	en->last_command = link->commands;
 }
 
+static bool orphan_is(const struct link_owner_orphan *o, struct runtime_api_str backend,
+		      struct runtime_api_str server)
+{
+	return strlen(o->backend) == backend.len && strlen(o->server) == server.len &&
+	       memcmp(o->backend, backend.ptr, backend.len) == 0 &&
+	       memcmp(o->server, server.ptr, server.len) == 0;
+}
+
 /* An entry that names no breaker: kept for the end of the look, which
  * says whether HAProxy still lists the server. */
 static void note_orphan(struct haproxy_link *link, struct runtime_api_str backend,
@@ -232,10 +240,7 @@ static void note_orphan(struct haproxy_link *link, struct runtime_api_str backen
 	if (backend.len > BREAKER_NAME_MAX || server.len > BREAKER_NAME_MAX)
 		return; /* no name the agent ever wrote */
 	for (unsigned i = 0; i < link->nb_orphans; i++)
-		if (strlen(link->orphans[i].backend) == backend.len &&
-		    strlen(link->orphans[i].server) == server.len &&
-		    memcmp(link->orphans[i].backend, backend.ptr, backend.len) == 0 &&
-		    memcmp(link->orphans[i].server, server.ptr, server.len) == 0)
+		if (orphan_is(&link->orphans[i], backend, server))
 			return; /* a copy (an `add` HAProxy kept twice): one `del` ends all */
 	if (link->nb_orphans == LINK_OWNER_ORPHANS)
 		return; /* the next look */
@@ -258,10 +263,7 @@ void link_owner_orphans_listed(struct haproxy_link *link, struct runtime_api_str
 {
 	for (unsigned i = 0; i < link->nb_orphans; i++) {
 		struct link_owner_orphan *o = &link->orphans[i];
-		if (!o->listed && strlen(o->server) == server.len &&
-		    strlen(o->backend) == backend.len &&
-		    memcmp(o->server, server.ptr, server.len) == 0 &&
-		    memcmp(o->backend, backend.ptr, backend.len) == 0)
+		if (!o->listed && orphan_is(o, backend, server))
 			o->listed = true;
 	}
 }
