@@ -41,6 +41,9 @@ struct enforce_seen {
 	bool down;        /* operational state stopped: down by health check */
 	uint32_t maxconn; /* current maxconn; 0 = unlimited */
 	uint32_t sessions; /* requests in flight there (scur), as of the last look */
+	bool answered;     /* the last look saw an answer since the one before (a
+			    * head, an SPOP answer or a capacity status): the
+			    * worker is not hung */
 };
 
 /* What the agent has changed in HAProxy for one server. */

@@ -12,7 +12,8 @@
  *              changed it)
  *   open       state drain (also a resting worker's: enforce_wanted_state())
  *   half_open  state ready (if we drained it) and maxconn = half_open_probes;
- *              state drain while the probes are out, if guard_room
+ *              state drain while the probes are out and the worker
+ *              has not answered since the look before, if guard_room
  *
  * An operator's hand is never undone: a server in maintenance is left
  * alone, and a drain the agent did not set is never lifted.

@@ -82,8 +82,13 @@ struct enforce_plan enforce_plan_limited(enum breaker_state want, uint32_t half_
 		 * still be followed by a second one. The guard is a drain like
 		 * any other: where the ejection cap has no room for it (the
 		 * last serving server), the server stays at maxconn only.
+		 * And it is for a hung probe: a worker the look saw answer
+		 * since the look before is not hung, and a busy one answering
+		 * its probes one at a time (at maxconn) is never drained
+		 * between two of them - its next answer closes the breaker.
 		 */
-		if (seen->sessions >= half_open_probes && (seen->drained || guard_room)) {
+		if (seen->sessions >= half_open_probes && !seen->answered &&
+		    (seen->drained || guard_room)) {
 			if (!seen->drained)
 				plan.set_drain = true;
 			mem->drained_by_us = true;

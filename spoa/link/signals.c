@@ -294,6 +294,8 @@ void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *
 	uint64_t open = row->stot > ended ? row->stot - ended : 0;
 	r->pending = open < row->scur ? open : row->scur;
 	r->in_flight = row->scur > 0;
+	/* And for half-open's in-flight guard (enforce_plan.c). */
+	en->seen.answered = r->baseline && r->answered;
 	en->responses_counted = responses;
 	en->heads_counted = heads;
 	en->sent_counted = row->stot;

@@ -144,7 +144,7 @@ slots_scene_drains_failing_worker() { # FORMAT
 # hears of it from HAProxy's counters alone. The half-open probe's late 503
 # is backpressure whatever its latency: the breaker closes, as with an
 # instant one, never re-opens.
-late_503_probe_closes() { # DELAY
+w3_drained_then_busy() { # DELAY
 	shipped_cfg_env "$REPO/haproxy/spoe-breaker-steady.conf"
 	local port
 	port=$(free_port)
@@ -155,6 +155,10 @@ late_503_probe_closes() { # DELAY
 	AGENT_EXTRA="--cooldown 2s ${AGENT_MORE:-}" edge_scene "$REPO/haproxy/haproxy.cfg" 200 200
 	drive_until_drained w3
 	echo "slow:$1:503" >"$RUN_DIR/w3.mode"
+}
+
+late_503_probe_closes() { # DELAY
+	w3_drained_then_busy "$1"
 	# The log from here on: a half-open episode may have come and gone
 	# (re-opened by a 500) while the test looked for the drain.
 	local from
@@ -180,6 +184,40 @@ late_503_probe_closes() { # DELAY
 
 @test "a half-open probe refused with a 503 after 0.4 s (retried elsewhere) closes the breaker" {
 	late_503_probe_closes 0.4
+}
+
+# The same busy w3 under half_open_backpressure = ignore: a probe's
+# refusal frees the probe and closes nothing, so the breaker stays
+# half-open and the next request is the next probe, each refused after
+# 0.4 s and retried elsewhere. Half-open's in-flight guard drains a server
+# whose probe a look sees out, for a hung probe; w3 answers every probe,
+# and a look that saw it answer since the one before leaves it in.
+@test "half_open_backpressure = ignore: a busy worker answering its probes is not drained between them" {
+	AGENT_MORE="--half-open-backpressure ignore" w3_drained_then_busy 0.4
+	local from
+	from=$(($(wc -l <"$RUN_DIR/agent.log") + 1))
+	wait_until 30 bash -c "tail -n +$from '$RUN_DIR/agent.log' | grep -q 'breaker workers/w3: open -> half_open'"
+	local retries looks
+	retries=$(metric spoa_breaker_capacity_retries_total)
+	looks=$(metric 'spoa_breaker_haproxy_looks_total{result="ok"}')
+	start_load 4 100000 60 /
+	# Eight looks with probes refused in between (bounded by the load's
+	# own minute).
+	wait_until 60 metric_at_least spoa_breaker_capacity_retries_total $((retries + 8))
+	wait_until 60 metric_at_least 'spoa_breaker_haproxy_looks_total{result="ok"}' $((looks + 8))
+	stop load
+	echo "probes refused and retried: $(($(metric spoa_breaker_capacity_retries_total) - retries)), looks: $(($(metric 'spoa_breaker_haproxy_looks_total{result="ok"}') - looks))" >&3
+	# Still half-open: every probe was refused, none closed or re-opened it.
+	run bash -c "tail -n +$from '$RUN_DIR/agent.log' | grep 'breaker workers/w3: half_open -> '"
+	assert_output ""
+	# Drained at most once: by the look that saw the first probe out
+	# before any answer (a hung probe would look the same), lifted by the
+	# next, and never again while it answers.
+	local drains
+	drains=$(tail -n +"$from" "$RUN_DIR/agent.log" | grep -c 'set server workers/w3 state drain' || true)
+	echo "drains of w3 while half-open: $drains" >&3
+	[ "$drains" -le 1 ]
+	is_not_drained w3
 }
 
 # A busy w3 refusing every request with a 503 after 0.4 s, beside two that

@@ -95,6 +95,8 @@ enum sim_hand {
 	HAND_CONTROLLER, /* a parked slot: an ingress controller's maintenance */
 };
 
+#define SIM_OK_SEEN 3
+
 struct sim_server {
 	char name[16];
 	uint32_t id;
@@ -133,10 +135,12 @@ struct sim_server {
 	uint32_t scur;
 	uint32_t kill_epoch; /* `shutdown sessions server`s so far */
 	struct sim_worker w;
-	/* hrsp_2xx as the agent's last two complete reads of `show stat`
-	 * saw it: whether the worker answered anything between them. */
-	uint64_t ok_seen[2];
-	bool ok_seen_valid[2];
+	/* hrsp_2xx as the agent's last three complete reads of `show stat`
+	 * saw it, newest first, and when each was read: whether the worker
+	 * answered anything between two looks the agent had read. */
+	uint64_t ok_seen[SIM_OK_SEEN];
+	bool ok_seen_valid[SIM_OK_SEEN];
+	uint64_t ok_seen_us[SIM_OK_SEEN];
 	/* Since when each timed invariant's condition holds (0: not now). */
 	uint64_t since_orphan_drain, since_orphan_maxconn, since_unfollowed;
 	/* The breaker's trips as the last step saw them. */

@@ -140,7 +140,7 @@ void sim_haproxy_reload(struct sim *s, bool keep_state)
 			sv->stot = sv->wretr = sv->wredis = sv->econ = sv->eresp = 0;
 			sv->srv_abrt = sv->cli_abrt = 0;
 			memset(sv->hrsp, 0, sizeof(sv->hrsp));
-			sv->ok_seen_valid[0] = sv->ok_seen_valid[1] = false;
+			memset(sv->ok_seen_valid, 0, sizeof(sv->ok_seen_valid));
 			if (keep_state) {
 				/* the admin state and its hand, as they were */
 			} else if (sv->maint_by == HAND_CONTROLLER) {

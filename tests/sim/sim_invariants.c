@@ -395,16 +395,25 @@ void sim_invariants_agent_command(struct sim *s, const struct sim_backend *b,
 		return;
 	/* A rest: the breaker is closed (an open one is busy_never_charged's). */
 	struct breaker_table_entry *entry = sim_agent_entry(s, b, sv);
-	if (!entry || entry->breaker.state != BREAKER_CLOSED || !busy_and_clean(sv) ||
-	    !sv->ok_seen_valid[0] || !sv->ok_seen_valid[1])
+	if (!entry || entry->breaker.state != BREAKER_CLOSED || !busy_and_clean(sv))
+		return;
+	/* Judged by the looks the agent had read when it queued the drain:
+	 * one read since (a slow Runtime API, a drain queued while a probe
+	 * was out and landing after the breaker closed) could not stop it,
+	 * and the next plan lifts it. */
+	unsigned k = 0;
+	while (k + 1 < SIM_OK_SEEN && sv->ok_seen_valid[k] && sv->ok_seen_us[k] > queued_us)
+		k++;
+	if (k + 1 >= SIM_OK_SEEN || !sv->ok_seen_valid[k] || !sv->ok_seen_valid[k + 1] ||
+	    sv->ok_seen_us[k] > queued_us)
 		return;
 	s->checks[INV_BUSY_NEVER_DRAINED_ANSWERING]++;
-	if (sv->ok_seen[0] > sv->ok_seen[1])
+	if (sv->ok_seen[k] > sv->ok_seen[k + 1])
 		sim_violate(s, INV_BUSY_NEVER_DRAINED_ANSWERING,
-			    "%s/%s drained while busy: its last look saw %llu successes since the one "
-			    "before",
+			    "%s/%s drained while busy: the last look before the drain was queued saw "
+			    "%llu successes since the one before",
 			    b->name, sv->name,
-			    (unsigned long long)(sv->ok_seen[0] - sv->ok_seen[1]));
+			    (unsigned long long)(sv->ok_seen[k] - sv->ok_seen[k + 1]));
 }
 
 void sim_invariants_state_read(struct sim *s)
@@ -425,10 +434,15 @@ void sim_invariants_stat_read(struct sim *s)
 	for (unsigned i = 0; i < s->nb_be; i++) {
 		for (unsigned j = 0; j < s->be[i].nb; j++) {
 			struct sim_server *sv = &s->be[i].srv[j];
-			sv->ok_seen[1] = sv->ok_seen[0];
-			sv->ok_seen_valid[1] = sv->ok_seen_valid[0];
+			memmove(&sv->ok_seen[1], &sv->ok_seen[0],
+				(SIM_OK_SEEN - 1) * sizeof(sv->ok_seen[0]));
+			memmove(&sv->ok_seen_valid[1], &sv->ok_seen_valid[0],
+				(SIM_OK_SEEN - 1) * sizeof(sv->ok_seen_valid[0]));
+			memmove(&sv->ok_seen_us[1], &sv->ok_seen_us[0],
+				(SIM_OK_SEEN - 1) * sizeof(sv->ok_seen_us[0]));
 			sv->ok_seen[0] = sv->hrsp[1];
 			sv->ok_seen_valid[0] = true;
+			sv->ok_seen_us[0] = sim_now_us();
 			if (sv->w.clean_since_us != 0 && sv->w.clean_read_us <= sv->w.clean_since_us)
 				sv->w.clean_read_us = sim_now_us();
 			if (sv->w.answered_us != 0 && sv->w.answered_read_us == 0)

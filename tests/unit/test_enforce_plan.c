@@ -219,6 +219,31 @@ static void test_half_open_guard_needs_room(void **state)
 	assert_true(mem.drained_by_us);
 }
 
+/* The guard is for a hung probe: a worker the look saw answer since the
+ * look before (a busy one answering its probes one at a time) is not
+ * drained with its probes out, and a guard's drain already in place is
+ * lifted by such a look; one that has answered nothing is. */
+static void test_half_open_guard_spares_an_answering_worker(void **state)
+{
+	(void)state;
+	struct enforce_seen seen = {.known = true, .maxconn = 1, .sessions = 1, .answered = true};
+	struct enforce_memory mem = {.maxconn_by_us = true};
+
+	struct enforce_plan p = enforce_plan(BREAKER_HALF_OPEN, 1, true, &seen, &mem);
+	assert_false(p.set_drain);
+	assert_false(mem.drained_by_us);
+
+	seen.answered = false; /* silent since the look before */
+	p = enforce_plan(BREAKER_HALF_OPEN, 1, true, &seen, &mem);
+	assert_true(p.set_drain);
+	enforce_plan_assume_applied(&p, &seen);
+
+	seen.answered = true; /* its probe answered, the next one out */
+	p = enforce_plan(BREAKER_HALF_OPEN, 1, true, &seen, &mem);
+	assert_true(p.set_ready);
+	assert_false(mem.drained_by_us);
+}
+
 /* A resting worker's server (core/rest.c) is planned as an open one's,
  * whatever the breaker's state, and given back by the state's own plan
  * when the rest ends: drained, then ready with a half-open's maxconn kept,
@@ -314,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_agent_check_answers),
 		cmocka_unit_test(test_plans_chain_without_a_look),
 		cmocka_unit_test(test_half_open_guard_needs_room),
+		cmocka_unit_test(test_half_open_guard_spares_an_answering_worker),
 		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_resting_is_planned_as_open),
 		cmocka_unit_test(test_capacity_limit),
