@@ -89,9 +89,8 @@ LIB_SRCS   := $(wildcard spoa/*/*.c)
 # from the objects' undefined symbols). Everything else is an edge.
 PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/spop/codec.c spoa/spop/hello.c spoa/spop/dispatch.c spoa/spop/observe.c \
-              spoa/link/runtime_api_cmd.c spoa/link/runtime_api_text.c spoa/link/runtime_api_stat.c \
-              spoa/link/runtime_api_servers_state.c spoa/link/runtime_api_info.c spoa/link/faults.c \
-              spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/map_file.c spoa/link/haproxy_record.c spoa/link/owner_map.c spoa/link/retry_map.c spoa/link/watched_map.c spoa/link/ack_hold.c spoa/link/verdicts.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c spoa/link/capacity.c \
+              spoa/hapi/cmd.c spoa/hapi/text.c spoa/hapi/stat.c spoa/hapi/servers_state.c spoa/hapi/info.c \
+              spoa/link/faults.c spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/map_file.c spoa/link/haproxy_record.c spoa/link/owner_map.c spoa/link/retry_map.c spoa/link/watched_map.c spoa/link/ack_hold.c spoa/link/verdicts.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c spoa/link/capacity.c \
               spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/state_json.c spoa/admin/counters.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
@@ -206,8 +205,7 @@ sim: $(SIM_BIN)
 FUZZ_TARGETS := frame runtime_api agent_check config snapshot
 FUZZ_FLAGS   := $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined
 FUZZ_SRCS_frame       := spoa/spop/codec.c spoa/spop/hello.c
-FUZZ_SRCS_runtime_api := spoa/link/runtime_api_text.c spoa/link/runtime_api_stat.c \
-                         spoa/link/runtime_api_servers_state.c spoa/link/runtime_api_info.c
+FUZZ_SRCS_runtime_api := spoa/hapi/text.c spoa/hapi/stat.c spoa/hapi/servers_state.c spoa/hapi/info.c
 FUZZ_SRCS_agent_check := spoa/link/agent_check_parse.c spoa/util/names.c
 FUZZ_SRCS_config      := $(LIB_SRCS)
 FUZZ_LIBS_config       = $(DEP_LIBS)

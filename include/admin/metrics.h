@@ -17,7 +17,7 @@
 #include "link/enforce_plan.h"
 #include "link/enforcer.h"
 #include "link/ejection.h"
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 #include "link/steady_support.h"
 #include "state/state_store.h"
 #include "util/strbuf.h"

@@ -23,8 +23,8 @@
 #include <stdint.h>
 
 #include "core/breaker.h"
+#include "hapi/runtime_api.h"
 #include "link/enforce-t.h"
-#include "link/runtime_api.h"
 
 enum endpoint_reading {
 	ENDPOINT_UNREPORTED, /* the reply has no address column: nothing known */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "hapi/runtime_api.h"
 #include "link/ack_hold.h"
 #include "link/agent_check.h"
 #include "link/ejection.h"
@@ -20,7 +21,6 @@
 #include "link/haproxy_record.h"
 #include "link/owner_map.h"
 #include "link/retry_map.h"
-#include "link/runtime_api.h"
 #include "link/section_watch.h"
 #include "link/wiring.h"
 

@@ -11,7 +11,7 @@
  * before that command and is not believed (haproxy_record_predates); what
  * the agent wants is written with `add map`, `set map`, `del map` or `set
  * table`, decided by comparing what HAProxy has with what the agent wants
- * (haproxy_record_change) and built in runtime_api_cmd.c, where every name
+ * (haproxy_record_change) and built in hapi/cmd.c, where every name
  * is checked; a record HAProxy lacks is said once until it is back.
  *
  * Each record is a small table of its own (struct haproxy_record_ops): its
@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hapi/runtime_api.h"
 #include "link/map_file.h"
-#include "link/runtime_api.h"
 #include "util/log.h"
 
 enum haproxy_record_id {
@@ -130,7 +130,7 @@ bool haproxy_record_key(char *buf, size_t size, const struct haproxy_record_ops 
 			const char *backend, const char *server);
 
 /* The one command that turns have into want for backend/server in the
- * record at `where` (built by runtime_api_cmd.c); false (buf "") when
+ * record at `where` (built by hapi/cmd.c); false (buf "") when
  * there is nothing to do, or it cannot be built. */
 bool haproxy_record_cmd(char *buf, size_t size, const struct haproxy_record_ops *ops,
 			const char *where, const char *backend, const char *server,

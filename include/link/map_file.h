@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 
 /* A map file path HAProxy reported, as kept by the agent. */
 #define MAP_FILE_PATH_MAX 256

@@ -28,9 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hapi/runtime_api.h"
 #include "link/enforce-t.h"
 #include "link/haproxy_record.h"
-#include "link/runtime_api.h"
 
 #define OWNER_MAP_NAME "breaker-owned.map"
 /* Longest value: "drain,maxconn=4294967295". */

@@ -35,8 +35,8 @@
 #include <stdint.h>
 
 #include "core/breaker.h"
+#include "hapi/runtime_api.h"
 #include "link/haproxy_record.h"
-#include "link/runtime_api.h"
 
 #define VERDICT_TABLE_DEFAULT "breaker_verdicts"
 #define VERDICT_KEY_MAX 128 /* the shipped table's `len` */

@@ -23,8 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "hapi/runtime_api.h"
 #include "link/haproxy_record.h"
-#include "link/runtime_api.h"
 
 #define WATCHED_MAP_NAME "breaker-watched.map"
 

@@ -8,7 +8,7 @@
 #include "admin/metrics.h"
 #include "admin/state_json.h"
 #include "daemon/daemon.h"
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 #include "util/clock.h"
 #include "util/log.h"
 

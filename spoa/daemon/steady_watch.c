@@ -3,7 +3,7 @@
  * steady_watch.h).
  */
 #include "daemon/steady_watch.h"
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 #include "link/wiring.h"
 #include "util/clock.h"
 #include "util/container_of.h"

@@ -7,8 +7,8 @@
  */
 #include <string.h>
 
+#include "hapi/runtime_api.h"
 #include "link/faults.h"
-#include "link/runtime_api.h"
 
 void faults_counters_from_stat(struct faults_counters *out, const struct runtime_api_stat_row *row)
 {

@@ -2,7 +2,7 @@
  * haproxy_record.c - the life the records HAProxy keeps for the agent
  * share (see haproxy_record.h). Pure: decisions and builders over
  * caller-owned buffers; the commands themselves come from
- * runtime_api_cmd.c.
+ * hapi/cmd.c.
  */
 #include <stdio.h>
 #include <string.h>

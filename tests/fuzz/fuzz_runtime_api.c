@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
  * what the link submits waits in their queues, and this file answers the
  * oldest commands there the way the client hands each output of a reply
  * to its callback (runtime_api_answer_oldest, from the client's own
- * runtime_api_client-t.h) - streamed replies through the command's
+ * hapi/client-t.h) - streamed replies through the command's
  * stream function, in chunks split at random, as they arrive from a
  * socket. A batch takes what the client's would (up to max_batch
  * commands, a streamed one alone) and is answered after a delay; while
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hapi/client-t.h"
 #include "link/enforcer-t.h"
-#include "link/runtime_api_client-t.h"
 #include "util/clock.h"
 #include "sim.h"
 #include "sim_loop.h"

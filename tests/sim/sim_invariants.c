@@ -63,8 +63,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hapi/runtime_api.h"
 #include "link/enforce_plan.h"
-#include "link/runtime_api.h"
 #include "util/clock.h"
 #include "sim.h"
 #include "sim_loop.h"

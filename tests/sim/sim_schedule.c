@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 #include "sim.h"
 #include "sim_loop.h"
 

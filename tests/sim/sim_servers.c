@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 #include "sim.h"
 #include "sim_loop.h"
 

@@ -18,8 +18,8 @@
 #include <cmocka.h>
 
 #include "core/breaker.h"
+#include "hapi/runtime_api.h"
 #include "link/faults.h"
-#include "link/runtime_api.h"
 #include "breaker_allows.h"
 
 #define LOOP_BOUND 100000

@@ -12,7 +12,7 @@
  * in their queues, in order; the test reads each command there and
  * answers it with what HAProxy 2.6 prints, the way the client hands each
  * output of a reply to its callback (runtime_api_answer_oldest, from the
- * client's own runtime_api_client-t.h).
+ * client's own hapi/client-t.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,8 +25,8 @@
 #include <cmocka.h>
 #include <ev.h>
 
+#include "hapi/client-t.h"
 #include "link/link_internal.h"
-#include "link/runtime_api_client-t.h"
 #include "link/verdicts.h"
 #include "link/watched_map.h"
 #include "util/clock.h"

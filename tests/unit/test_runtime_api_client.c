@@ -31,7 +31,7 @@
 #include <cmocka.h>
 #include <ev.h>
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 
 /* --- the HAProxy under test --- */
 

@@ -15,7 +15,7 @@
 
 #include "expect_command.h"
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 #include "util/names.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -27,7 +27,7 @@
 
 #include <cmocka.h>
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 
 /*
  * HAProxy 2.6.12, `show stat`: FRONTEND and BACKEND rows, w1 after one refused request (econ

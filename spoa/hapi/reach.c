@@ -1,14 +1,14 @@
 /*
- * runtime_api_reach.c - whether the Runtime API client reaches its HAProxy
- * (runtime_api_client.c does the exchanges): up and down as attempts
+ * reach.c - whether the Runtime API client reaches its HAProxy (client.c
+ * does the exchanges): up and down as attempts
  * succeed and fail, the commands that wait too long while it is down, and
  * what the client shows of itself.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "link/runtime_api.h"
-#include "link/runtime_api_client-t.h"
+#include "hapi/client-t.h"
+#include "hapi/runtime_api.h"
 #include "util/clock.h"
 #include "util/container_of.h"
 #include "util/log.h"

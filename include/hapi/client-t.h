@@ -1,17 +1,17 @@
 /*
- * runtime_api_client-t.h - the Runtime API client's own state, private to
- * runtime_api_client.c (the exchanges) and runtime_api_reach.c (whether
- * HAProxy is reached). The interface is runtime_api.h.
+ * client-t.h - the Runtime API client's own state, private to client.c
+ * (the exchanges) and reach.c (whether HAProxy is reached). The interface
+ * is runtime_api.h.
  */
-#ifndef SPOA_RUNTIME_API_CLIENT_T_H
-#define SPOA_RUNTIME_API_CLIENT_T_H
+#ifndef SPOA_HAPI_CLIENT_T_H
+#define SPOA_HAPI_CLIENT_T_H
 
 #include <ev.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 
 enum runtime_api_phase {
 	PHASE_IDLE,
@@ -69,7 +69,7 @@ struct runtime_api_client {
 	struct runtime_api_stats stats;
 };
 
-/* runtime_api_client.c: the queue's i-th command (0: the oldest); the
+/* client.c: the queue's i-th command (0: the oldest); the
  * oldest popped and answered (it leaves the queue before its callback
  * runs, so the callback may submit). */
 const struct runtime_api_entry *runtime_api_queue_at(const struct runtime_api_client *c,
@@ -77,7 +77,7 @@ const struct runtime_api_entry *runtime_api_queue_at(const struct runtime_api_cl
 void runtime_api_answer_oldest(struct runtime_api_client *c, enum runtime_api_result result,
 			       const char *reply, size_t len);
 
-/* runtime_api_reach.c: an attempt reached HAProxy, or failed to; the
+/* reach.c: an attempt reached HAProxy, or failed to; the
  * timer that fails commands waiting too long while it is down. */
 void runtime_api_mark_up(struct runtime_api_client *c);
 void runtime_api_mark_down(struct runtime_api_client *c, const char *reason);
@@ -87,4 +87,4 @@ void runtime_api_expire_waiting(struct runtime_api_client *c);
 void runtime_api_arm_expire(struct runtime_api_client *c);
 void runtime_api_expire_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
-#endif /* SPOA_RUNTIME_API_CLIENT_T_H */
+#endif /* SPOA_HAPI_CLIENT_T_H */

@@ -2,15 +2,14 @@
  * runtime_api.h - HAProxy's Runtime API ("stats socket ... level admin"): the
  * commands we send, the replies we read, and the client that carries them.
  *
- * Three layers:
- *   runtime_api_cmd.c     pure command builders; a name HAProxy would not accept
+ * Three layers, in spoa/hapi/:
+ *   cmd.c           pure command builders; a name HAProxy would not accept
  *                   (see names.h) never becomes a command
  *   the reply parsers, pure, over (buf, len), not NUL-terminated, robust to
- *                   garbage, one reply a file: runtime_api_stat.c (`show stat`
- *                   CSV), runtime_api_servers_state.c, runtime_api_info.c, and
- *                   runtime_api_text.c (what they share, runtime_api_text.h,
- *                   and the splitter of a multi-command reply)
- *   runtime_api_client.c  the asynchronous client on the caller's libev loop: a
+ *                   garbage, one reply a file: stat.c (`show stat` CSV),
+ *                   servers_state.c, info.c, and text.c (what they share,
+ *                   text.h, and the splitter of a multi-command reply)
+ *   client.c        the asynchronous client on the caller's libev loop: a
  *                   bounded queue, batches of commands on one line, timeouts,
  *                   backoff; the loop never blocks on HAProxy
  *
@@ -30,8 +29,8 @@
  *   - An empty command (";;" or a blank line) answers with the whole help
  *     text, which is why the client refuses empty commands.
  */
-#ifndef SPOA_RUNTIME_API_H
-#define SPOA_RUNTIME_API_H
+#ifndef SPOA_HAPI_RUNTIME_API_H
+#define SPOA_HAPI_RUNTIME_API_H
 
 #include <ev.h>
 #include <stdbool.h>
@@ -45,7 +44,7 @@ struct runtime_api_str {
 };
 
 /* ------------------------------------------------------------------------
- * Commands (runtime_api_cmd.c)
+ * Commands (cmd.c)
  * ------------------------------------------------------------------------ */
 
 /* Room for the longest command built here (two names of NAME_MAX_LEN). */
@@ -109,8 +108,7 @@ bool runtime_api_cmd_set_table(char *buf, size_t size, const char *table, const 
 			       const char *data);
 
 /* ------------------------------------------------------------------------
- * Replies (runtime_api_text.c, runtime_api_stat.c, runtime_api_servers_state.c,
- * runtime_api_info.c)
+ * Replies (text.c, stat.c, servers_state.c, info.c)
  * ------------------------------------------------------------------------ */
 
 /*
@@ -318,7 +316,7 @@ bool runtime_api_parse_info(const char *buf, size_t len, struct runtime_api_info
 		      struct runtime_api_parse_report *report);
 
 /* ------------------------------------------------------------------------
- * The client (runtime_api_client.c)
+ * The client (client.c)
  * ------------------------------------------------------------------------ */
 
 /* The longest line sent: kept well under HAProxy's default tune.bufsize
@@ -453,4 +451,4 @@ unsigned runtime_api_client_pending(const struct runtime_api_client *c);
 /* False from a failure to reach HAProxy until the next successful exchange. */
 bool runtime_api_client_reachable(const struct runtime_api_client *c);
 
-#endif /* SPOA_RUNTIME_API_H */
+#endif /* SPOA_HAPI_RUNTIME_API_H */

@@ -1,5 +1,5 @@
 /*
- * runtime_api_client.c - the Runtime API client on the agent's libev loop.
+ * client.c - the Runtime API client on the agent's libev loop.
  *
  * One exchange at a time per HAProxy socket: take up to max_batch queued
  * commands, join them with "; " into one line, open a fresh non-blocking
@@ -31,8 +31,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "link/runtime_api.h"
-#include "link/runtime_api_client-t.h"
+#include "hapi/runtime_api.h"
+#include "hapi/client-t.h"
 #include "util/clock.h"
 #include "util/sockaddr.h"
 #include "util/log.h"

@@ -1,7 +1,7 @@
 /*
- * runtime_api_servers_state.c - the `show servers state` reply, parsed as
- * it arrives (pure): the format version line, the header's columns found
- * by name, then one callback per server row.
+ * servers_state.c - the `show servers state` reply, parsed as it arrives
+ * (pure): the format version line, the header's columns found by name,
+ * then one callback per server row.
  *
  * Its own file because its reply is its own: space-separated, versioned,
  * and the one that says how a server is out (srv_admin_state's bits: a
@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "link/runtime_api.h"
-#include "link/runtime_api_text.h"
+#include "hapi/runtime_api.h"
+#include "hapi/text.h"
 
 enum state_col {
 	SS_BE_ID,

@@ -1,7 +1,7 @@
 /*
- * runtime_api_info.c - the `show info` reply, parsed (pure): the "Key:
- * value" lines the agent needs to tell one HAProxy process from the next
- * (Pid, Uptime_sec, Process_num, Start_time_sec) and its Version.
+ * info.c - the `show info` reply, parsed (pure): the "Key: value" lines
+ * the agent needs to tell one HAProxy process from the next (Pid,
+ * Uptime_sec, Process_num, Start_time_sec) and its Version.
  *
  * A reply of its own, small and whole (never streamed): a restart or a
  * reload shows here first, as a new pid or start time.
@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "link/runtime_api.h"
-#include "link/runtime_api_text.h"
+#include "hapi/runtime_api.h"
+#include "hapi/text.h"
 
 bool runtime_api_parse_info(const char *buf, size_t len, struct runtime_api_info *info,
 			    struct runtime_api_parse_report *report)

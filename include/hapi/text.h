@@ -1,7 +1,7 @@
 /*
- * runtime_api_text.h - what the Runtime API reply parsers share, private to
- * them (runtime_api_text.c, runtime_api_stat.c, runtime_api_servers_state.c,
- * runtime_api_info.c); the interface is runtime_api.h.
+ * text.h - what the Runtime API reply parsers share, private to them
+ * (text.c, stat.c, servers_state.c, info.c); the interface is
+ * runtime_api.h.
  *
  * Every parser takes (buf, len), which is not NUL-terminated and may be cut
  * anywhere or be garbage altogether: nothing is read past len, a line that
@@ -10,14 +10,14 @@
  * the reply's own header, because HAProxy adds columns between versions.
  * The helpers below keep that discipline in one place.
  */
-#ifndef SPOA_RUNTIME_API_TEXT_H
-#define SPOA_RUNTIME_API_TEXT_H
+#ifndef SPOA_HAPI_TEXT_H
+#define SPOA_HAPI_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "link/runtime_api.h"
+#include "hapi/runtime_api.h"
 
 /* s is exactly the NUL-terminated lit. */
 bool runtime_api_str_eq(struct runtime_api_str s, const char *lit);
@@ -56,4 +56,4 @@ void runtime_api_cursor_init(struct runtime_api_cursor *c, const char *buf, size
 bool runtime_api_cursor_next_line(struct runtime_api_cursor *c, struct runtime_api_str *line,
 				  bool *complete);
 
-#endif /* SPOA_RUNTIME_API_TEXT_H */
+#endif /* SPOA_HAPI_TEXT_H */

@@ -1,6 +1,6 @@
 /*
- * runtime_api_cmd.c - every command the agent sends HAProxy, from validated
- * names (pure): `set server ... state`, `set maxconn server`, `shutdown
+ * cmd.c - every command the agent sends HAProxy, from validated names
+ * (pure): `set server ... state`, `set maxconn server`, `shutdown
  * sessions server`, `show servers state`, and those of the records HAProxy keeps for the agent (`show map`,
  * `add/set/del map`, `show table`, `set table`; haproxy_record.h).
  *
@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hapi/runtime_api.h"
 #include "link/map_file.h"
-#include "link/runtime_api.h"
 #include "util/names.h"
 
 static bool valid_name(const char *name)

@@ -1,7 +1,7 @@
 /*
- * runtime_api_stat.c - the `show stat` CSV reply, parsed as it arrives
- * (pure): the header's columns found by name, then one callback per server
- * row, FRONTEND, BACKEND and listener rows skipped.
+ * stat.c - the `show stat` CSV reply, parsed as it arrives (pure): the
+ * header's columns found by name, then one callback per server row,
+ * FRONTEND, BACKEND and listener rows skipped.
  *
  * A fleet's `show stat` may be megabytes, so the parser is a stream fed
  * whatever has arrived (any split gives the same rows, runtime_api.h); the
@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "link/runtime_api.h"
-#include "link/runtime_api_text.h"
+#include "hapi/runtime_api.h"
+#include "hapi/text.h"
 
 enum stat_col {
 	/* required */

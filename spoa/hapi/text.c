@@ -1,21 +1,20 @@
 /*
- * runtime_api_text.c - the text every Runtime API reply is made of (pure):
- * slices compared and read as numbers, excerpts of untrusted bytes for
- * error messages, the parse report, lines taken one by one, and the
- * splitter of a multi-command reply into each command's output.
+ * text.c - the text every Runtime API reply is made of (pure): slices
+ * compared and read as numbers, excerpts of untrusted bytes for error
+ * messages, the parse report, lines taken one by one, and the splitter of
+ * a multi-command reply into each command's output.
  *
- * Each reply's parser (runtime_api_stat.c, runtime_api_servers_state.c,
- * runtime_api_info.c) reads through these, so the rules of
- * runtime_api_text.h - never past len, a line without its '\n' is cut
- * short - are kept once.
+ * Each reply's parser (stat.c, servers_state.c, info.c) reads through
+ * these, so the rules of text.h - never past len, a line without its '\n'
+ * is cut short - are kept once.
  */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "link/runtime_api.h"
-#include "link/runtime_api_text.h"
+#include "hapi/runtime_api.h"
+#include "hapi/text.h"
 
 bool runtime_api_str_eq(struct runtime_api_str s, const char *lit)
 {
