@@ -1,7 +1,8 @@
 /*
  * client-t.h - the Runtime API client's own state, private to client.c
- * (the exchanges) and reach.c (whether HAProxy is reached). The interface
- * is runtime_api.h.
+ * (the exchanges) and reach.c (whether HAProxy is reached; apart from
+ * client.c only for length, see its head comment). The interface is
+ * runtime_api.h.
  */
 #ifndef SPOA_HAPI_CLIENT_T_H
 #define SPOA_HAPI_CLIENT_T_H
