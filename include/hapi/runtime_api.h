@@ -81,6 +81,9 @@ bool runtime_api_cmd_shutdown_sessions(char *buf, size_t size, const char *backe
  * backend is NULL. Same contract as above. */
 bool runtime_api_cmd_show_servers_state(char *buf, size_t size, const char *backend);
 
+/* A map path fit for a command: letters, digits and "/._-" only. */
+bool map_path_is_safe(const char *s, size_t len);
+
 /* "show map PATH", PATH as `show map` listed it (map_file.h); false (buf
  * "") when the path is not map_path_is_safe() or does not fit. */
 bool runtime_api_cmd_show_map(char *buf, size_t size, const char *path);

@@ -18,8 +18,6 @@
 /* The next line of [*p, end), without its '\n'; *p moves past it. False
  * at the end. */
 bool map_reply_next_line(const char **p, const char *end, struct runtime_api_str *line);
-/* A map path fit for a command: letters, digits and "/._-" only. */
-bool map_path_is_safe(const char *s, size_t len);
 /* One line of a `show map FILE` reply, "0xADDR KEY VALUE": its key and
  * value (value empty, its ptr NULL, when the line has none). False when
  * the line is not an entry. Every map the agent keeps reads its lines so. */
@@ -33,7 +31,7 @@ bool map_reply_is_list(const char *reply, size_t len);
  * path (size bytes), as HAProxy lists it: absolute, or relative to the
  * configuration's default-path, which is how the commands must name it
  * too. False when there is none, or when the path is not
- * map_path_is_safe() (it goes into commands). */
+ * map_path_is_safe() (hapi/runtime_api.h: it goes into commands). */
 bool map_file_find(const char *reply, size_t len, const char *name, char *path, size_t size);
 
 #endif /* SPOA_MAP_FILE_H */

@@ -16,8 +16,24 @@
 #include <string.h>
 
 #include "hapi/runtime_api.h"
-#include "link/map_file.h"
 #include "util/names.h"
+
+/* A map's name as HAProxy lists it - absolute, or relative to its
+ * default-path, exactly as the configuration wrote it - and so as the
+ * commands name it. It goes into commands: nothing but a plain path. */
+bool map_path_is_safe(const char *s, size_t len)
+{
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '/' || c == '.' || c == '_' || c == '-';
+		if (!ok)
+			return false;
+	}
+	return true;
+}
 
 static bool valid_name(const char *name)
 {

@@ -19,23 +19,6 @@ bool map_reply_next_line(const char **p, const char *end, struct runtime_api_str
 	return true;
 }
 
-/* A map's name as HAProxy lists it - absolute, or relative to its
- * default-path, exactly as the configuration wrote it - and so as the
- * commands name it. It goes into commands: nothing but a plain path. */
-bool map_path_is_safe(const char *s, size_t len)
-{
-	if (len == 0)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '/' || c == '.' || c == '_' || c == '-';
-		if (!ok)
-			return false;
-	}
-	return true;
-}
-
 bool map_file_find(const char *reply, size_t len, const char *name, char *path, size_t size)
 {
 	const char *p = reply, *end = reply + len;
