@@ -90,7 +90,8 @@ LIB_SRCS   := $(wildcard spoa/*/*.c)
 PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/spop/codec.c spoa/spop/hello.c spoa/spop/dispatch.c spoa/spop/observe.c \
               spoa/hapi/cmd.c spoa/hapi/text.c spoa/hapi/stat.c spoa/hapi/servers_state.c spoa/hapi/info.c \
-              spoa/link/faults.c spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/map_file.c spoa/link/haproxy_record.c spoa/link/owner_map.c spoa/link/retry_map.c spoa/link/watched_map.c spoa/link/ack_hold.c spoa/link/verdicts.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c spoa/link/capacity.c \
+              spoa/records/map_file.c spoa/records/haproxy_record.c spoa/records/owner_map.c spoa/records/retry_map.c spoa/records/watched_map.c spoa/records/verdicts.c \
+              spoa/link/faults.c spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/ack_hold.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c spoa/link/capacity.c \
               spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/state_json.c spoa/admin/counters.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \

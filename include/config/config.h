@@ -106,7 +106,7 @@ struct config {
 	unsigned nb_runtime_api;
 	char agent_check[CONFIG_LISTEN_MAX_LEN]; /* empty: none */
 	uint64_t poll_ms;
-	/* Peers mode (link/verdicts.h): the stick table HAProxy's peers
+	/* Peers mode (records/verdicts.h): the stick table HAProxy's peers
 	 * replicate between nodes ("": off), and this node's id in it. */
 	char verdict_table[64];
 	uint32_t node_id;

@@ -268,7 +268,7 @@ struct breaker {
 	 * what breaker_is_wedged() judges. Reset on entering any state. */
 	uint32_t capacity_run;
 	/* OPEN only: held open by another HAProxy node's verdict (peers,
-	 * link/verdicts.h) until state_since_ms + peer_hold_ms, 0 when not:
+	 * records/verdicts.h) until state_since_ms + peer_hold_ms, 0 when not:
 	 * the verdict's owner probes, this node does not (breaker_peer_hold).
 	 * peer_adopted: it opened on that verdict alone, not on evidence of
 	 * its own. Relative and 32 bits, to keep the entry in four cache

@@ -210,7 +210,7 @@ bool breaker_is_stalled(const struct breaker *b, const struct stall_watch *w, ui
 struct breaker_event breaker_trip_stalled(struct breaker *b, uint64_t now_ms);
 
 /*
- * Verdicts of other HAProxy nodes (peers mode, link/verdicts.h). A node
+ * Verdicts of other HAProxy nodes (peers mode, records/verdicts.h). A node
  * whose breaker opened publishes it; the others hold theirs open, so that
  * only the owner probes.
  *   hold:    another node holds the server open until until_ms (the caller

@@ -13,6 +13,7 @@
 #include "core/breaker-t.h"
 #include "link/capacity.h"
 #include "link/faults-t.h"
+#include "records/owner_map-t.h"
 
 /* HAProxy instances (one Runtime API socket each) one agent can drive. */
 /* How decisions reach HAProxy (the configuration's `enforce`). */
@@ -46,22 +47,9 @@ struct enforce_seen {
 			    * worker is not hung */
 };
 
-/* What the agent has changed in HAProxy for one server. */
-struct enforce_memory {
-	bool drained_by_us;  /* our `state drain` is in place (or on its way) */
-	bool maxconn_by_us;  /* our `set maxconn` is in place (or on its way) */
-	bool own_maxconn_known;
-	uint32_t own_maxconn; /* the server's maxconn before we changed it; 0 = unlimited */
-};
-
-/* What HAProxy's ownership map (owner_map.h) says, or will say once our
- * commands land, about one server. */
-struct owner_record {
-	bool present;    /* the map has the server */
-	bool drained;    /* the agent drained it */
-	bool limited;    /* the agent limited its maxconn ... */
-	uint32_t own_maxconn; /* ... whose own value is this (0 = unlimited) */
-};
+/* What the agent has changed in HAProxy for one server (struct
+ * enforce_memory) and the ownership map's record of it (struct owner_record)
+ * are records/owner_map-t.h's: the map's codec reads them. */
 
 /* What one look's `show stat` row says of one server for the stalled
  * rule, kept until its backend's rows are all read (signals.c). */

@@ -18,11 +18,11 @@
 #include "link/ejection.h"
 #include "link/endpoints.h"
 #include "link/enforcer.h"
-#include "link/haproxy_record.h"
-#include "link/owner_map.h"
-#include "link/retry_map.h"
 #include "link/section_watch.h"
 #include "link/wiring.h"
+#include "records/haproxy_record.h"
+#include "records/owner_map.h"
+#include "records/retry_map.h"
 
 /* The backends of one look: rows of a backend come together in `show
  * servers state`, so a new group starts when the backend id changes. */

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "link/link_internal.h"
-#include "link/verdicts.h"
+#include "records/verdicts.h"
 #include "util/clock.h"
 #include "util/log.h"
 

@@ -11,8 +11,8 @@
 #include <time.h>
 
 #include "link/link_internal.h"
-#include "link/verdicts.h"
-#include "link/watched_map.h"
+#include "records/verdicts.h"
+#include "records/watched_map.h"
 #include "util/clock.h"
 #include "util/log.h"
 

@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "link/verdicts.h"
+#include "records/verdicts.h"
 #include "sim.h"
 #include "sim_loop.h"
 

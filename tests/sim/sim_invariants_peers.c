@@ -22,7 +22,7 @@
  */
 #include <stdio.h>
 
-#include "link/verdicts.h"
+#include "records/verdicts.h"
 #include "util/clock.h"
 #include "sim.h"
 #include "sim_loop.h"

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "link/verdicts.h"
+#include "records/verdicts.h"
 #include "sim.h"
 #include "sim_loop.h"
 

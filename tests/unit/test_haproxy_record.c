@@ -16,11 +16,11 @@
 
 #include "expect_command.h"
 
-#include "link/haproxy_record.h"
-#include "link/owner_map.h"
-#include "link/retry_map.h"
-#include "link/verdicts.h"
-#include "link/watched_map.h"
+#include "records/haproxy_record.h"
+#include "records/owner_map.h"
+#include "records/retry_map.h"
+#include "records/verdicts.h"
+#include "records/watched_map.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

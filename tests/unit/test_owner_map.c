@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "link/owner_map.h"
+#include "records/owner_map.h"
 
 /* `show map` on HAProxy 2.6.12 (3.0 and 3.2 print the same columns). */
 static const char list_reply[] =

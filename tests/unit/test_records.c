@@ -27,8 +27,8 @@
 
 #include "hapi/client-t.h"
 #include "link/link_internal.h"
-#include "link/verdicts.h"
-#include "link/watched_map.h"
+#include "records/verdicts.h"
+#include "records/watched_map.h"
 #include "util/clock.h"
 #include "log_capture.h"
 

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "link/map_file.h"
-#include "link/retry_map.h"
+#include "records/map_file.h"
+#include "records/retry_map.h"
 
 /* `show map` on HAProxy 2.6.12, with the shipped haproxy.cfg. */
 static const char list_reply[] =

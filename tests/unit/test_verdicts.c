@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "link/verdicts.h"
+#include "records/verdicts.h"
 #include "breaker_allows.h"
 
 struct seen {

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "link/map_file.h"
-#include "link/watched_map.h"
+#include "records/map_file.h"
+#include "records/watched_map.h"
 
 struct seen {
 	char keys[8][64];

@@ -4,8 +4,8 @@
  * map FILE`. The maps themselves: owner_map.h, retry_map.h,
  * watched_map.h.
  */
-#ifndef SPOA_MAP_FILE_H
-#define SPOA_MAP_FILE_H
+#ifndef SPOA_RECORDS_MAP_FILE_H
+#define SPOA_RECORDS_MAP_FILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,4 +34,4 @@ bool map_reply_is_list(const char *reply, size_t len);
  * map_path_is_safe() (hapi/runtime_api.h: it goes into commands). */
 bool map_file_find(const char *reply, size_t len, const char *name, char *path, size_t size);
 
-#endif /* SPOA_MAP_FILE_H */
+#endif /* SPOA_RECORDS_MAP_FILE_H */

@@ -20,13 +20,13 @@
  * filled again within a look, and an entry left by a stopped agent
  * expires by itself (its moment passes).
  */
-#ifndef SPOA_RETRY_MAP_H
-#define SPOA_RETRY_MAP_H
+#ifndef SPOA_RECORDS_RETRY_MAP_H
+#define SPOA_RECORDS_RETRY_MAP_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "core/breaker-t.h"
-#include "link/haproxy_record.h"
+#include "records/haproxy_record.h"
 
 #define RETRY_MAP_NAME "breaker-retry-at.map"
 /* Longest value: a moment of 18 digits at most, or a negative one. */
@@ -81,4 +81,4 @@ bool retry_map_cmd(char *buf, size_t size, const char *path, const char *backend
  * the wall clock and the breaker's whole seconds to wait
  * (breaker_retry_after_s); RETRY_AT_NONE when it does not wait. */
 int64_t retry_map_moment(int64_t now_unix_s, int64_t retry_after_s);
-#endif /* SPOA_RETRY_MAP_H */
+#endif /* SPOA_RECORDS_RETRY_MAP_H */

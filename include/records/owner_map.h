@@ -21,16 +21,16 @@
  * empty output; `del map` of a missing key says "Key not found.", `set
  * map` of one "entry not found.".
  */
-#ifndef SPOA_OWNER_MAP_H
-#define SPOA_OWNER_MAP_H
+#ifndef SPOA_RECORDS_OWNER_MAP_H
+#define SPOA_RECORDS_OWNER_MAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hapi/runtime_api.h"
-#include "link/enforce-t.h"
-#include "link/haproxy_record.h"
+#include "records/haproxy_record.h"
+#include "records/owner_map-t.h"
 
 #define OWNER_MAP_NAME "breaker-owned.map"
 /* Longest value: "drain,maxconn=4294967295". */
@@ -92,4 +92,4 @@ bool owner_map_cmd(char *buf, size_t size, const char *path, const char *backend
 		   const char *server, const struct owner_record *have,
 		   const struct owner_record *want);
 
-#endif /* SPOA_OWNER_MAP_H */
+#endif /* SPOA_RECORDS_OWNER_MAP_H */

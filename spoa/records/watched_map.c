@@ -3,7 +3,7 @@
  * recorded in HAProxy (see watched_map.h), one of the records HAProxy
  * keeps (haproxy_record.h). Pure.
  */
-#include "link/watched_map.h"
+#include "records/watched_map.h"
 
 const struct haproxy_record_ops watched_map_ops = {
 	.name = WATCHED_MAP_NAME,

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "link/haproxy_record.h"
+#include "records/haproxy_record.h"
 #include "util/names.h"
 
 bool haproxy_record_readable(const struct haproxy_record *r, uint64_t look_queued_after)

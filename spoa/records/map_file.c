@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "link/map_file.h"
+#include "records/map_file.h"
 
 bool map_reply_next_line(const char **p, const char *end, struct runtime_api_str *line)
 {

@@ -19,15 +19,15 @@
  * values are the same for it. Values are each record's own (their files
  * format and read them).
  */
-#ifndef SPOA_HAPROXY_RECORD_H
-#define SPOA_HAPROXY_RECORD_H
+#ifndef SPOA_RECORDS_HAPROXY_RECORD_H
+#define SPOA_RECORDS_HAPROXY_RECORD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hapi/runtime_api.h"
-#include "link/map_file.h"
+#include "records/map_file.h"
 #include "util/log.h"
 
 enum haproxy_record_id {
@@ -148,4 +148,4 @@ typedef bool (*haproxy_record_fn)(void *ctx, struct runtime_api_str backend,
 bool haproxy_record_walk(const struct haproxy_record_ops *ops, const char *reply, size_t len,
 			 haproxy_record_fn fn, void *ctx, unsigned *skipped);
 
-#endif /* SPOA_HAPROXY_RECORD_H */
+#endif /* SPOA_RECORDS_HAPROXY_RECORD_H */

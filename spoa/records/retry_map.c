@@ -7,7 +7,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#include "link/retry_map.h"
+#include "records/retry_map.h"
 
 /* Two moments within a second of each other: the clocks the agent
  * computes them from are read at different instants, and a rounding must

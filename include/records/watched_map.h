@@ -18,13 +18,13 @@
  * it becomes clean, reads the map at every look and puts right whatever
  * differs (a restarted HAProxy starts from the empty file).
  */
-#ifndef SPOA_WATCHED_MAP_H
-#define SPOA_WATCHED_MAP_H
+#ifndef SPOA_RECORDS_WATCHED_MAP_H
+#define SPOA_RECORDS_WATCHED_MAP_H
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "hapi/runtime_api.h"
-#include "link/haproxy_record.h"
+#include "records/haproxy_record.h"
 
 #define WATCHED_MAP_NAME "breaker-watched.map"
 
@@ -50,4 +50,4 @@ bool watched_map_parse(const char *reply, size_t len, haproxy_record_fn fn, void
  */
 bool watched_map_cmd(char *buf, size_t size, const char *path, const char *backend,
 		     const char *server, bool watched);
-#endif /* SPOA_WATCHED_MAP_H */
+#endif /* SPOA_RECORDS_WATCHED_MAP_H */

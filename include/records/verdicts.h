@@ -28,15 +28,15 @@
  * needs escaping on the Runtime API. A key longer than the table's `len`
  * (128 in the shipped table) would be cut and collide: never written.
  */
-#ifndef SPOA_VERDICTS_H
-#define SPOA_VERDICTS_H
+#ifndef SPOA_RECORDS_VERDICTS_H
+#define SPOA_RECORDS_VERDICTS_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/breaker.h"
 #include "hapi/runtime_api.h"
-#include "link/haproxy_record.h"
+#include "records/haproxy_record.h"
 
 #define VERDICT_TABLE_DEFAULT "breaker_verdicts"
 #define VERDICT_KEY_MAX 128 /* the shipped table's `len` */
@@ -90,4 +90,4 @@ enum verdict_action {
 enum verdict_action verdicts_decide(const struct verdict *v, const struct breaker *b,
 				    uint32_t node, uint64_t now_ms);
 
-#endif /* SPOA_VERDICTS_H */
+#endif /* SPOA_RECORDS_VERDICTS_H */

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "link/haproxy_record.h"
-#include "link/map_file.h"
-#include "link/owner_map.h"
+#include "records/haproxy_record.h"
+#include "records/map_file.h"
+#include "records/owner_map.h"
 
 struct owner_record owner_record_of(const struct enforce_memory *mem)
 {

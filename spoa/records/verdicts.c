@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "link/map_file.h"
-#include "link/verdicts.h"
+#include "records/map_file.h"
+#include "records/verdicts.h"
 #include "util/names.h"
 
 static const char TABLE_HEADER[] = "# table: ";
