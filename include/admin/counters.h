@@ -7,7 +7,7 @@
 #ifndef SPOA_COUNTERS_H
 #define SPOA_COUNTERS_H
 
-#include "daemon/breakers.h"
+#include "breakers/bus.h"
 
 struct breaker_subscriber counters_subscriber(void);
 

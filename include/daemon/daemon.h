@@ -9,14 +9,15 @@
 #include <stdio.h>
 
 #include "admin/admin_http.h"
+#include "breakers/bus.h"
 #include "core/operator_hand.h"
 #include "config/config.h"
-#include "daemon/breakers.h"
 #include "daemon/loop_watch.h"
 #include "daemon/steady_watch.h"
 #include "link/enforcer.h"
 #include "spop/agent.h"
 #include "spop/dispatch.h"
+#include "spop/observe.h"
 #include "state/state_store.h"
 
 /* Reads the configuration again for a reload: returns -1 with *c usable,
@@ -30,6 +31,9 @@ struct daemon {
 	daemon_load_fn load;
 	void *load_ctx;
 	struct breakers breakers;
+	/* The breaker-observe handler's context: what an answer sets, its
+	 * counters; it publishes to the breakers. */
+	struct observe_ctx observe;
 	struct enforcer *enforcer;
 	struct state_store *state;
 	bool ran; /* the loop ran: what it knows is worth a last snapshot */

@@ -6,7 +6,7 @@
 #ifndef SPOA_TRANSITION_LOG_H
 #define SPOA_TRANSITION_LOG_H
 
-#include "daemon/breakers.h"
+#include "breakers/bus.h"
 
 struct breaker_subscriber transition_log_subscriber(void);
 

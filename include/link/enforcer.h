@@ -5,7 +5,7 @@
  * from enforce_plan() (enforce_plan.h); the faults SPOE never sees from
  * faults.h.
  *
- * The link subscribes to the breakers (daemon/breakers.h): a transition
+ * The link subscribes to the breakers (breakers/bus.h): a transition
  * converges its server at once, from what the last look said (one Runtime
  * API line in the next loop iteration); the look every poll_interval
  * corrects anything stale, restores what an HAProxy reload forgot, and
@@ -16,8 +16,8 @@
 
 #include <ev.h>
 
+#include "breakers/bus.h"
 #include "config/config.h"
-#include "daemon/breakers.h"
 #include "link/ejection.h"
 #include "link/enforce_plan.h"
 

@@ -171,7 +171,7 @@ void link_on_verdict_table(void *ctx, enum runtime_api_result result, const char
 void link_record_forget_verdict(struct haproxy_link *link, struct breaker_table_entry *entry,
 				struct enforce_entry *en);
 
-/* subscriber.c: the breaker_subscriber callbacks (daemon/breakers.h). */
+/* subscriber.c: the breaker_subscriber callbacks (breakers/bus.h). */
 enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
 					const struct breaker_event *ev,
 					const struct breaker_cause *cause);

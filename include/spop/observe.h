@@ -29,6 +29,7 @@
 #ifndef SPOA_OBSERVE_H
 #define SPOA_OBSERVE_H
 
+#include "breakers/bus.h"
 #include "core/breaker.h"
 #include "spop/dispatch.h"
 
@@ -47,19 +48,13 @@ enum observe_var {
 };
 #define OBSERVE_VARS_ALL 0x7fu
 
-/* What the HAProxy link made of an observation's breaker, handed back to
- * the handler by `observed`: the answer says so (ejection_capped). */
-enum observe_drain {
-	OBSERVE_DRAIN_NOT_HELD, /* drained, or no drain wanted, or no link at all */
-	OBSERVE_DRAIN_CAPPED,   /* open or half-open, kept in full rotation by the backend's ejection cap */
-};
-
 /* What the handler needs from its surroundings, all borrowed. */
 struct observe_ctx {
 	struct breaker_table *table;
 	/* Called after each recorded observation (may be NULL): publishes it
-	 * to the breakers' subscribers (log, metrics, timer, HAProxy) and
-	 * returns what the HAProxy link decided for the breaker. */
+	 * to the breakers' subscribers (breakers_publish_response, with
+	 * observed_ctx the struct breakers) and returns what the HAProxy link
+	 * decided for the breaker (enum observe_drain, breakers/bus.h). */
 	enum observe_drain (*observed)(void *observed_ctx, struct breaker_table_entry *entry,
 				       const struct breaker_event *ev, enum breaker_outcome outcome,
 				       int status, uint64_t now_ms);

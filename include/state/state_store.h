@@ -9,8 +9,8 @@
 
 #include <ev.h>
 
+#include "breakers/bus.h"
 #include "config/config.h"
-#include "daemon/breakers.h"
 #include "link/enforcer.h"
 
 /* Where the breakers of this process came from. */

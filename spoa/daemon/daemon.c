@@ -198,10 +198,15 @@ static bool start(struct daemon *d)
 	}
 	state_store_load(d->state);
 	daemon_control_apply(d);
-	d->breakers.observe.ack_vars = c->ack_variables;
-	d->breakers.observe.words_confirm_words = c->enforce != ENFORCE_RUNTIME_API;
+	d->observe = (struct observe_ctx){
+		.table = &d->breakers.table,
+		.observed = breakers_publish_response,
+		.observed_ctx = &d->breakers,
+		.ack_vars = c->ack_variables,
+		.words_confirm_words = c->enforce != ENFORCE_RUNTIME_API,
+	};
 	dispatch_init(&d->dispatch);
-	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->breakers.observe);
+	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->observe);
 	/* What runs may differ from what was configured (the descriptor limit);
 	 * d->config keeps the configured value, so a reload compares like
 	 * with like. */
@@ -288,7 +293,7 @@ int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, v
 	ev_signal_start(d.loop, &d.sighup);
 
 	loop_watch_start(&d.loop_watch, d.loop);
-	steady_watch_start(&d.steady_watch, d.loop, &d.breakers.observe, &d.enforcer);
+	steady_watch_start(&d.steady_watch, d.loop, &d.observe, &d.enforcer);
 	/* Every listener is open: what a reload would judge a file by is
 	 * written down for --check, and taken back at a clean exit. */
 	daemon_running_publish(&d.config);

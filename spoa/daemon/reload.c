@@ -144,8 +144,8 @@ void daemon_reload(struct daemon *d)
 	breakers_rearm(&d->breakers);
 	state_store_set_interval(d->state, fresh.state_interval_ms);
 	/* Read on the next message: HAProxy may already use what was added. */
-	d->breakers.observe.ack_vars = fresh.ack_variables;
-	d->breakers.observe.words_confirm_words = fresh.enforce != ENFORCE_RUNTIME_API;
+	d->observe.ack_vars = fresh.ack_variables;
+	d->observe.words_confirm_words = fresh.enforce != ENFORCE_RUNTIME_API;
 	if (enforcer) {
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;

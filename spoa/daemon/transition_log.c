@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "daemon/transition_log.h"
+#include "link/faults-t.h"
 #include "util/log.h"
 
 /* What kind of thing caused it, as the JSON log's "cause" says it: one

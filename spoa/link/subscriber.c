@@ -1,5 +1,5 @@
 /*
- * subscriber.c - the link as a subscriber of the breakers (daemon/breakers.h):
+ * subscriber.c - the link as a subscriber of the breakers (breakers/bus.h):
  * a transition acts at once, and the per-index arrays follow the table.
  */
 #include <stdlib.h>

@@ -38,8 +38,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "breakers/bus.h"
 #include "config/config.h"
-#include "daemon/breakers.h"
 #include "daemon/daemon.h"
 #include "link/enforcer.h"
 #include "spop/dispatch.h"

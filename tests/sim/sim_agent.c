@@ -134,11 +134,15 @@ bool sim_agent_start(struct sim *s, char *err, size_t size)
 		return false;
 	state_store_load(d->state);
 	daemon_control_apply(d);
-	d->breakers.observe.ack_vars = d->config.ack_variables;
-	d->breakers.observe.words_confirm_words = false; /* Runtime API mode */
+	d->observe = (struct observe_ctx){
+		.table = &d->breakers.table,
+		.observed = breakers_publish_response,
+		.observed_ctx = &d->breakers,
+		.ack_vars = d->config.ack_variables,
+		.words_confirm_words = false, /* Runtime API mode */
+	};
 	dispatch_init(&d->dispatch);
-	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle,
-			  &d->breakers.observe);
+	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->observe);
 	return true;
 }
 

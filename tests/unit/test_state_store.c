@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
+#include "breakers/bus.h"
 #include "config/config.h"
 #include "core/breaker.h"
-#include "daemon/breakers.h"
 #include "link/enforcer.h"
 #include "state/state_store.h"
 #include "util/clock.h"

@@ -1,10 +1,10 @@
 /*
- * breakers.c - the breaker table on the event loop, and its event fan-out
- * (see breakers.h).
+ * bus.c - the breaker table on the event loop, and its event fan-out
+ * (see bus.h).
  */
 #include <string.h>
 
-#include "daemon/breakers.h"
+#include "breakers/bus.h"
 #include "util/clock.h"
 #include "util/container_of.h"
 
@@ -77,14 +77,16 @@ static void on_removed(void *ctx, uint32_t index)
 
 /* breaker-observe recorded a response: publish it, and hand back what
  * the HAProxy link made of it. */
-static enum observe_drain on_observed(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
-			enum breaker_outcome outcome, int status, uint64_t now_ms)
+enum observe_drain breakers_publish_response(void *breakers, struct breaker_table_entry *e,
+					     const struct breaker_event *ev,
+					     enum breaker_outcome outcome, int status,
+					     uint64_t now_ms)
 {
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_RESPONSE,
 				      .outcome = outcome,
 				      .status = status,
 				      .now_ms = now_ms};
-	return breakers_publish(ctx, e, ev, &cause);
+	return breakers_publish(breakers, e, ev, &cause);
 }
 
 /* ---- the timer ---- */
@@ -166,12 +168,6 @@ bool breakers_init(struct breakers *b, struct ev_loop *loop, uint32_t max_entrie
 	breaker_table_use_policies(&b->table, policies);
 	breaker_table_set_hooks(&b->table, &(struct breaker_table_hooks){
 		.reserve = on_reserve, .created = on_created, .removed = on_removed, .ctx = b});
-	b->observe = (struct observe_ctx){
-		.table = &b->table,
-		.observed = on_observed,
-		.observed_ctx = b,
-		.ack_vars = OBSERVE_VARS_ALL, /* the configuration's ack_variables, once read */
-	};
 	return true;
 }
 

@@ -1,6 +1,8 @@
 /*
- * breakers.h - the breaker table on the event loop, and the one place its
- * events fan out.
+ * bus.h - the breaker table on the event loop, and the one place its
+ * events fan out: the bus every rule publishes to and every listener
+ * subscribes from. It sits below them all: it includes only util/ and
+ * core/, and whoever publishes or listens includes it.
  *
  * Owns the per-server breakers and the one timer that drives their
  * time-based changes (OPEN => HALF_OPEN when a cool-down elapses, the end
@@ -9,19 +11,24 @@
  * worker again, on time, not on the next request.
  *
  * Every record (a response over SPOP, HAProxy's counters, a cool-down) is
- * published once, with its cause, to a list of subscribers - the
- * transition log, the metrics counters, the timer (subscribed by daemon.c),
- * then the HAProxy link, which subscribes itself as it is made and again
- * on each reload (link/lifecycle.c) - called in the order they subscribed.
+ * published once, with its cause, to a list of subscribers, called in the
+ * order they subscribed, synchronously, on the loop: the publisher gets
+ * control back once every subscriber has run. The running agent starts
+ * them in this order (start() in daemon/daemon.c): the transition log,
+ * the metrics counters, the timer, the operator's hand, the HAProxy link,
+ * the state snapshot; a reload that replaces the link subscribes the new
+ * one last, behind the snapshot.
  */
-#ifndef SPOA_BREAKERS_H
-#define SPOA_BREAKERS_H
+#ifndef SPOA_BREAKERS_BUS_H
+#define SPOA_BREAKERS_BUS_H
 
 #include <ev.h>
 
 #include "core/breaker.h"
-#include "link/faults-t.h"
-#include "spop/observe.h"
+
+/* One look's counter delta (link/faults-t.h), carried by a cause for the
+ * subscribers that read it: opaque to the bus, which only hands it on. */
+struct faults_delta;
 
 /* Why a breaker was recorded. */
 enum breaker_cause_kind {
@@ -66,6 +73,14 @@ struct breaker_cause {
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 
+/* What the subscriber that acts on HAProxy's servers (the HAProxy link)
+ * decided for a breaker at a record, handed back to its publisher: the
+ * breaker-observe answer says so (ejection_capped, spop/observe.h). */
+enum observe_drain {
+	OBSERVE_DRAIN_NOT_HELD, /* drained, or no drain wanted, or no link at all */
+	OBSERVE_DRAIN_CAPPED,   /* open or half-open, kept in full rotation by the backend's ejection cap */
+};
+
 /* One listener of breaker events. Each function may be NULL. `recorded`
  * runs after every record, also when nothing changed (ev->from == ev->to);
  * it may act on its entry but must not call breaker_table_get() (a
@@ -93,7 +108,6 @@ struct breakers {
 	struct breaker_table table;
 	ev_timer timer;
 	uint64_t armed_ms; /* the deadline the timer is set for, or BREAKER_NO_DEADLINE */
-	struct observe_ctx observe; /* the breaker-observe handler's context */
 	struct breaker_subscriber subscribers[BREAKERS_MAX_SUBSCRIBERS];
 	unsigned nb_subscribers;
 };
@@ -104,7 +118,7 @@ bool breakers_init(struct breakers *b, struct ev_loop *loop, uint32_t max_entrie
 		   struct breaker_policies *policies, char *err, size_t err_size);
 void breakers_free(struct breakers *b);
 
-/* Adds a subscriber (copied). False when the list is full. */
+/* Adds a subscriber (copied), last. False when the list is full. */
 bool breakers_subscribe(struct breakers *b, const struct breaker_subscriber *s);
 /* Removes every subscriber whose ctx is ctx. */
 void breakers_unsubscribe(struct breakers *b, void *ctx);
@@ -114,6 +128,15 @@ void breakers_unsubscribe(struct breakers *b, void *ctx);
 enum observe_drain breakers_publish(struct breakers *b, struct breaker_table_entry *e,
 				    const struct breaker_event *ev,
 				    const struct breaker_cause *cause);
+
+/* Publishes a worker's response that the breaker-observe handler recorded
+ * (cause BREAKER_CAUSE_RESPONSE). breakers is the struct breakers: this is
+ * observe_ctx.observed (spop/observe.h), so that the handler, pure,
+ * publishes without calling the bus by name. */
+enum observe_drain breakers_publish_response(void *breakers, struct breaker_table_entry *e,
+					     const struct breaker_event *ev,
+					     enum breaker_outcome outcome, int status,
+					     uint64_t now_ms);
 
 /* Arms the timer for one breaker's deadline, if earlier than the one it
  * is set for: after its hold was set outside a record. */
@@ -126,4 +149,4 @@ void breakers_rearm(struct breakers *b);
 /* The subscriber that keeps the timer armed for the earliest deadline. */
 struct breaker_subscriber breakers_timer_subscriber(struct breakers *b);
 
-#endif /* SPOA_BREAKERS_H */
+#endif /* SPOA_BREAKERS_BUS_H */
