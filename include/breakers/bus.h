@@ -16,8 +16,10 @@
  * control back once every subscriber has run. The running agent starts
  * them in this order (start() in daemon/daemon.c): the transition log,
  * the metrics counters, the timer, the operator's hand, the HAProxy link,
- * the state snapshot; a reload that replaces the link subscribes the new
- * one last, behind the snapshot.
+ * the state snapshot. A reload that replaces the link puts the new one in
+ * the old one's place (breakers_replace), so the order holds for the
+ * agent's whole life: the snapshot hears of a record after the link
+ * acted on it, before a reload as after.
  */
 #ifndef SPOA_BREAKERS_BUS_H
 #define SPOA_BREAKERS_BUS_H
@@ -122,6 +124,12 @@ void breakers_free(struct breakers *b);
 bool breakers_subscribe(struct breakers *b, const struct breaker_subscriber *s);
 /* Removes every subscriber whose ctx is ctx. */
 void breakers_unsubscribe(struct breakers *b, void *ctx);
+/* Puts s (copied) in the place of the first subscriber whose ctx is
+ * old_ctx, which leaves the list: a part a reload rebuilds keeps its
+ * turn. With none of old_ctx, or old_ctx NULL (the ctx of subscribers
+ * that need none, never replaced), adds s last, as breakers_subscribe()
+ * does. False when the list is full. */
+bool breakers_replace(struct breakers *b, void *old_ctx, const struct breaker_subscriber *s);
 
 /* Tells every subscriber about one record; returns what the HAProxy
  * link decided for the breaker (OBSERVE_DRAIN_NOT_HELD without one). */

@@ -52,8 +52,10 @@ struct runtime_api_client;
  * first use. `previous` (may be NULL) is the enforcer this one replaces on
  * a reload: what it remembers of each HAProxy whose socket both name (what
  * the agent drained or limited, the counters' baselines) is taken over, so
- * a reload never strands a drain. NULL with err set on failure (previous
- * is then untouched).
+ * a reload never strands a drain, and so is its place among the breakers'
+ * subscribers (previous hears of no record after this returns, and is
+ * the caller's to free). NULL with err set on failure (previous is then
+ * untouched).
  */
 struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 			      struct breakers *breakers, struct enforcer *previous, char *err,

@@ -28,6 +28,16 @@ void breakers_unsubscribe(struct breakers *b, void *ctx)
 	b->nb_subscribers = kept;
 }
 
+bool breakers_replace(struct breakers *b, void *old_ctx, const struct breaker_subscriber *s)
+{
+	for (unsigned i = 0; old_ctx && i < b->nb_subscribers; i++)
+		if (b->subscribers[i].ctx == old_ctx) {
+			b->subscribers[i] = *s;
+			return true;
+		}
+	return breakers_subscribe(b, s);
+}
+
 enum observe_drain breakers_publish(struct breakers *b, struct breaker_table_entry *e,
 				    const struct breaker_event *ev,
 				    const struct breaker_cause *cause)

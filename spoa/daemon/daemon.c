@@ -99,8 +99,10 @@ static void fit_descriptor_limit(const struct config *c, struct agent_settings *
 		   (unsigned long long)limit, s->max_connections, FD_HEADROOM);
 }
 
-/* Who hears of every breaker record, in this order. The HAProxy link
- * subscribes itself (enforcer_new), last, and again on each reload. */
+/* Who hears of every breaker record, in this order, first. After them
+ * come, as start() makes them, the operator's hand (daemon_open_control),
+ * the HAProxy link (enforcer_new) and the state snapshot
+ * (state_store_new); a reload's new link takes the old one's place. */
 static bool subscribe_all(struct daemon *d)
 {
 	const struct breaker_subscriber subscribers[] = {

@@ -174,7 +174,11 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 				       .reserve = enforcer_on_reserve,
 				       .created = enforcer_on_created,
 				       .ctx = e};
-	if (!breakers_subscribe(breakers, &s)) {
+	/* A link a reload makes takes its predecessor's turn, which
+	 * enforcer_free() then finds gone: the subscribers after the link
+	 * (the state snapshot) keep hearing of a record after it acted. The
+	 * first link, with none, comes last. */
+	if (!breakers_replace(breakers, previous, &s)) {
 		errmsg_set(err, err_size, "too many breaker subscribers");
 		enforcer_free(e);
 		return NULL;

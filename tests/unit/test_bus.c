@@ -2,7 +2,8 @@
  * test_bus.c - the breakers' bus (breakers/bus.c): a record reaches every
  * subscriber once, in the order they subscribed; the one that drains
  * decides what the publisher hears back; a subscriber that leaves takes
- * no one else's turn with it.
+ * no one else's turn with it, and one that replaces another (a reload's
+ * new HAProxy link) takes the other's turn.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,6 +187,71 @@ static void test_unsubscribe_keeps_the_others_order(void **state)
 	bus_stop(&t);
 }
 
+/* A part a reload rebuilds keeps its turn: the new one where the old one
+ * was, the old one gone; with nobody to replace, last. */
+static void test_replace_keeps_the_turn(void **state)
+{
+	struct bus t;
+	(void)state;
+
+	bus_start(&t);
+	subscribe(&t, 'a');
+	subscribe(&t, 'b'); /* the link */
+	subscribe(&t, 'c'); /* the snapshot, after it */
+	struct breaker_subscriber next = recorder(&t.l['e' - 'a']);
+	assert_true(breakers_replace(&t.b, &t.l['b' - 'a'], &next));
+	assert_string_equal(publish(&t), "aec");
+	breakers_unsubscribe(&t.b, &t.l['b' - 'a']); /* the old one freed: nothing to do */
+	assert_string_equal(publish(&t), "aec");
+	next = recorder(&t.l['f' - 'a']);
+	assert_true(breakers_replace(&t.b, &t.l['b' - 'a'], &next)); /* gone: last */
+	assert_string_equal(publish(&t), "aecf");
+	bus_stop(&t);
+}
+
+/* NULL is the ctx of the subscribers that need none (the transition log,
+ * the counters): never one to replace. */
+static void test_replace_of_nobody_adds_last(void **state)
+{
+	struct bus t;
+	struct breaker_subscriber no_ctx = {.name = "no ctx", .recorded = never};
+	(void)state;
+
+	bus_start(&t);
+	subscribe(&t, 'a');
+	assert_true(breakers_subscribe(&t.b, &no_ctx));
+	struct breaker_subscriber s = recorder(&t.l['b' - 'a']);
+	assert_true(breakers_replace(&t.b, NULL, &s));
+	assert_int_equal(t.b.nb_subscribers, 3);
+	assert_ptr_equal(t.b.subscribers[1].recorded, never);
+	assert_ptr_equal(t.b.subscribers[2].ctx, &t.l['b' - 'a']);
+	bus_stop(&t);
+}
+
+/* A full list refuses a newcomer, not a replacement: a reload's link
+ * needs no room the running one did not have. */
+static void test_replace_in_a_full_list(void **state)
+{
+	struct bus t;
+	char all[BREAKERS_MAX_SUBSCRIBERS + 1] = {0};
+	(void)state;
+
+	bus_start(&t);
+	for (unsigned i = 0; i < BREAKERS_MAX_SUBSCRIBERS; i++) {
+		all[i] = (char)('a' + i);
+		subscribe(&t, all[i]);
+	}
+	struct breaker_subscriber next = recorder(&t.l[BREAKERS_MAX_SUBSCRIBERS]);
+	assert_true(breakers_replace(&t.b, &t.l[1], &next));
+	all[1] = (char)('a' + BREAKERS_MAX_SUBSCRIBERS);
+	assert_string_equal(publish(&t), all);
+	next = recorder(&t.l[1]);
+	assert_false(breakers_replace(&t.b, &t.l[1], &next)); /* gone: a newcomer */
+	assert_int_equal(t.b.nb_subscribers, BREAKERS_MAX_SUBSCRIBERS);
+	assert_string_equal(publish(&t), all);
+	bus_stop(&t);
+}
+
 /* The subscriber that drains runs in its turn, in the place of recorded,
  * and its word is what the publisher hears; without one, NOT_HELD. */
 static void test_the_drainer_decides(void **state)
@@ -264,6 +330,9 @@ int main(void)
 		cmocka_unit_test(test_publish_in_subscription_order),
 		cmocka_unit_test(test_subscribe_refused_when_full),
 		cmocka_unit_test(test_unsubscribe_keeps_the_others_order),
+		cmocka_unit_test(test_replace_keeps_the_turn),
+		cmocka_unit_test(test_replace_of_nobody_adds_last),
+		cmocka_unit_test(test_replace_in_a_full_list),
 		cmocka_unit_test(test_the_drainer_decides),
 		cmocka_unit_test(test_a_response_is_published_with_its_cause),
 	};
