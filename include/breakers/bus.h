@@ -83,6 +83,20 @@ enum observe_drain {
 	OBSERVE_DRAIN_CAPPED,   /* open or half-open, kept in full rotation by the backend's ejection cap */
 };
 
+/* The HAProxy link's whole answer to one record, returned up the call
+ * chain to whoever published it: breaker-observe puts both in its reply
+ * (spop/observe.h), and the SPOP connection holds the ACK with the
+ * ticket (spop/conn.c). Opaque to the bus, which only hands it on. */
+struct drain_answer {
+	enum observe_drain drain;
+	/* 0: the answer to the record's response may go at once. Else the
+	 * response made its server watched, and its ACK waits until the
+	 * HAProxy link settles this ticket (the `add map` landed or failed,
+	 * link/ack_hold.h). Tickets settle in order: a later one covers an
+	 * earlier one. */
+	uint64_t ack_ticket;
+};
+
 /* One listener of breaker events. Each function may be NULL. `recorded`
  * runs after every record, also when nothing changed (ev->from == ev->to);
  * it may act on its entry but must not call breaker_table_get() (a
@@ -93,8 +107,9 @@ struct breaker_subscriber {
 	const char *name;
 	void (*recorded)(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 			 const struct breaker_cause *cause);
-	enum observe_drain (*drains)(void *ctx, struct breaker_table_entry *e,
-				     const struct breaker_event *ev, const struct breaker_cause *cause);
+	struct drain_answer (*drains)(void *ctx, struct breaker_table_entry *e,
+				      const struct breaker_event *ev,
+				      const struct breaker_cause *cause);
 	/* Room for entry indexes below `allocated`, before the table grows;
 	 * false refuses the growth. */
 	bool (*reserve)(void *ctx, uint32_t allocated);
@@ -132,19 +147,20 @@ void breakers_unsubscribe(struct breakers *b, void *ctx);
 bool breakers_replace(struct breakers *b, void *old_ctx, const struct breaker_subscriber *s);
 
 /* Tells every subscriber about one record; returns what the HAProxy
- * link decided for the breaker (OBSERVE_DRAIN_NOT_HELD without one). */
-enum observe_drain breakers_publish(struct breakers *b, struct breaker_table_entry *e,
-				    const struct breaker_event *ev,
-				    const struct breaker_cause *cause);
+ * link decided for the breaker (OBSERVE_DRAIN_NOT_HELD and no ticket
+ * without one). */
+struct drain_answer breakers_publish(struct breakers *b, struct breaker_table_entry *e,
+				     const struct breaker_event *ev,
+				     const struct breaker_cause *cause);
 
 /* Publishes a worker's response that the breaker-observe handler recorded
  * (cause BREAKER_CAUSE_RESPONSE). breakers is the struct breakers: this is
  * observe_ctx.observed (spop/observe.h), so that the handler, pure,
  * publishes without calling the bus by name. */
-enum observe_drain breakers_publish_response(void *breakers, struct breaker_table_entry *e,
-					     const struct breaker_event *ev,
-					     enum breaker_outcome outcome, int status,
-					     uint64_t now_ms);
+struct drain_answer breakers_publish_response(void *breakers, struct breaker_table_entry *e,
+					      const struct breaker_event *ev,
+					      enum breaker_outcome outcome, int status,
+					      uint64_t now_ms);
 
 /* Arms the timer for one breaker's deadline, if earlier than the one it
  * is set for: after its hold was set outside a record. */

@@ -68,9 +68,9 @@ void daemon_reload(struct daemon *d);
  * loaded. */
 bool daemon_load_tls(struct daemon *d, const struct config *c);
 
-/* Points the agent's ACK gate at the current HAProxy link (daemon.c);
- * again after a reload replaced it. */
-void daemon_gate_link(struct daemon *d);
+/* Has the current HAProxy link tell the agent when held ACKs may go
+ * (daemon.c); again after a reload replaced it. */
+void daemon_link_acks(struct daemon *d);
 
 /* The admin pages (admin_pages.c): /metrics, /state, /healthz from the
  * running parts. ctx is the daemon. */

@@ -155,10 +155,10 @@ struct enforcer {
 	bool agent_check_open;
 	struct enforce_stats stats;
 	/* Steady-state mode: the ACK of a response that made its server
-	 * watched waits for the `add map` (ack_hold.h). wanted: the response
-	 * being answered queued one; released: told when points land. */
+	 * watched waits for the `add map` (ack_hold.h); its ticket goes back
+	 * with the link's answer (subscriber.c). released: told when points
+	 * land. */
 	struct ack_hold ack_hold;
-	bool ack_hold_wanted;
 	enforcer_release_fn ack_released;
 	void *ack_released_ctx;
 	bool freeing; /* the clients' last callbacks come from enforcer_free */

@@ -63,17 +63,17 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
 void enforcer_free(struct enforcer *e);
 
 /*
- * Steady-state mode's ACK hold (ack_hold.h), for the SPOP agent's gate.
- * enforcer_ack_take(): after a NOTIFY was answered, 0, or the ticket its
- * ACK waits for when the response made its server watched (an `add map`
- * was queued). enforcer_ack_passed(): whether that wait is over (every
- * command queued before it, on each HAProxy keeping a watched map, was
- * answered or failed). fn is called when tickets pass (set again on a
- * replacing enforcer, which lets every earlier ticket pass).
+ * Steady-state mode's ACK hold (ack_hold.h), for the SPOP agent. The
+ * ticket an ACK waits for comes back with the link's answer to the
+ * response (struct drain_answer, breakers/bus.h); a ticket has passed
+ * once it is at most the settled one (every command queued before it,
+ * on each HAProxy keeping a watched map, was answered or failed).
+ * enforcer_ack_settled(): the settled ticket now. fn is called with it
+ * when it moves (set again on a replacing enforcer, whose settled ticket
+ * lets every earlier ticket pass).
  */
-typedef void (*enforcer_release_fn)(void *ctx);
-uint64_t enforcer_ack_take(struct enforcer *e);
-bool enforcer_ack_passed(const struct enforcer *e, uint64_t ticket);
+typedef void (*enforcer_release_fn)(void *ctx, uint64_t settled);
+uint64_t enforcer_ack_settled(const struct enforcer *e);
 void enforcer_on_ack_release(struct enforcer *e, enforcer_release_fn fn, void *ctx);
 
 /* What the agent changed on one server (entry index), for the snapshot:

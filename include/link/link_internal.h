@@ -66,6 +66,10 @@ enum link_command_undo {
 };
 void link_send_server_command(struct haproxy_link *link, const struct breaker_table_entry *entry,
 			      const char *command, const char *why, enum link_command_undo undo);
+/* A new ACK hold point at every command queued so far on each link that
+ * keeps a watched map: the ticket the ACK of a response that made its
+ * server watched waits for (ack_hold.h). */
+uint64_t link_ack_hold_point(struct enforcer *e);
 
 /* ejection_cap.c */
 bool link_entry_out(const struct enforce_entry *en);
@@ -172,9 +176,9 @@ void link_record_forget_verdict(struct haproxy_link *link, struct breaker_table_
 				struct enforce_entry *en);
 
 /* subscriber.c: the breaker_subscriber callbacks (breakers/bus.h). */
-enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
-					const struct breaker_event *ev,
-					const struct breaker_cause *cause);
+struct drain_answer enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
+					 const struct breaker_event *ev,
+					 const struct breaker_cause *cause);
 bool enforcer_on_reserve(void *ctx, uint32_t allocated);
 void enforcer_on_created(void *ctx, uint32_t index);
 

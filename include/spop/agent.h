@@ -40,7 +40,7 @@ struct agent_stats {
 	uint64_t healthchecks;
 	uint64_t hellos;
 	uint64_t notifies;
-	uint64_t acks_held; /* ACKs that waited at the gate */
+	uint64_t acks_held; /* ACKs that waited for their ticket */
 	uint64_t haproxy_disconnects;
 	uint64_t tls_handshakes;         /* completed, over TLS listeners */
 	uint64_t tls_handshake_failures; /* no certificate, a refused one, not TLS at all */
@@ -53,20 +53,15 @@ struct listener;
 struct tls_context;
 
 /*
- * Who may hold an ACK back (steady-state mode: the HAProxy link, until the
- * `add map` a response caused has landed; link/ack_hold.h). After each
- * NOTIFY is answered, take() returns 0, or a ticket its ACK must wait for;
- * passed() says whether a ticket's wait is over. The ACK and those after it
- * on the same connection stay queued meanwhile (HAProxy matches ACKs to
- * streams by id; keeping them in order keeps the output one buffer). The
- * gate calls agent_release_held() when tickets pass. No gate: no hold.
+ * The ACK hold (steady-state mode: the HAProxy link holds the ACK of a
+ * response that made its server watched until the `add map` has landed;
+ * link/ack_hold.h). The dispatch hands each NOTIFY's ticket back with its
+ * answer (dispatch_notify()); a ticket above acks_settled makes the ACK,
+ * and those after it on the same connection, stay queued (HAProxy matches
+ * ACKs to streams by id; keeping them in order keeps the output one
+ * buffer) until agent_release_held() moves acks_settled past it. No
+ * HAProxy link: no ticket, no hold.
  */
-struct ack_gate {
-	uint64_t (*take)(void *ctx);
-	bool (*passed)(void *ctx, uint64_t ticket);
-	void *ctx;
-};
-
 struct agent {
 	struct ev_loop *loop;
 	struct agent_settings settings;
@@ -83,7 +78,6 @@ struct agent {
 	unsigned nb_listeners;
 	bool stopping;
 	ev_timer shutdown_timer;
-	struct ack_gate gate;
 	/* Who may connect over TCP (borrowed: the configuration's, which a
 	 * reload rewrites in place). NULL or empty: anyone, which the
 	 * configuration only allows on loopback. */
@@ -91,8 +85,9 @@ struct agent {
 	/* TLS on every SPOP listener (spop/tls.h), owned; NULL: plaintext.
 	 * Replaced on reload: new connections use the new one. */
 	struct tls_context *tls;
-	unsigned nb_held;      /* connections whose output waits at the gate */
-	ev_timer release_timer; /* releases them from the loop, never from the gate's call */
+	unsigned nb_held;      /* connections whose output waits for its ticket */
+	uint64_t acks_settled; /* every ticket up to this one has passed */
+	ev_timer release_timer; /* releases them from the loop, never from the link's call */
 };
 
 void agent_init(struct agent *a, struct ev_loop *loop, const struct agent_settings *s,
@@ -114,13 +109,10 @@ bool agent_listen(struct agent *a, const char *spec, const struct listen_socket_
  */
 void agent_stop(struct agent *a);
 
-/* Sets (or, with NULL functions, removes) the gate. Removing it releases
- * every held ACK: its tickets mean nothing to another gate. */
-void agent_set_gate(struct agent *a, const struct ack_gate *gate);
-
-/* The gate's tickets have moved: held ACKs whose wait is over go out, from
- * the loop's next turn. Safe from inside any callback. */
-void agent_release_held(struct agent *a);
+/* Every ticket up to `settled` has passed (it never goes back: a lower
+ * value is ignored): held ACKs whose wait is over go out, from the loop's
+ * next turn. Safe from inside any callback. */
+void agent_release_held(struct agent *a, uint64_t settled);
 
 /* Serves TLS with t (taken over; NULL: plaintext) to the connections
  * accepted from now on; those open keep the session they have. */
@@ -132,6 +124,9 @@ void agent_destroy(struct agent *a);
 /* --- for conn.c and listener.c (spop/conn.h, spop/listener.h) --- */
 void agent_count_disconnect(struct agent *a, enum spop_status status);
 void agent_conn_closed(struct agent *a);
-bool agent_conn_may_send(struct agent *a, uint64_t ticket);
+static inline bool agent_conn_may_send(const struct agent *a, uint64_t ticket)
+{
+	return ticket <= a->acks_settled;
+}
 
 #endif /* SPOA_AGENT_H */

@@ -23,6 +23,9 @@ struct dispatch_reply {
 	struct spop_writer *w;
 	unsigned nb_actions;
 	uint64_t now_ms; /* the caller's monotonic clock, read once per batch of frames */
+	/* 0, or the ticket the ACK must wait for (the highest a handler
+	 * set; tickets settle in order): see dispatch_notify(). */
+	uint64_t ack_ticket;
 };
 
 typedef void (*dispatch_handler_fn)(void *ctx, const struct spop_message *msg,
@@ -54,10 +57,16 @@ bool dispatch_register(struct dispatch *d, const char *name, dispatch_handler_fn
  * error="ack_too_big". Returns false, and writes nothing, when the payload
  * is not a valid list of messages (*why says what was wrong) or when not
  * even that minimal ACK fits in w. now_ms is handed to the handlers as the
- * time of the NOTIFY (CLOCK_MONOTONIC in milliseconds).
+ * time of the NOTIFY (CLOCK_MONOTONIC in milliseconds). *ack_ticket gets
+ * what the handlers said the ACK waits for: 0 (send it at once) or a
+ * ticket of the HAProxy link's ACK hold (link/ack_hold.h) that the
+ * connection holds the ACK with (spop/conn.c); it is set whatever the
+ * return, as a handler may have acted before a later message was found
+ * malformed.
  */
 bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
-		     uint32_t max_frame_size, uint64_t now_ms, const char **why);
+		     uint32_t max_frame_size, uint64_t now_ms, const char **why,
+		     uint64_t *ack_ticket);
 
 /* Appends a txn-scoped set-var of name (name_len bytes, no NUL needed). */
 void dispatch_put_string(struct dispatch_reply *r, const char *name, size_t name_len,

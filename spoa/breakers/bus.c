@@ -38,22 +38,25 @@ bool breakers_replace(struct breakers *b, void *old_ctx, const struct breaker_su
 	return breakers_subscribe(b, s);
 }
 
-enum observe_drain breakers_publish(struct breakers *b, struct breaker_table_entry *e,
-				    const struct breaker_event *ev,
-				    const struct breaker_cause *cause)
+struct drain_answer breakers_publish(struct breakers *b, struct breaker_table_entry *e,
+				     const struct breaker_event *ev,
+				     const struct breaker_cause *cause)
 {
-	enum observe_drain drain = OBSERVE_DRAIN_NOT_HELD;
+	struct drain_answer answer = {.drain = OBSERVE_DRAIN_NOT_HELD, .ack_ticket = 0};
 
 	for (unsigned i = 0; i < b->nb_subscribers; i++) {
 		const struct breaker_subscriber *s = &b->subscribers[i];
 		if (s->drains) {
-			if (s->drains(s->ctx, e, ev, cause) == OBSERVE_DRAIN_CAPPED)
-				drain = OBSERVE_DRAIN_CAPPED;
+			struct drain_answer a = s->drains(s->ctx, e, ev, cause);
+			if (a.drain == OBSERVE_DRAIN_CAPPED)
+				answer.drain = OBSERVE_DRAIN_CAPPED;
+			if (a.ack_ticket > answer.ack_ticket)
+				answer.ack_ticket = a.ack_ticket;
 		} else if (s->recorded) {
 			s->recorded(s->ctx, e, ev, cause);
 		}
 	}
-	return drain;
+	return answer;
 }
 
 static bool on_reserve(void *ctx, uint32_t allocated)
@@ -87,10 +90,10 @@ static void on_removed(void *ctx, uint32_t index)
 
 /* breaker-observe recorded a response: publish it, and hand back what
  * the HAProxy link made of it. */
-enum observe_drain breakers_publish_response(void *breakers, struct breaker_table_entry *e,
-					     const struct breaker_event *ev,
-					     enum breaker_outcome outcome, int status,
-					     uint64_t now_ms)
+struct drain_answer breakers_publish_response(void *breakers, struct breaker_table_entry *e,
+					      const struct breaker_event *ev,
+					      enum breaker_outcome outcome, int status,
+					      uint64_t now_ms)
 {
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_RESPONSE,
 				      .outcome = outcome,

@@ -116,30 +116,19 @@ static bool subscribe_all(struct daemon *d)
 	return true;
 }
 
-/* The agent's ACK gate is the HAProxy link of the moment: a reload may
- * replace it (the new one lets every earlier ticket pass). */
-static uint64_t gate_take(void *ctx)
+/* The HAProxy link of the moment tells the agent when ACK tickets pass:
+ * a reload may replace it (the new one's settled ticket lets every
+ * earlier ticket pass). */
+static void acks_released(void *ctx, uint64_t settled)
 {
 	struct daemon *d = ctx;
-	return enforcer_ack_take(d->enforcer);
+	agent_release_held(&d->agent, settled);
 }
 
-static bool gate_passed(void *ctx, uint64_t ticket)
+void daemon_link_acks(struct daemon *d)
 {
-	struct daemon *d = ctx;
-	return enforcer_ack_passed(d->enforcer, ticket);
-}
-
-static void gate_released(void *ctx)
-{
-	struct daemon *d = ctx;
-	agent_release_held(&d->agent);
-}
-
-void daemon_gate_link(struct daemon *d)
-{
-	enforcer_on_ack_release(d->enforcer, gate_released, d);
-	agent_release_held(&d->agent);
+	enforcer_on_ack_release(d->enforcer, acks_released, d);
+	agent_release_held(&d->agent, enforcer_ack_settled(d->enforcer));
 }
 
 bool daemon_load_tls(struct daemon *d, const struct config *c)
@@ -215,9 +204,7 @@ static bool start(struct daemon *d)
 	struct agent_settings settings = c->agent;
 	fit_descriptor_limit(c, &settings);
 	agent_init(&d->agent, d->loop, &settings, &d->dispatch);
-	const struct ack_gate gate = {.take = gate_take, .passed = gate_passed, .ctx = d};
-	agent_set_gate(&d->agent, &gate);
-	daemon_gate_link(d);
+	daemon_link_acks(d);
 	/* Borrowed: a reload rewrites d->config, and with it the list, in place. */
 	d->agent.allow = &c->allow;
 	enforcer_agent_check_allow(d->enforcer, &c->allow);

@@ -150,7 +150,7 @@ void daemon_reload(struct daemon *d)
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;
 		enforcer_agent_check_allow(enforcer, &d->config.allow); /* d->config: fresh, below */
-		daemon_gate_link(d);
+		daemon_link_acks(d);
 		/* The operator's release holds across the new link. */
 		enforcer_set_released(enforcer, d->hand.released);
 	}

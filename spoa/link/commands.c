@@ -74,7 +74,7 @@ static void settle_ack_holds(struct enforcer *e)
 	for (unsigned i = 0; i < e->nb_links; i++)
 		done[i] = e->links[i].commands_done;
 	if (ack_hold_settle(&e->ack_hold, done, e->nb_links) && e->ack_released)
-		e->ack_released(e->ack_released_ctx);
+		e->ack_released(e->ack_released_ctx, e->ack_hold.settled);
 }
 
 static void command_done(void *ctx, enum runtime_api_result result, const char *reply, size_t len)
@@ -171,11 +171,8 @@ void link_send_server_command(struct haproxy_link *link, const struct breaker_ta
 	queue(link, command, why, false, LOG_LEVEL_NOTICE, entry, undo);
 }
 
-uint64_t enforcer_ack_take(struct enforcer *e)
+uint64_t link_ack_hold_point(struct enforcer *e)
 {
-	if (!e || !e->ack_hold_wanted)
-		return 0;
-	e->ack_hold_wanted = false;
 	/* Only links that keep a watched map: another HAProxy's drains have
 	 * nothing to do with this ACK. */
 	uint64_t queued[ENFORCE_MAX_HAPROXY] = {0};
@@ -185,9 +182,9 @@ uint64_t enforcer_ack_take(struct enforcer *e)
 	return ack_hold_point(&e->ack_hold, queued, e->nb_links);
 }
 
-bool enforcer_ack_passed(const struct enforcer *e, uint64_t ticket)
+uint64_t enforcer_ack_settled(const struct enforcer *e)
 {
-	return !e || ack_hold_passed(&e->ack_hold, ticket);
+	return e->ack_hold.settled;
 }
 
 void enforcer_on_ack_release(struct enforcer *e, enforcer_release_fn fn, void *ctx)

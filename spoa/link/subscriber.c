@@ -16,14 +16,13 @@ static enum observe_drain drain_decision(const struct enforcer *e,
 		       : OBSERVE_DRAIN_NOT_HELD;
 }
 
-/* The breakers' subscriber: a transition acts at once; what it decided
- * for the breaker goes back to the caller. */
-enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
-					const struct breaker_event *ev,
-					const struct breaker_cause *cause)
+/* What a record does to HAProxy's servers: a transition acts at once.
+ * True when the response being answered made its server watched: its
+ * ACK must wait for the entry. */
+static bool act_on_record(struct enforcer *e, struct breaker_table_entry *entry, uint32_t index,
+			  const struct breaker_event *ev, const struct breaker_cause *cause)
 {
-	struct enforcer *e = ctx;
-	uint32_t index = breaker_table_index(e->table, entry);
+	bool ack_waits = false;
 
 	if (cause->kind == BREAKER_CAUSE_RESPONSE)
 		e->last_spop_ms[index] = cause->now_ms;
@@ -39,17 +38,14 @@ enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *e
 		for (unsigned i = 0; i < e->nb_links; i++)
 			added |= link_sync_watched(&e->links[i], entry, &e->links[i].entries[index],
 						   false);
-		/* The response being answered made its server watched: its
-		 * ACK waits for the entry (enforcer_ack_take()). */
-		if (added && cause->kind == BREAKER_CAUSE_RESPONSE)
-			e->ack_hold_wanted = true;
+		ack_waits = added && cause->kind == BREAKER_CAUSE_RESPONSE;
 	}
 	/* A rest that starts or ends moves the server as a transition does;
 	 * one extended leaves it where it is. */
 	bool moves = breaker_event_is_transition(ev) || ev->rest == BREAKER_REST_STARTED ||
 		     ev->rest == BREAKER_REST_ENDED || operator;
 	if (!moves || e->mode == ENFORCE_AGENT_CHECK)
-		return drain_decision(e, entry, index);
+		return ack_waits;
 	/* Back from a trip: its learnt capacity starts again low and earns
 	 * its way up (capacity.h), so a recovered worker is not handed a full
 	 * share at once. */
@@ -66,7 +62,23 @@ enum observe_drain enforcer_on_recorded(void *ctx, struct breaker_table_entry *e
 		link_stall_release_mark(&e->links[i], entry, &e->links[i].entries[index], ev);
 		link_converge_entry(&e->links[i], entry);
 	}
-	return drain_decision(e, entry, index);
+	return ack_waits;
+}
+
+/* The breakers' subscriber: a transition acts at once; what it decided
+ * for the breaker goes back to the caller, with the ticket its ACK waits
+ * for. The ticket is taken after every command the record queued (the
+ * drain after the `add map`), as the point covers them all. */
+struct drain_answer enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
+					 const struct breaker_event *ev,
+					 const struct breaker_cause *cause)
+{
+	struct enforcer *e = ctx;
+	uint32_t index = breaker_table_index(e->table, entry);
+	bool ack_waits = act_on_record(e, entry, index, ev, cause);
+
+	return (struct drain_answer){.drain = drain_decision(e, entry, index),
+				     .ack_ticket = ack_waits ? link_ack_hold_point(e) : 0};
 }
 
 /* Grows one per-index array from `have` to `want` elements, zeroing the

@@ -44,23 +44,13 @@ void agent_init(struct agent *a, struct ev_loop *loop, const struct agent_settin
 	ev_timer_init(&a->release_timer, release_cb, 0., 0.);
 }
 
-bool agent_conn_may_send(struct agent *a, uint64_t ticket)
+void agent_release_held(struct agent *a, uint64_t settled)
 {
-	return !a->gate.passed || a->gate.passed(a->gate.ctx, ticket);
-}
-
-void agent_release_held(struct agent *a)
-{
+	if (settled > a->acks_settled)
+		a->acks_settled = settled;
 	if (a->nb_held == 0 || !a->loop || ev_is_active(&a->release_timer))
 		return;
 	ev_timer_start(a->loop, &a->release_timer);
-}
-
-void agent_set_gate(struct agent *a, const struct ack_gate *gate)
-{
-	a->gate = gate && gate->take && gate->passed ? *gate : (struct ack_gate){0};
-	if (!a->gate.passed)
-		agent_release_held(a); /* with no gate, every ticket has passed */
 }
 
 void agent_count_disconnect(struct agent *a, enum spop_status status)

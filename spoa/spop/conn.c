@@ -30,9 +30,9 @@
  * may hold decrypted bytes the socket no longer signals: update_events()
  * asks for both.
  *
- * A held ACK (agent.h, struct ack_gate) stops sending at its first byte:
- * it and everything answered after it wait in the output buffer until the
- * gate lets its ticket pass. The buffer's bound holds as before: a long
+ * A held ACK (agent.h: the ticket the dispatch answered with) stops
+ * sending at its first byte: it and everything answered after it wait in
+ * the output buffer until its ticket has passed. The buffer's bound holds as before: a long
  * wait pauses reading, it never grows anything.
  */
 #include <errno.h>
@@ -75,7 +75,7 @@ struct conn {
 	size_t in_len, in_cap;
 	uint8_t *out;
 	size_t out_len, out_sent, out_cap;
-	bool held;           /* output from out + held_from waits at the gate */
+	bool held;           /* output from out + held_from waits for held_ticket */
 	size_t held_from;
 	uint64_t held_ticket;
 	struct tls_session *tls; /* NULL: plaintext */
@@ -328,15 +328,13 @@ static void notify_batch_end(struct agent *a, const struct notify_batch *b)
 					   b->notifies);
 }
 
-/* The ACK just written at ack_at waits if the gate says so. Held already:
- * the later ticket covers both (tickets pass in order). */
-static void hold_if_gated(struct conn *c, size_t ack_at)
+/* The ACK just written at ack_at waits for `ticket`, the dispatch's
+ * answer (0: it goes at once). Held already: the later ticket covers
+ * both (tickets pass in order). */
+static void hold_for_ticket(struct conn *c, size_t ack_at, uint64_t ticket)
 {
 	struct agent *a = c->agent;
 
-	if (!a->gate.take)
-		return;
-	uint64_t ticket = a->gate.take(a->gate.ctx);
 	if (ticket == 0 || agent_conn_may_send(a, ticket))
 		return;
 	a->stats.acks_held++;
@@ -371,12 +369,14 @@ static void handle_notify(struct conn *c, const struct spop_frame *f, struct not
 	/* CLOCK_MONOTONIC in ms, as clock_now_ms() reads it elsewhere. */
 	uint64_t now_ms = batch->start_ns / 1000000u;
 	size_t ack_at = c->out_len;
-	if (!dispatch_notify(c->agent->dispatch, f, &w, c->max_frame_size, now_ms, &why)) {
-		conn_disconnect(c, SPOP_STATUS_INVALID, why);
+	uint64_t ticket;
+	if (!dispatch_notify(c->agent->dispatch, f, &w, c->max_frame_size, now_ms, &why,
+			     &ticket)) {
+		conn_disconnect(c, SPOP_STATUS_INVALID, why); /* nothing waits after it */
 		return;
 	}
 	c->out_len = w.len;
-	hold_if_gated(c, ack_at);
+	hold_for_ticket(c, ack_at, ticket);
 }
 
 static void handle_haproxy_disconnect(struct conn *c, const struct spop_frame *f)
@@ -486,7 +486,7 @@ static bool flush_output(struct conn *c)
 		}
 	}
 	if (c->held)
-		return true; /* the rest waits at the gate */
+		return true; /* the rest waits for its ticket */
 	c->out_len = c->out_sent = 0;
 	if (c->state == CONN_CLOSING && !c->write_shut) {
 		/* Our last frame is out: FIN after it, so HAProxy reads it before

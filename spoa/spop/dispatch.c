@@ -45,10 +45,11 @@ static bool put_error_only_ack(const struct spop_frame *notify, struct spop_writ
 	return spop_frame_end(w, mark, max_frame_size);
 }
 
-bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
-		     uint32_t max_frame_size, uint64_t now_ms, const char **why)
+/* The ACK of one NOTIFY into reply->w (see dispatch_notify()). */
+static bool answer(struct dispatch *d, const struct spop_frame *notify,
+		   struct dispatch_reply *reply, uint32_t max_frame_size, const char **why)
 {
-	struct dispatch_reply reply = {.w = w, .nb_actions = 0, .now_ms = now_ms};
+	struct spop_writer *w = reply->w;
 	const uint8_t *p = notify->payload.ptr;
 	size_t left = notify->payload.len;
 
@@ -68,11 +69,11 @@ bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct
 
 		const struct dispatch_handler *h = find_handler(d, msg.name);
 		if (h)
-			h->fn(h->ctx, &msg, &reply);
+			h->fn(h->ctx, &msg, reply);
 		else
 			d->unknown_messages++;
 	}
-	if (reply.nb_actions == 0)
+	if (reply->nb_actions == 0)
 		spop_put_unset_var(w, SPOP_SCOPE_TXN, ERROR_VAR, sizeof(ERROR_VAR) - 1);
 	if (spop_frame_end(w, mark, max_frame_size))
 		return true;
@@ -81,6 +82,17 @@ bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct
 		return true;
 	*why = "no room for an ACK";
 	return false;
+}
+
+bool dispatch_notify(struct dispatch *d, const struct spop_frame *notify, struct spop_writer *w,
+		     uint32_t max_frame_size, uint64_t now_ms, const char **why,
+		     uint64_t *ack_ticket)
+{
+	struct dispatch_reply reply = {.w = w, .nb_actions = 0, .now_ms = now_ms, .ack_ticket = 0};
+	bool ok = answer(d, notify, &reply, max_frame_size, why);
+
+	*ack_ticket = reply.ack_ticket;
+	return ok;
 }
 
 void dispatch_put_string(struct dispatch_reply *r, const char *name, size_t name_len,

@@ -189,10 +189,14 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 
 	/* Published before answering: the HAProxy link decides at once
 	 * whether an opening drains its server or the backend's ejection cap
-	 * holds it back, hands that back, and this answer says which. */
-	enum observe_drain drain = o->observed
-		? o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now)
-		: OBSERVE_DRAIN_NOT_HELD;
+	 * holds it back, hands that back, and this answer says which. With
+	 * it comes the ticket the ACK waits for, if any (ack_hold.h): the
+	 * reply carries it back to the connection. */
+	struct drain_answer link = {.drain = OBSERVE_DRAIN_NOT_HELD, .ack_ticket = 0};
+	if (o->observed)
+		link = o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now);
+	if (link.ack_ticket > reply->ack_ticket)
+		reply->ack_ticket = link.ack_ticket; /* a later ticket covers an earlier one */
 
 	/* One bit test per variable: the list was settled when the
 	 * configuration was read, nothing is looked up by name here. An
@@ -210,7 +214,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	if ((vars & OBSERVE_VAR_TRANSITION) && breaker_event_is_transition(&ev))
 		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
 	if ((vars & OBSERVE_VAR_EJECTION_CAPPED) && b->state != BREAKER_CLOSED &&
-	    drain == OBSERVE_DRAIN_CAPPED)
+	    link.drain == OBSERVE_DRAIN_CAPPED)
 		dispatch_set_int(reply, "ejection_capped", 1);
 	if (vars & OBSERVE_VAR_RETRY_AFTER) {
 		int64_t retry_after = breaker_retry_after_s(b, now);

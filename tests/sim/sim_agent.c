@@ -246,7 +246,9 @@ void sim_agent_observe(struct sim *s, const struct sim_backend *b, const struct 
 				    .payload = {.ptr = payload, .len = pw.len}};
 	spop_writer_init(&w, out, sizeof(out));
 	const char *why = NULL;
-	if (!dispatch_notify(&s->agent.d.dispatch, &notify, &w, SIM_MAX_FRAME, clock_now_ms(), &why))
+	uint64_t ack_ticket; /* no Runtime API in the simulation: never a hold */
+	if (!dispatch_notify(&s->agent.d.dispatch, &notify, &w, SIM_MAX_FRAME, clock_now_ms(), &why,
+			     &ack_ticket))
 		sim_violate(s, INV_NO_SOCKET, "a NOTIFY the agent could not answer: %s",
 			    why ? why : "?");
 	s->observations++;

@@ -31,7 +31,7 @@ struct trace {
 struct listener {
 	char letter;
 	struct trace *trace;
-	enum observe_drain says;
+	struct drain_answer says;
 };
 
 static void heard(struct listener *l)
@@ -50,8 +50,9 @@ static void on_recorded(void *ctx, struct breaker_table_entry *e, const struct b
 	heard(ctx);
 }
 
-static enum observe_drain on_drains(void *ctx, struct breaker_table_entry *e,
-				    const struct breaker_event *ev, const struct breaker_cause *cause)
+static struct drain_answer on_drains(void *ctx, struct breaker_table_entry *e,
+				     const struct breaker_event *ev,
+				     const struct breaker_cause *cause)
 {
 	struct listener *l = ctx;
 	(void)e;
@@ -253,7 +254,8 @@ static void test_replace_in_a_full_list(void **state)
 }
 
 /* The subscriber that drains runs in its turn, in the place of recorded,
- * and its word is what the publisher hears; without one, NOT_HELD. */
+ * and its word is what the publisher hears; without one, NOT_HELD and no
+ * ticket. */
 static void test_the_drainer_decides(void **state)
 {
 	struct bus t;
@@ -263,16 +265,41 @@ static void test_the_drainer_decides(void **state)
 
 	bus_start(&t);
 	subscribe(&t, 'a');
-	assert_int_equal(breakers_publish(&t.b, t.e, &ev, &cause), OBSERVE_DRAIN_NOT_HELD);
-	t.l[1].says = OBSERVE_DRAIN_CAPPED;
+	struct drain_answer heard = breakers_publish(&t.b, t.e, &ev, &cause);
+	assert_int_equal(heard.drain, OBSERVE_DRAIN_NOT_HELD);
+	assert_int_equal(heard.ack_ticket, 0);
+	t.l[1].says = (struct drain_answer){.drain = OBSERVE_DRAIN_CAPPED};
 	struct breaker_subscriber s = drainer(&t.l[1]);
 	assert_true(breakers_subscribe(&t.b, &s));
 	subscribe(&t, 'c');
 	t.trace.n = 0;
-	assert_int_equal(breakers_publish(&t.b, t.e, &ev, &cause), OBSERVE_DRAIN_CAPPED);
+	assert_int_equal(breakers_publish(&t.b, t.e, &ev, &cause).drain, OBSERVE_DRAIN_CAPPED);
 	assert_string_equal(t.trace.heard, "abc");
-	t.l[1].says = OBSERVE_DRAIN_NOT_HELD;
-	assert_int_equal(breakers_publish(&t.b, t.e, &ev, &cause), OBSERVE_DRAIN_NOT_HELD);
+	t.l[1].says = (struct drain_answer){.drain = OBSERVE_DRAIN_NOT_HELD};
+	assert_int_equal(breakers_publish(&t.b, t.e, &ev, &cause).drain, OBSERVE_DRAIN_NOT_HELD);
+	bus_stop(&t);
+}
+
+/* The ACK's ticket travels back with the drainer's word: the publisher
+ * hears the ticket the drainer returned, 0 when it returned none. */
+static void test_the_ack_ticket_comes_back(void **state)
+{
+	struct bus t;
+	struct breaker_event ev = {.from = BREAKER_CLOSED, .to = BREAKER_CLOSED};
+	(void)state;
+
+	bus_start(&t);
+	subscribe(&t, 'a');
+	t.l[1].says = (struct drain_answer){.drain = OBSERVE_DRAIN_NOT_HELD, .ack_ticket = 42};
+	struct breaker_subscriber s = drainer(&t.l[1]);
+	assert_true(breakers_subscribe(&t.b, &s));
+	struct drain_answer heard =
+		breakers_publish_response(&t.b, t.e, &ev, BREAKER_OUTCOME_SUCCESS, 200, T0);
+	assert_int_equal(heard.ack_ticket, 42);
+	assert_int_equal(heard.drain, OBSERVE_DRAIN_NOT_HELD);
+	t.l[1].says.ack_ticket = 0;
+	heard = breakers_publish_response(&t.b, t.e, &ev, BREAKER_OUTCOME_SUCCESS, 200, T0);
+	assert_int_equal(heard.ack_ticket, 0);
 	bus_stop(&t);
 }
 
@@ -309,11 +336,12 @@ static void test_a_response_is_published_with_its_cause(void **state)
 	bus_start(&t);
 	struct breaker_subscriber s = {.name = "cause", .recorded = keep_cause, .ctx = &seen};
 	assert_true(breakers_subscribe(&t.b, &s));
-	t.l[0].says = OBSERVE_DRAIN_CAPPED;
+	t.l[0].says = (struct drain_answer){.drain = OBSERVE_DRAIN_CAPPED};
 	struct breaker_subscriber link = drainer(&t.l[0]);
 	assert_true(breakers_subscribe(&t.b, &link));
 	assert_int_equal(
-		breakers_publish_response(&t.b, t.e, &ev, BREAKER_OUTCOME_FAILURE, 502, T0 + 7),
+		breakers_publish_response(&t.b, t.e, &ev, BREAKER_OUTCOME_FAILURE, 502, T0 + 7)
+			.drain,
 		OBSERVE_DRAIN_CAPPED);
 	assert_string_equal(t.trace.heard, "a");
 	assert_int_equal(seen.calls, 1);
@@ -334,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_replace_of_nobody_adds_last),
 		cmocka_unit_test(test_replace_in_a_full_list),
 		cmocka_unit_test(test_the_drainer_decides),
+		cmocka_unit_test(test_the_ack_ticket_comes_back),
 		cmocka_unit_test(test_a_response_is_published_with_its_cause),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,15 +33,19 @@ struct fixture {
 	struct observe_ctx observe;
 	struct dispatch dispatch;
 	bool cap_ejections; /* the link's decision the handler is told of */
+	uint64_t ack_ticket; /* ... and the ticket it hands back */
+	uint64_t ack_ticket_heard; /* what the dispatch answered with */
 };
 
-static enum observe_drain on_observed(void *ctx, struct breaker_table_entry *entry,
-				      const struct breaker_event *ev, enum breaker_outcome outcome,
-				      int status, uint64_t now_ms)
+static struct drain_answer on_observed(void *ctx, struct breaker_table_entry *entry,
+				       const struct breaker_event *ev,
+				       enum breaker_outcome outcome, int status, uint64_t now_ms)
 {
 	struct fixture *f = ctx;
 	(void)entry, (void)ev, (void)outcome, (void)status, (void)now_ms;
-	return f->cap_ejections ? OBSERVE_DRAIN_CAPPED : OBSERVE_DRAIN_NOT_HELD;
+	return (struct drain_answer){
+		.drain = f->cap_ejections ? OBSERVE_DRAIN_CAPPED : OBSERVE_DRAIN_NOT_HELD,
+		.ack_ticket = f->ack_ticket};
 }
 
 static void setup(struct fixture *f, unsigned ack_vars)
@@ -93,7 +97,8 @@ static struct answer observe_full(struct fixture *f, const char *srv, int status
 				    .payload = {.ptr = payload, .len = pw.len}};
 	spop_writer_init(&w, out, sizeof(out));
 	const char *why = NULL;
-	assert_true(dispatch_notify(&f->dispatch, &notify, &w, MAX_FRAME, T0, &why));
+	assert_true(dispatch_notify(&f->dispatch, &notify, &w, MAX_FRAME, T0, &why,
+				    &f->ack_ticket_heard));
 
 	struct spop_frame ack;
 	struct spop_error err;
@@ -228,6 +233,25 @@ static void test_error_always_sent(void **state)
 		assert_string_equal(set_list(&a), "error");
 		teardown(&f);
 	}
+}
+
+/* The ticket the HAProxy link hands back with its answer is what the
+ * dispatch answers the NOTIFY with (the connection holds the ACK with
+ * it); a refused message was never published, so it carries none. */
+static void test_the_ack_ticket_reaches_the_dispatch(void **state)
+{
+	struct fixture f;
+	(void)state;
+
+	setup(&f, OBSERVE_VARS_ALL);
+	observe(&f, "w1", 200);
+	assert_int_equal(f.ack_ticket_heard, 0);
+	f.ack_ticket = 7;
+	observe(&f, "w1", 200);
+	assert_int_equal(f.ack_ticket_heard, 7);
+	observe(&f, NULL, 200);
+	assert_int_equal(f.ack_ticket_heard, 0);
+	teardown(&f);
 }
 
 /* The configuration's words are the names the handler sends: each word
@@ -371,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_selection_table),
 		cmocka_unit_test(test_never_empty),
 		cmocka_unit_test(test_error_always_sent),
+		cmocka_unit_test(test_the_ack_ticket_reaches_the_dispatch),
 		cmocka_unit_test(test_config_words_are_the_variables),
 		cmocka_unit_test(test_steady_messages_counted),
 		cmocka_unit_test(test_retry_after_argument),
