@@ -88,6 +88,7 @@ LIB_SRCS   := $(wildcard spoa/*/*.c)
 # The pure core: no I/O, no clock, no logging (make check-layers proves it
 # from the objects' undefined symbols). Everything else is an edge.
 PURE_SRCS  := $(wildcard spoa/core/*.c) \
+              spoa/breakers/publish.c \
               spoa/spop/codec.c spoa/spop/hello.c spoa/spop/dispatch.c spoa/spop/observe.c \
               spoa/hapi/cmd.c spoa/hapi/text.c spoa/hapi/stat.c spoa/hapi/servers_state.c spoa/hapi/info.c \
               spoa/records/map_file.c spoa/records/haproxy_record.c spoa/records/owner_map.c spoa/records/retry_map.c spoa/records/watched_map.c spoa/records/verdicts.c \

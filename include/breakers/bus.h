@@ -13,7 +13,8 @@
  * Every record (a response over SPOP, HAProxy's counters, a cool-down) is
  * published once, with its cause, to a list of subscribers, called in the
  * order they subscribed, synchronously, on the loop: the publisher gets
- * control back once every subscriber has run. The running agent starts
+ * control back once every subscriber has run. The fan-out (publish.c) is
+ * pure, the table's timer (bus.c) is not. The running agent starts
  * them in this order (start() in daemon/daemon.c): the transition log,
  * the metrics counters, the timer, the operator's hand, the HAProxy link,
  * the state snapshot. A reload that replaces the link puts the new one in
@@ -154,10 +155,9 @@ struct drain_answer breakers_publish(struct breakers *b, struct breaker_table_en
 				     const struct breaker_cause *cause);
 
 /* Publishes a worker's response that the breaker-observe handler recorded
- * (cause BREAKER_CAUSE_RESPONSE). breakers is the struct breakers: this is
- * observe_ctx.observed (spop/observe.h), so that the handler, pure,
- * publishes without calling the bus by name. */
-struct drain_answer breakers_publish_response(void *breakers, struct breaker_table_entry *e,
+ * (cause BREAKER_CAUSE_RESPONSE), for spop/observe.c: the fan-out is pure
+ * (publish.c), so the pure handler calls it by name. */
+struct drain_answer breakers_publish_response(struct breakers *b, struct breaker_table_entry *e,
 					      const struct breaker_event *ev,
 					      enum breaker_outcome outcome, int status,
 					      uint64_t now_ms);

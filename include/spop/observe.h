@@ -51,16 +51,12 @@ enum observe_var {
 /* What the handler needs from its surroundings, all borrowed. */
 struct observe_ctx {
 	struct breaker_table *table;
-	/* Called after each recorded observation (may be NULL): publishes it
-	 * to the breakers' subscribers (breakers_publish_response, with
-	 * observed_ctx the struct breakers) and returns what the HAProxy link
-	 * decided for the breaker (struct drain_answer, breakers/bus.h): the
-	 * drain goes into the answer's variables, the ACK's ticket into the
-	 * reply (dispatch_reply.ack_ticket). */
-	struct drain_answer (*observed)(void *observed_ctx, struct breaker_table_entry *entry,
-					const struct breaker_event *ev,
-					enum breaker_outcome outcome, int status, uint64_t now_ms);
-	void *observed_ctx;
+	/* Where each recorded observation is published (NULL: recorded,
+	 * published to nobody): breakers_publish_response() returns what the
+	 * HAProxy link decided for the breaker (struct drain_answer,
+	 * breakers/bus.h): the drain goes into the answer's variables, the
+	 * ACK's ticket into the reply (dispatch_reply.ack_ticket). */
+	struct breakers *breakers;
 	unsigned ack_vars; /* enum observe_var bits: what an answer sets */
 	uint64_t refused; /* observations answered with `error` */
 	/* Messages of an HAProxy in steady-state mode (`mode=str(steady)`):

@@ -191,8 +191,7 @@ static bool start(struct daemon *d)
 	daemon_control_apply(d);
 	d->observe = (struct observe_ctx){
 		.table = &d->breakers.table,
-		.observed = breakers_publish_response,
-		.observed_ctx = &d->breakers,
+		.breakers = &d->breakers,
 		.ack_vars = c->ack_variables,
 		.words_confirm_words = c->enforce != ENFORCE_RUNTIME_API,
 	};

@@ -193,8 +193,8 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	 * it comes the ticket the ACK waits for, if any (ack_hold.h): the
 	 * reply carries it back to the connection. */
 	struct drain_answer link = {.drain = OBSERVE_DRAIN_NOT_HELD, .ack_ticket = 0};
-	if (o->observed)
-		link = o->observed(o->observed_ctx, entry, &ev, outcome, (int)status, now);
+	if (o->breakers)
+		link = breakers_publish_response(o->breakers, entry, &ev, outcome, (int)status, now);
 	if (link.ack_ticket > reply->ack_ticket)
 		reply->ack_ticket = link.ack_ticket; /* a later ticket covers an earlier one */
 

@@ -136,8 +136,7 @@ bool sim_agent_start(struct sim *s, char *err, size_t size)
 	daemon_control_apply(d);
 	d->observe = (struct observe_ctx){
 		.table = &d->breakers.table,
-		.observed = breakers_publish_response,
-		.observed_ctx = &d->breakers,
+		.breakers = &d->breakers,
 		.ack_vars = d->config.ack_variables,
 		.words_confirm_words = false, /* Runtime API mode */
 	};

@@ -323,7 +323,7 @@ static void keep_cause(void *ctx, struct breaker_table_entry *e, const struct br
 				    .calls = seen->calls + 1};
 }
 
-/* breaker-observe's way in (observe_ctx.observed): a response, with its
+/* breaker-observe's way in (breakers_publish_response()): a response, with its
  * outcome, status and time, as the cause every subscriber reads, and the
  * drainer's word handed back. */
 static void test_a_response_is_published_with_its_cause(void **state)

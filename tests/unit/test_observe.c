@@ -30,6 +30,7 @@ struct answer {
 
 struct fixture {
 	struct breaker_table table;
+	struct breakers bus; /* its subscribers only */
 	struct observe_ctx observe;
 	struct dispatch dispatch;
 	bool cap_ejections; /* the link's decision the handler is told of */
@@ -37,12 +38,14 @@ struct fixture {
 	uint64_t ack_ticket_heard; /* what the dispatch answered with */
 };
 
-static struct drain_answer on_observed(void *ctx, struct breaker_table_entry *entry,
-				       const struct breaker_event *ev,
-				       enum breaker_outcome outcome, int status, uint64_t now_ms)
+/* The HAProxy link's place on the bus: it hears the response and answers. */
+static struct drain_answer on_drains(void *ctx, struct breaker_table_entry *entry,
+				     const struct breaker_event *ev,
+				     const struct breaker_cause *cause)
 {
 	struct fixture *f = ctx;
-	(void)entry, (void)ev, (void)outcome, (void)status, (void)now_ms;
+	(void)entry, (void)ev;
+	assert_int_equal(cause->kind, BREAKER_CAUSE_RESPONSE);
 	return (struct drain_answer){
 		.drain = f->cap_ejections ? OBSERVE_DRAIN_CAPPED : OBSERVE_DRAIN_NOT_HELD,
 		.ack_ticket = f->ack_ticket};
@@ -53,8 +56,12 @@ static void setup(struct fixture *f, unsigned ack_vars)
 	char err[256];
 	memset(f, 0, sizeof(*f));
 	assert_true(breaker_table_init(&f->table, 16, err, sizeof(err)));
-	f->observe = (struct observe_ctx){.table = &f->table, .observed = on_observed,
-					  .observed_ctx = f, .ack_vars = ack_vars};
+	/* Only the fan-out of the bus is used: no loop, no timer. */
+	const struct breaker_subscriber link = {.name = "HAProxy link", .drains = on_drains,
+						.ctx = f};
+	assert_true(breakers_subscribe(&f->bus, &link));
+	f->observe = (struct observe_ctx){.table = &f->table, .breakers = &f->bus,
+					  .ack_vars = ack_vars};
 	dispatch_init(&f->dispatch);
 	assert_true(dispatch_register(&f->dispatch, OBSERVE_MESSAGE_NAME, observe_handle,
 				      &f->observe));
