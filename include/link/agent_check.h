@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/acceptor.h"
 #include "util/cidr.h"
 #include "util/names.h"
 
@@ -52,17 +53,14 @@ typedef void (*agent_check_answer_fn)(void *ctx, const char *backend, const char
 				      char *buf, size_t size);
 
 struct agent_check {
-	ev_io io; /* first: the callback recovers the listener from its watcher */
-	ev_timer pause; /* out of descriptors: accept() waits */
+	struct acceptor acceptor; /* the listening socket, its name (util/acceptor.h) */
 	struct ev_loop *loop;
-	int fd;
-	bool is_unix;
-	char name[128];
 	agent_check_answer_fn answer;
 	void *ctx;
 	unsigned nb_conns;
 	uint64_t answered;
-	uint64_t refused; /* unreadable or invalid names, too many connections */
+	uint64_t refused; /* unreadable or invalid names, too many connections,
+			   * refused out of descriptors */
 	/* Who may ask over TCP (borrowed, as the SPOP listener's: allow);
 	 * NULL or empty: anyone. The answers tell the fleet's state, and a
 	 * forged "ready" cannot come from here, but the state is nobody
