@@ -149,6 +149,17 @@ static void test_publish_in_subscription_order(void **state)
 	bus_stop(&t);
 }
 
+/* A bus with every subscriber slot taken, "a", "b", ... in order, their
+ * letters in `all`. */
+static void bus_start_full(struct bus *t, char all[BREAKERS_MAX_SUBSCRIBERS + 1])
+{
+	bus_start(t);
+	for (unsigned i = 0; i < BREAKERS_MAX_SUBSCRIBERS; i++) {
+		all[i] = (char)('a' + i);
+		subscribe(t, all[i]);
+	}
+}
+
 /* The list is bounded; a subscriber refused leaves it as it was. */
 static void test_subscribe_refused_when_full(void **state)
 {
@@ -156,11 +167,7 @@ static void test_subscribe_refused_when_full(void **state)
 	char all[BREAKERS_MAX_SUBSCRIBERS + 1] = {0};
 	(void)state;
 
-	bus_start(&t);
-	for (unsigned i = 0; i < BREAKERS_MAX_SUBSCRIBERS; i++) {
-		all[i] = (char)('a' + i);
-		subscribe(&t, all[i]);
-	}
+	bus_start_full(&t, all);
 	struct breaker_subscriber extra = recorder(&t.l[BREAKERS_MAX_SUBSCRIBERS]);
 	assert_false(breakers_subscribe(&t.b, &extra));
 	assert_int_equal(t.b.nb_subscribers, BREAKERS_MAX_SUBSCRIBERS);
@@ -237,11 +244,7 @@ static void test_replace_in_a_full_list(void **state)
 	char all[BREAKERS_MAX_SUBSCRIBERS + 1] = {0};
 	(void)state;
 
-	bus_start(&t);
-	for (unsigned i = 0; i < BREAKERS_MAX_SUBSCRIBERS; i++) {
-		all[i] = (char)('a' + i);
-		subscribe(&t, all[i]);
-	}
+	bus_start_full(&t, all);
 	struct breaker_subscriber next = recorder(&t.l[BREAKERS_MAX_SUBSCRIBERS]);
 	assert_true(breakers_replace(&t.b, &t.l[1], &next));
 	all[1] = (char)('a' + BREAKERS_MAX_SUBSCRIBERS);
