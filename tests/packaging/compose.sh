@@ -89,9 +89,12 @@ check "HAProxy brings the agent in" agent_up
 
 # Steady-state mode, the shipped default: a capacity status is sent (a
 # clean worker's success is not, so it carries no verdict).
+headers_of_429() {
+	nsenter --net="$NETNS" curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' http://127.0.0.1:8080/status/429 | tr -d '\r'
+}
 answered() {
 	local h
-	h=$(nsenter --net="$NETNS" curl -s -o /dev/null -D - -H 'x-breaker-debug: 1' http://127.0.0.1:8080/status/429 | tr -d '\r')
+	h=$(past_agent_timeouts headers_of_429)
 	echo "$h" | grep -qx 'x-breaker-outcome: backpressure' && echo "$h" | grep -qx 'x-breaker-state: closed' || { echo "$h"; return 1; }
 }
 check "a request through HAProxy gets the agent's verdict" answered

@@ -110,7 +110,7 @@ check "HAProxy's HELLO health check (option spop-check) brings the agent in" age
 headers_of() { in_net curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r'; }
 answered() { # PATH OUTCOME STATUS
 	local h
-	h=$(headers_of "$1")
+	h=$(past_agent_timeouts headers_of "$1")
 	echo "$h" | grep -qx "x-breaker-outcome: $2" && echo "$h" | grep -qx "x-breaker-upstream-status: $3" &&
 		echo "$h" | grep -qx "x-breaker-state: closed" || { echo "$h"; return 1; }
 }
