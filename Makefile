@@ -4,7 +4,7 @@
 #   make check           install missing packages, then unit tests, the layer check, a fuzz run,
 #                        end-to-end tests, and the packaging (man page, install, unit, .deb, image)
 #   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing;
-#                        no header include cycle
+#                        no header include cycle; every folder includes only floors below it
 #   make demo            install the missing packages it needs (fewer than check's), then
 #                        HAProxy + agent + demo workers on loopback
 #   make deps            install the packages make check needs (deps-demo: make demo's)
@@ -88,16 +88,15 @@ LIB_SRCS   := $(wildcard spoa/*/*.c)
 # The pure core: no I/O, no clock, no logging (make check-layers proves it
 # from the objects' undefined symbols). Everything else is an edge.
 PURE_SRCS  := $(wildcard spoa/core/*.c) \
-              spoa/breakers/publish.c \
+              spoa/breakers/publish.c spoa/breakers/counters.c \
               spoa/spop/codec.c spoa/spop/hello.c spoa/spop/dispatch.c spoa/spop/observe.c \
-              spoa/hapi/cmd.c spoa/hapi/text.c spoa/hapi/stat.c spoa/hapi/servers_state.c spoa/hapi/info.c \
+              spoa/hapi/cmd.c spoa/hapi/text.c spoa/hapi/stat.c spoa/hapi/servers_state.c spoa/hapi/info.c spoa/hapi/section_names.c \
               spoa/records/map_file.c spoa/records/haproxy_record.c spoa/records/owner_map.c spoa/records/retry_map.c spoa/records/watched_map.c spoa/records/verdicts.c \
               spoa/link/faults.c spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/ack_hold.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c spoa/link/capacity.c \
-              spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/state_json.c spoa/admin/counters.c \
+              spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/state_json.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
-              spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c \
-              spoa/config/section_names.c
+              spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c
 PURE_OBJS  := $(PURE_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
 LIB_OBJS   := $(LIB_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
 HEADERS    := $(wildcard include/*/*.h)
@@ -134,10 +133,12 @@ $(BUILD)/tests:
 	mkdir -p $@
 
 # The pure core stays pure, the headers include each other without a
-# cycle; the self-test shows both checks can fail.
+# cycle, the folders stand on their floors (docs/design.md); the self-test
+# shows each check can fail.
 check-layers: $(PURE_OBJS)
 	@tests/check-layers.sh $(PURE_OBJS)
 	@tests/check-header-cycles.sh include
+	@tests/check-floors.sh
 	@tests/check-layers-selftest.sh $(CC)
 
 # Installs only what is missing; a no-op on a machine that has it all.

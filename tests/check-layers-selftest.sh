@@ -1,5 +1,6 @@
 #!/bin/bash
-# check-layers-selftest.sh [CC] - proves tests/check-layers.sh can fail:
+# check-layers-selftest.sh [CC] - proves tests/check-layers.sh (and the
+# header and floor checks beside it) can fail:
 # the impure fixture (tests/layers/impure.c: clock_gettime, fprintf, the
 # agent's logger) must be refused with each symbol named, the pure one
 # (tests/layers/pure.c: string functions) accepted, a symbol defined by
@@ -84,6 +85,29 @@ out=$(tests/check-header-cycles.sh "$tmp/inc" 2>&1); rc=$?
 printf '#include <stdio.h>\n' >"$tmp/inc/b/two.h"
 out=$(tests/check-header-cycles.sh "$tmp/inc" 2>&1); rc=$?
 [ "$rc" -eq 0 ] || fail "no header cycle: exit $rc, expected 0; output: $out"
+
+# The floors (check-floors.sh): core including a link header is named
+# with its line, a folder on no floor is named; the tree without them
+# passes; a root without spoa/ and include/ is a usage error.
+mkdir -p "$tmp/tree/spoa/core" "$tmp/tree/spoa/link" "$tmp/tree/include/link" "$tmp/tree/include/core"
+printf '#include "core/low.h"\n' >"$tmp/tree/include/link/high.h"
+printf '#include <stdio.h>\n#include "util/log.h"\n' >"$tmp/tree/include/core/low.h"
+printf '#include <stdlib.h>\n\n#include "link/high.h"\n' >"$tmp/tree/spoa/core/low.c"
+out=$(tests/check-floors.sh "$tmp/tree" 2>&1); rc=$?
+[ "$rc" -eq 1 ] || fail "floors: core including link: exit $rc, expected 1; output: $out"
+[ "$out" = "check-floors: spoa/core/low.c:3 includes link/high.h: link is a floor above core" ] ||
+	fail "floors: the arrow up not named as expected; output: $out"
+printf '#include "core/low.h"\n' >"$tmp/tree/spoa/core/low.c"
+mkdir -p "$tmp/tree/spoa/attic"
+printf '\n' >"$tmp/tree/spoa/attic/old.c"
+out=$(tests/check-floors.sh "$tmp/tree" 2>&1); rc=$?
+[ "$rc" -eq 1 ] || fail "floors: a folder on no floor: exit $rc, expected 1; output: $out"
+[[ "$out" == *"spoa/attic/old.c: its folder attic is on no floor"* ]] || fail "floors: attic not named; output: $out"
+rm -r "$tmp/tree/spoa/attic"
+out=$(tests/check-floors.sh "$tmp/tree" 2>&1); rc=$?
+[ "$rc" -eq 0 ] || fail "floors: every include down: exit $rc, expected 0; output: $out"
+out=$(tests/check-floors.sh "$tmp/inc" 2>&1); rc=$?
+[ "$rc" -eq 2 ] || fail "floors: no spoa/: exit $rc, expected 2; output: $out"
 
 if [ "$failures" -gt 0 ]; then
 	exit 1

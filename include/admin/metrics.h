@@ -66,7 +66,7 @@ struct metrics_source {
 	struct metrics_runtime_api runtime_api[ENFORCE_MAX_HAPROXY];
 	unsigned nb_runtime_api;
 	/* The INI sections as the HAProxies' listings judged them
-	 * (config/section_names.h, /state only); NULL: not known. */
+	 * (hapi/section_names.h, /state only); NULL: not known. */
 	const struct section_names *sections;
 	const struct state_store_stats *state; /* NULL: no state store */
 	const struct histogram *loop_busy; /* the loop's work per turn; NULL: none */

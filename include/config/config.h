@@ -36,19 +36,16 @@
 
 #include "admin/metrics_style.h"
 #include "core/breaker.h"
-#include "link/enforce-t.h"
+#include "link/link_settings.h"
 #include "spop/agent_settings.h"
+#include "state/state_settings.h"
 #include "util/cidr.h"
 #include "util/log.h"
 #include "util/names.h"
 
 #define CONFIG_LISTEN_MAX_LEN 128
 #define CONFIG_PATH_MAX_LEN 256
-#define CONFIG_DEFAULT_STATE_FILE "/var/lib/spoa-breaker/state.msgpack"
-#define CONFIG_DEFAULT_STATE_INTERVAL_MS 1000
 #define CONFIG_DEFAULT_MAX_BREAKERS 10000
-#define CONFIG_MAX_RUNTIME_APIS 8
-#define CONFIG_DEFAULT_POLL_MS 500
 /* Owner and group: an HAProxy in the socket's group may connect, nobody else. */
 #define CONFIG_DEFAULT_SOCKET_MODE 0660
 #define CONFIG_GROUP_MAX_LEN 64
@@ -97,28 +94,18 @@ struct config {
 	struct breaker_policy_layer global;
 	int global_line; /* of the file's [breaker] header, for messages; 0: none */
 	int global_field_lines[CONFIG_FIELD_LINES]; /* as an override's */
-	/* How decisions reach HAProxy. enforce_set: given explicitly; when
-	 * not, runtime-api if a socket is given, agent-check if a listener
-	 * is, none otherwise (decisions logged, HAProxy not changed). */
-	enum enforce_mode enforce;
+	/* How decisions reach HAProxy (the link's settings). enforce_set:
+	 * link.enforce given explicitly; when not, runtime-api if a socket
+	 * is given, agent-check if a listener is, none otherwise (decisions
+	 * logged, HAProxy not changed). */
+	struct link_settings link;
 	bool enforce_set;
-	char runtime_api[CONFIG_MAX_RUNTIME_APIS][CONFIG_LISTEN_MAX_LEN];
-	unsigned nb_runtime_api;
-	char agent_check[CONFIG_LISTEN_MAX_LEN]; /* empty: none */
-	uint64_t poll_ms;
-	/* Peers mode (records/verdicts.h): the stick table HAProxy's peers
-	 * replicate between nodes ("": off), and this node's id in it. */
-	char verdict_table[64];
-	uint32_t node_id;
 	/* The admin HTTP listener; empty: none. admin_set: given explicitly
 	 * (then failing to open it is fatal; the default only warns). */
 	char admin[CONFIG_LISTEN_MAX_LEN];
 	bool admin_set;
-	/* The state snapshot (state/state_store.c); empty: none. state_file_set:
-	 * given explicitly (then an unwritable directory is fatal; the
-	 * default only warns). */
-	char state_file[CONFIG_PATH_MAX_LEN];
-	bool state_file_set;
+	/* The state snapshot (state/state_store.c). */
+	struct state_settings state;
 	/* The operator's control socket (daemon/control.h): "unix:PATH", ""
 	 * for none. control_set: given explicitly (then failing to open it is
 	 * fatal); when not, control.sock beside the state file, which only
@@ -127,7 +114,6 @@ struct config {
 	bool control_set;
 	unsigned control_mode;
 	char control_group[CONFIG_GROUP_MAX_LEN];
-	uint64_t state_interval_ms; /* at most one write per interval */
 	struct config_override *overrides; /* owned: config_free() */
 	unsigned nb_overrides;
 	unsigned cap_overrides;

@@ -378,7 +378,7 @@ struct breaker_counters {
 	 * cool-down at most, so never near the bound, and the entry the hot
 	 * path walks stays within 256 bytes with a rule more. */
 	uint32_t trips[BREAKER_NB_TRIP_RULES];
-	/* Steady-state mode (admin/counters.h): successes HAProxy's counters
+	/* Steady-state mode (breakers/counters.h): successes HAProxy's counters
 	 * report and SPOP was not told of; and how many of outcomes[SUCCESS]
 	 * a counters' delta has already accounted for. */
 	uint64_t counted_successes;

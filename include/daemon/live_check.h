@@ -16,7 +16,7 @@
  * yet); one whose Runtime API is below level admin does: the agent could
  * drain nothing. Then each [backend]/[server] section of the file that
  * names what none of them lists (`show backend`, `show servers state`;
- * config/section_names.h), one warning line each at its header's line,
+ * hapi/section_names.h), one warning line each at its header's line,
  * with the name it likely meant when one is an obvious slip; a warning
  * only, as HAProxy may be reloaded to add the name. Returns 0, or 1 when
  * an HAProxy refuses the agent.

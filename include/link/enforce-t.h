@@ -13,17 +13,8 @@
 #include "core/breaker-t.h"
 #include "link/capacity.h"
 #include "link/faults-t.h"
+#include "link/link_settings.h"
 #include "records/owner_map-t.h"
-
-/* HAProxy instances (one Runtime API socket each) one agent can drive. */
-/* How decisions reach HAProxy (the configuration's `enforce`). */
-enum enforce_mode {
-	ENFORCE_NONE,        /* none: compute and report, change nothing */
-	ENFORCE_RUNTIME_API, /* commands on HAProxy's stats socket */
-	ENFORCE_AGENT_CHECK, /* answers to HAProxy's agent-check */
-};
-
-#define ENFORCE_MAX_HAPROXY 8
 
 /* The worker a server points at, "ADDRESS:PORT" or "[IPV6]:PORT" as
  * `show servers state` reports it (endpoints.h); "" when unknown. */

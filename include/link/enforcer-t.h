@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config/config.h"
 #include "hapi/runtime_api.h"
 #include "link/ack_hold.h"
 #include "link/agent_check.h"
@@ -165,7 +164,7 @@ struct enforcer {
 	/* Peers mode (verdicts.h): the shared table ("": off), this node's
 	 * id, and how long another node's verdict holds a breaker after a
 	 * look read it (renewed at every look that reads it again). */
-	char verdict_table[sizeof(((struct config *)0)->verdict_table)];
+	char verdict_table[LINK_VERDICT_TABLE_MAX_LEN];
 	uint32_t node_id;
 	uint64_t verdict_hold_ms;
 	/* The INI sections against what the HAProxies list (section_watch.h). */

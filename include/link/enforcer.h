@@ -17,9 +17,10 @@
 #include <ev.h>
 
 #include "breakers/bus.h"
-#include "config/config.h"
 #include "link/ejection.h"
 #include "link/enforce_plan.h"
+#include "link/link_settings.h"
+#include "util/cidr.h"
 
 struct enforce_stats {
 	uint64_t commands_ok;       /* accepted by HAProxy */
@@ -57,7 +58,7 @@ struct runtime_api_client;
  * the caller's to free). NULL with err set on failure (previous is then
  * untouched).
  */
-struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
+struct enforcer *enforcer_new(struct ev_loop *loop, const struct link_settings *c,
 			      struct breakers *breakers, struct enforcer *previous, char *err,
 			      size_t err_size);
 void enforcer_free(struct enforcer *e);

@@ -1,7 +1,7 @@
 /*
  * section_watch.h - the running agent's check of its [backend] and
  * [server] sections against what each HAProxy lists (section_watch.c; the
- * comparison is config/section_names.h's), made by the looks: `show
+ * comparison is hapi/section_names.h's), made by the looks: `show
  * backend` at a look while wanted (the first, and after a new HAProxy
  * process), the servers from the look's own `show servers state` rows.
  *
@@ -16,7 +16,7 @@
 
 #include <stdbool.h>
 
-#include "config/section_names.h"
+#include "hapi/section_names.h"
 
 struct haproxy_link;
 struct runtime_api_server_state;

@@ -10,7 +10,7 @@
 #include <ev.h>
 
 #include "breakers/bus.h"
-#include "config/config.h"
+#include "state/state_settings.h"
 #include "link/enforcer.h"
 
 /* Where the breakers of this process came from. */
@@ -40,7 +40,7 @@ struct state_store;
  * state_file was given, a warning and no snapshots with the default.
  * Subscribes to the breakers; starts the writer thread.
  */
-struct state_store *state_store_new(struct ev_loop *loop, const struct config *c,
+struct state_store *state_store_new(struct ev_loop *loop, const struct state_settings *c,
 				    struct breakers *breakers, struct enforcer *const *enforcer,
 				    char *err, size_t err_size);
 

@@ -18,6 +18,7 @@
  * request each (3.x counts some response errors twice), so adding them to
  * a per-request family would make its rates lie.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "admin/metrics.h"

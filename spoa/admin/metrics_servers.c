@@ -89,7 +89,7 @@ static unsigned legacy_state_value(enum breaker_state s)
 
 /* source says who saw the response: the SPOP observations, and in
  * steady-state mode the successes only HAProxy's counters saw (never one
- * of the former: admin/counters.h). Disjoint, so that summing over source
+ * of the former: breakers/counters.h). Disjoint, so that summing over source
  * gives every response, as every rate() and dashboard that ignores the
  * label already does; the counters' sample is written at 0 outside that
  * mode, so the family is the same whichever mode runs. */

@@ -12,7 +12,7 @@
  *      "policy":{"threshold":3,"cooldown_ms":30000,...}}, ...]}
  */
 #include "admin/state_json.h"
-#include "config/section_names.h"
+#include "hapi/section_names.h"
 #include "link/wiring.h"
 
 void state_json_string(struct strbuf *out, const char *v)

@@ -23,7 +23,7 @@
 #define VALUE_MAX 4096
 _Static_assert(AGENT_MAX_LISTENERS * (CONFIG_LISTEN_MAX_LEN + 2) < VALUE_MAX,
 	       "listen addresses fit a formatted value");
-_Static_assert(CONFIG_MAX_RUNTIME_APIS * (CONFIG_LISTEN_MAX_LEN + 2) < VALUE_MAX,
+_Static_assert(ENFORCE_MAX_HAPROXY * (CONFIG_LISTEN_MAX_LEN + 2) < VALUE_MAX,
 	       "runtime_api sockets fit a formatted value");
 
 static bool key_differs(const struct config_key *k, const struct config *a,

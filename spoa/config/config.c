@@ -21,9 +21,9 @@ void config_defaults(struct config *c)
 	c->log_level = LOG_LEVEL_NOTICE;
 	c->max_breakers = CONFIG_DEFAULT_MAX_BREAKERS;
 	c->ack_variables = OBSERVE_VARS_ALL; /* what every answer carried before the key */
-	snprintf(c->state_file, sizeof(c->state_file), "%s", CONFIG_DEFAULT_STATE_FILE);
-	c->state_interval_ms = CONFIG_DEFAULT_STATE_INTERVAL_MS;
-	c->poll_ms = CONFIG_DEFAULT_POLL_MS;
+	snprintf(c->state.file, sizeof(c->state.file), "%s", STATE_DEFAULT_FILE);
+	c->state.interval_ms = STATE_DEFAULT_INTERVAL_MS;
+	c->link.poll_ms = LINK_DEFAULT_POLL_MS;
 	c->socket_mode = CONFIG_DEFAULT_SOCKET_MODE;
 	c->control_mode = CONFIG_DEFAULT_SOCKET_MODE;
 	snprintf(c->admin, sizeof(c->admin), "%s", ADMIN_HTTP_DEFAULT_ADDR);
@@ -86,15 +86,15 @@ static int check_verdicts(const struct config *c, const struct config_origins *o
 	int at_table = origins->line[config_key_index(table)];
 	char what[256];
 
-	if (!c->verdict_table[0])
+	if (!c->link.verdict_table[0])
 		return 0;
-	spell(what, sizeof(what), table, c->verdict_table, at_table, 0, c);
-	if (c->node_id == 0) {
+	spell(what, sizeof(what), table, c->link.verdict_table, at_table, 0, c);
+	if (c->link.node_id == 0) {
 		report_at(errors, c, at_table);
 		fprintf(errors, "%s needs a node_id, unique among the HAProxy nodes\n", what);
 		return 1;
 	}
-	if (c->nb_runtime_api == 0) {
+	if (c->link.nb_runtime_api == 0) {
 		report_at(errors, c, at_table);
 		fprintf(errors, "%s needs a runtime_api socket\n", what);
 		return 1;
@@ -123,22 +123,22 @@ static int check_enforcement(struct config *c, const struct config_origins *orig
 	char what[256], other[256];
 
 	if (!c->enforce_set)
-		c->enforce = c->nb_runtime_api ? ENFORCE_RUNTIME_API
-			     : c->agent_check[0] ? ENFORCE_AGENT_CHECK
-						 : ENFORCE_NONE;
-	if (c->enforce == ENFORCE_RUNTIME_API && c->nb_runtime_api == 0) {
+		c->link.enforce = c->link.nb_runtime_api   ? ENFORCE_RUNTIME_API
+				  : c->link.agent_check[0] ? ENFORCE_AGENT_CHECK
+							   : ENFORCE_NONE;
+	if (c->link.enforce == ENFORCE_RUNTIME_API && c->link.nb_runtime_api == 0) {
 		spell(what, sizeof(what), enforce, "runtime-api", at_enforce, 0, c);
 		report_at(errors, c, at_enforce);
 		fprintf(errors, "%s needs a runtime_api socket\n", what);
 		return 1;
 	}
-	if (c->enforce == ENFORCE_AGENT_CHECK && !c->agent_check[0]) {
+	if (c->link.enforce == ENFORCE_AGENT_CHECK && !c->link.agent_check[0]) {
 		spell(what, sizeof(what), enforce, "agent-check", at_enforce, 0, c);
 		report_at(errors, c, at_enforce);
 		fprintf(errors, "%s needs an agent_check listen address\n", what);
 		return 1;
 	}
-	if (c->enforce == ENFORCE_RUNTIME_API && c->agent_check[0]) {
+	if (c->link.enforce == ENFORCE_RUNTIME_API && c->link.agent_check[0]) {
 		/* Runtime-api comes from enforce when given, else from the socket. */
 		const struct config_key *mode_key = c->enforce_set ? enforce : runtime_api;
 		const char *mode_value = c->enforce_set ? "runtime-api" : NULL;
@@ -244,8 +244,8 @@ int config_check_exposure(const struct config *c, const struct config_origins *o
 	/* The agent-check answers tell every server's state: HAProxy's alone
 	 * to read, by the same list as SPOP. */
 	const struct config_key *agent_check = config_key_find("agent_check");
-	if (c->agent_check[0] && !allow && reachable_from_elsewhere(c->agent_check)) {
-		refuse_exposed(c, origins, agent_check, c->agent_check, "connect", "allow", "allow",
+	if (c->link.agent_check[0] && !allow && reachable_from_elsewhere(c->link.agent_check)) {
+		refuse_exposed(c, origins, agent_check, c->link.agent_check, "connect", "allow", "allow",
 			       "HAProxies", errors);
 		problems++;
 	}
@@ -265,11 +265,11 @@ static void warn_remote_runtime_api(const struct config *c,
 	const struct config_key *runtime_api = config_key_find("runtime_api");
 	char what[256];
 
-	for (unsigned i = 0; i < c->nb_runtime_api; i++) {
-		if (!reachable_from_elsewhere(c->runtime_api[i]))
+	for (unsigned i = 0; i < c->link.nb_runtime_api; i++) {
+		if (!reachable_from_elsewhere(c->link.runtime_api[i]))
 			continue;
 		int at = origin_of(origins, runtime_api);
-		spell(what, sizeof(what), runtime_api, c->runtime_api[i], at, 0, c);
+		spell(what, sizeof(what), runtime_api, c->link.runtime_api[i], at, 0, c);
 		report_at(errors, c, at);
 		fprintf(errors,
 			"warning: %s is not on loopback: whoever reaches that stats socket can "
@@ -323,16 +323,16 @@ static void warn_host_bits(const struct config *c, const struct config_origins *
  * one line: the mode, and the HAProxies it reaches them through. */
 static void say_enforcement(const struct config *c, FILE *out)
 {
-	switch (c->enforce) {
+	switch (c->link.enforce) {
 	case ENFORCE_RUNTIME_API:
 		fprintf(out, "enforce: runtime-api (HAProxy ");
-		for (unsigned i = 0; i < c->nb_runtime_api; i++)
-			fprintf(out, "%s%s", i ? ", " : "", c->runtime_api[i]);
+		for (unsigned i = 0; i < c->link.nb_runtime_api; i++)
+			fprintf(out, "%s%s", i ? ", " : "", c->link.runtime_api[i]);
 		fprintf(out, ")\n");
 		break;
 	case ENFORCE_AGENT_CHECK:
 		fprintf(out, "enforce: agent-check (HAProxy's agent-check asks %s%s)\n",
-			c->agent_check, c->nb_runtime_api ? "; runtime_api only read" : "");
+			c->link.agent_check, c->link.nb_runtime_api ? "; runtime_api only read" : "");
 		break;
 	case ENFORCE_NONE:
 		fprintf(out, "enforce: none (%sdecisions are logged, HAProxy is not changed)\n",

@@ -243,7 +243,7 @@ const struct config_key config_keys[] = {
 	},
 	{
 		.name = "state_file", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_PATH,
-		IN_CONFIG(state_file), .flags = CONFIG_KEY_MARKS_GIVEN, GIVEN(state_file_set),
+		IN_CONFIG(state.file), .flags = CONFIG_KEY_MARKS_GIVEN, GIVEN(state.file_set),
 		.option = "state-file", .arg = "PATH",
 		.help = "where the breakers' state survives a restart (msgpack), or none; one "
 			"given must be writable, the default only warns",
@@ -273,7 +273,7 @@ const struct config_key config_keys[] = {
 	},
 	{
 		.name = "state_interval", .sections = CONFIG_SECTION_AGENT, .type = CONFIG_DURATION,
-		IN_CONFIG(state_interval_ms), .min = 100, .max = 3600000,
+		IN_CONFIG(state.interval_ms), .min = 100, .max = 3600000,
 		.flags = CONFIG_KEY_RELOADABLE, .option = "state-interval", .arg = "DURATION",
 		.help = "at most one state write per interval; a burst of changes is written "
 			"when it ends",
@@ -294,7 +294,7 @@ const struct config_key config_keys[] = {
 	/* ---- [haproxy]: how decisions reach HAProxy; all of it reloads ---- */
 	{
 		.name = "enforce", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_ENUM,
-		IN_CONFIG(enforce), .words = enforce_modes,
+		IN_CONFIG(link.enforce), .words = enforce_modes,
 		.flags = CONFIG_KEY_RELOADABLE | CONFIG_KEY_MARKS_GIVEN, GIVEN(enforce_set),
 		.option = "enforce", .arg = "MODE",
 		.help = "none (also spelt shadow): decisions are logged, HAProxy is not changed",
@@ -303,21 +303,21 @@ const struct config_key config_keys[] = {
 	},
 	{
 		.name = "runtime_api", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_ADDRESS,
-		ADDRESS_LIST(runtime_api, nb_runtime_api), .address = CONFIG_ADDRESS_UNIX,
+		ADDRESS_LIST(link.runtime_api, link.nb_runtime_api), .address = CONFIG_ADDRESS_UNIX,
 		.flags = CONFIG_KEY_REPEATABLE | CONFIG_KEY_RELOADABLE,
 		.option = "runtime-api", .arg = "ADDR",
 		.help = "HAProxy's stats socket (level admin); repeatable, one per HAProxy",
 	},
 	{
 		.name = "agent_check", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_ADDRESS,
-		IN_CONFIG(agent_check), .address = CONFIG_ADDRESS_UNIX,
+		IN_CONFIG(link.agent_check), .address = CONFIG_ADDRESS_UNIX,
 		.flags = CONFIG_KEY_RELOADABLE,
 		.option = "agent-check", .arg = "ADDR",
 		.help = "answer HAProxy's agent-check here",
 	},
 	{
 		.name = "poll_interval", .sections = CONFIG_SECTION_HAPROXY,
-		.type = CONFIG_DURATION, IN_CONFIG(poll_ms), .min = 100, .max = UINT64_MAX,
+		.type = CONFIG_DURATION, IN_CONFIG(link.poll_ms), .min = 100, .max = UINT64_MAX,
 		.flags = CONFIG_KEY_RELOADABLE,
 		.option = "poll-interval", .arg = "DURATION",
 		.help = "how often the agent looks at HAProxy: faults SPOE never sees, "
@@ -325,14 +325,14 @@ const struct config_key config_keys[] = {
 	},
 	{
 		.name = "verdict_table", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_NAME,
-		IN_CONFIG(verdict_table), .flags = CONFIG_KEY_RELOADABLE,
+		IN_CONFIG(link.verdict_table), .flags = CONFIG_KEY_RELOADABLE,
 		.option = "verdict-table", .arg = "NAME",
 		.help = "share breaker verdicts with other HAProxy nodes through this stick "
 			"table, which HAProxy's peers replicate (needs node_id), or none",
 	},
 	{
 		.name = "node_id", .sections = CONFIG_SECTION_HAPROXY, .type = CONFIG_UINT,
-		IN_CONFIG(node_id), .min = 1, .max = UINT32_MAX, .flags = CONFIG_KEY_RELOADABLE,
+		IN_CONFIG(link.node_id), .min = 1, .max = UINT32_MAX, .flags = CONFIG_KEY_RELOADABLE,
 		.option = "node-id", .arg = "N",
 		.help = "this node's id in the verdict table, unique among the nodes; the "
 			"lowest keeps a verdict two nodes own",

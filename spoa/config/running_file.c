@@ -30,12 +30,12 @@ bool running_file_holds(const struct config_key *k)
 
 bool running_file_path(const struct config *c, char *buf, size_t size)
 {
-	if (!c->state_file[0]) {
+	if (!c->state.file[0]) {
 		if (size)
 			buf[0] = '\0';
 		return true;
 	}
-	return (size_t)snprintf(buf, size, "%s" RUNNING_FILE_SUFFIX, c->state_file) < size;
+	return (size_t)snprintf(buf, size, "%s" RUNNING_FILE_SUFFIX, c->state.file) < size;
 }
 
 /* ---- writing ---- */

@@ -471,14 +471,14 @@ static void control_spec(const struct config *c, char *out, size_t size)
 		snprintf(out, size, "%s", c->control);
 		return;
 	}
-	if (!c->state_file[0])
+	if (!c->state.file[0])
 		return;
-	const char *slash = strrchr(c->state_file, '/');
+	const char *slash = strrchr(c->state.file, '/');
 	if (!slash)
 		snprintf(out, size, "unix:control.sock");
 	else
-		snprintf(out, size, "unix:%.*s/control.sock", (int)(slash - c->state_file),
-			 c->state_file);
+		snprintf(out, size, "unix:%.*s/control.sock", (int)(slash - c->state.file),
+			 c->state.file);
 }
 
 bool daemon_open_control(struct daemon *d)
@@ -488,8 +488,8 @@ bool daemon_open_control(struct daemon *d)
 
 	operator_hand_init(&d->hand);
 	d->operator_path[0] = '\0';
-	if (c->state_file[0] &&
-	    operator_store_path(c->state_file, d->operator_path, sizeof(d->operator_path))) {
+	if (c->state.file[0] &&
+	    operator_store_path(c->state.file, d->operator_path, sizeof(d->operator_path))) {
 		if (!operator_store_load(d->operator_path, &d->hand, err, sizeof(err))) {
 			/* Said loudly and kept aside: starting without the
 			 * operator's holds is the lesser harm than not starting. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin/counters.h"
+#include "breakers/counters.h"
 #include "daemon/daemon.h"
 #include "daemon/running_publish.h"
 #include "daemon/transition_log.h"
@@ -176,13 +176,13 @@ static bool start(struct daemon *d)
 	 * one, restored or new, is created under it. */
 	if (!daemon_open_control(d))
 		return false;
-	d->enforcer = enforcer_new(d->loop, c, &d->breakers, NULL, err, sizeof(err));
+	d->enforcer = enforcer_new(d->loop, &c->link, &d->breakers, NULL, err, sizeof(err));
 	if (!d->enforcer) {
 		log_error("%s", err);
 		return false;
 	}
 	/* Before any traffic: the breakers of the last run come back first. */
-	d->state = state_store_new(d->loop, c, &d->breakers, &d->enforcer, err, sizeof(err));
+	d->state = state_store_new(d->loop, &c->state, &d->breakers, &d->enforcer, err, sizeof(err));
 	if (!d->state) {
 		log_error("%s", err);
 		return false;
@@ -193,7 +193,7 @@ static bool start(struct daemon *d)
 		.table = &d->breakers.table,
 		.breakers = &d->breakers,
 		.ack_vars = c->ack_variables,
-		.words_confirm_words = c->enforce != ENFORCE_RUNTIME_API,
+		.words_confirm_words = c->link.enforce != ENFORCE_RUNTIME_API,
 	};
 	dispatch_init(&d->dispatch);
 	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->observe);
@@ -223,7 +223,7 @@ static bool start(struct daemon *d)
 		if (strncmp(c->listen[i], "unix:", 5) != 0)
 			log_allowlist("SPOP", c->listen[i], &c->allow);
 	}
-	if (c->nb_runtime_api == 0)
+	if (c->link.nb_runtime_api == 0)
 		log_warning("no runtime_api: an HAProxy in steady-state mode (spoe-breaker-steady.conf, "
 			    "the shipped default) needs the agent on its Runtime API to keep "
 			    "breaker-watched.map; without one it must send every response "

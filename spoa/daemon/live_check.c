@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config/section_names.h"
+#include "hapi/section_names.h"
 #include "daemon/live_check.h"
 #include "daemon/operator_store.h"
 #include "hapi/runtime_api.h"
@@ -250,7 +250,7 @@ static void say_unlisted(void *ctx, const struct section_name *n)
 static void check_sections(const struct config *c, FILE *out)
 {
 	struct section_names names;
-	section_names_init(&names, c->nb_runtime_api, true);
+	section_names_init(&names, c->link.nb_runtime_api, true);
 	for (unsigned i = 0; i < c->nb_overrides; i++)
 		if (!section_names_add(&names, c->overrides[i].backend, c->overrides[i].server,
 				       c->overrides[i].line)) {
@@ -261,12 +261,13 @@ static void check_sections(const struct config *c, FILE *out)
 	section_names_sort(&names);
 	unsigned read = 0;
 	for (unsigned i = 0; names.nb && i < names.nb_sources; i++)
-		read += read_names(c->runtime_api[i], &names, i, out);
+		read += read_names(c->link.runtime_api[i], &names, i, out);
 	if (names.nb == 0 || read == 0) {
 		section_names_free(&names); /* nothing to check, or said why not */
 		return;
 	}
-	struct unlisted_said said = {.config = c, .every_haproxy = read == c->nb_runtime_api, .out = out};
+	struct unlisted_said said = {
+		.config = c, .every_haproxy = read == c->link.nb_runtime_api, .out = out};
 	unsigned unlisted = 0;
 	for (unsigned i = 0; i < names.nb; i++)
 		unlisted += !section_names_listed(&names.names[i]);
@@ -306,7 +307,7 @@ static void check_operator_record(const struct config *c, FILE *out)
 	struct operator_hand hand;
 	struct section_names names;
 
-	if (!c->state_file[0] || !operator_store_path(c->state_file, path, sizeof(path)))
+	if (!c->state.file[0] || !operator_store_path(c->state.file, path, sizeof(path)))
 		return;
 	operator_hand_init(&hand);
 	if (!operator_store_load(path, &hand, err, sizeof(err))) {
@@ -320,7 +321,7 @@ static void check_operator_record(const struct config *c, FILE *out)
 	}
 	fprintf(out, "control: the operator's record %s: %u holds, %u backends paused%s\n", path,
 		hand.nb_holds, hand.nb_paused, hand.released ? ", the agent released" : "");
-	section_names_init(&names, c->nb_runtime_api, false);
+	section_names_init(&names, c->link.nb_runtime_api, false);
 	bool ok = true;
 	for (uint32_t i = 0; ok && i < hand.nb_holds; i++)
 		ok = section_names_add(&names, hand.holds[i].backend, hand.holds[i].server, 0);
@@ -335,10 +336,10 @@ static void check_operator_record(const struct config *c, FILE *out)
 	section_names_sort(&names);
 	unsigned read = 0;
 	for (unsigned i = 0; i < names.nb_sources; i++)
-		read += read_names(c->runtime_api[i], &names, i, out);
+		read += read_names(c->link.runtime_api[i], &names, i, out);
 	if (read > 0) {
 		struct unlisted_said said = {.config = c,
-					     .every_haproxy = read == c->nb_runtime_api,
+					     .every_haproxy = read == c->link.nb_runtime_api,
 					     .out = out};
 		section_names_each_unlisted(&names, say_unheld, &said);
 	}
@@ -398,13 +399,13 @@ int live_check(const struct config *c, FILE *out)
 	int status = 0;
 	/* Not a mistake by itself (every-response mode needs no socket), but
 	 * the shipped SPOE file is steady-state mode's: say what it needs. */
-	if (c->nb_runtime_api == 0)
+	if (c->link.nb_runtime_api == 0)
 		fprintf(out, "no runtime_api: steady-state mode (spoe-breaker-steady.conf, the "
 			     "shipped default) cannot work with this agent, as no one would keep "
 			     "breaker-watched.map; HAProxy must send every response "
 			     "(spoe-breaker.conf)\n");
-	for (unsigned i = 0; i < c->nb_runtime_api; i++)
-		if (check_one(c->runtime_api[i], out) != 0)
+	for (unsigned i = 0; i < c->link.nb_runtime_api; i++)
+		if (check_one(c->link.runtime_api[i], out) != 0)
 			status = 1;
 	check_sections(c, out);
 	check_operator_record(c, out);

@@ -113,16 +113,16 @@ void daemon_reload(struct daemon *d)
 	 * change waits for a restart. */
 	struct enforcer *enforcer = NULL;
 	if (config_haproxy_changed(&d->config, &fresh)) {
-		if (d->config.enforce == ENFORCE_AGENT_CHECK && fresh.enforce == ENFORCE_AGENT_CHECK &&
-		    strcmp(d->config.agent_check, fresh.agent_check) == 0) {
+		if (d->config.link.enforce == ENFORCE_AGENT_CHECK && fresh.link.enforce == ENFORCE_AGENT_CHECK &&
+		    strcmp(d->config.link.agent_check, fresh.link.agent_check) == 0) {
 			log_warning("reload: [haproxy] changes with the agent-check listener on %s "
-				    "take effect at the next restart", fresh.agent_check);
-			fresh.enforce = d->config.enforce;
-			fresh.poll_ms = d->config.poll_ms;
-			memcpy(fresh.runtime_api, d->config.runtime_api, sizeof(fresh.runtime_api));
-			fresh.nb_runtime_api = d->config.nb_runtime_api;
+				    "take effect at the next restart", fresh.link.agent_check);
+			fresh.link.enforce = d->config.link.enforce;
+			fresh.link.poll_ms = d->config.link.poll_ms;
+			memcpy(fresh.link.runtime_api, d->config.link.runtime_api, sizeof(fresh.link.runtime_api));
+			fresh.link.nb_runtime_api = d->config.link.nb_runtime_api;
 		} else {
-			enforcer = enforcer_new(d->loop, &fresh, &d->breakers, d->enforcer, err,
+			enforcer = enforcer_new(d->loop, &fresh.link, &d->breakers, d->enforcer, err,
 						sizeof(err));
 			if (!enforcer) {
 				tls_context_free(tls);
@@ -142,10 +142,10 @@ void daemon_reload(struct daemon *d)
 	/* Deadlines follow the policy (cooldown, max_cooldown, healthy_for):
 	 * one that came earlier must not wait for the timer set before. */
 	breakers_rearm(&d->breakers);
-	state_store_set_interval(d->state, fresh.state_interval_ms);
+	state_store_set_interval(d->state, fresh.state.interval_ms);
 	/* Read on the next message: HAProxy may already use what was added. */
 	d->observe.ack_vars = fresh.ack_variables;
-	d->observe.words_confirm_words = fresh.enforce != ENFORCE_RUNTIME_API;
+	d->observe.words_confirm_words = fresh.link.enforce != ENFORCE_RUNTIME_API;
 	if (enforcer) {
 		enforcer_free(d->enforcer);
 		d->enforcer = enforcer;

@@ -25,7 +25,7 @@ void daemon_running_publish(const struct config *c)
 	    !snapshot_file_write(path, text, len, err, sizeof(err))) {
 		/* The default state directory missing is said by the state
 		 * store already; one given explicitly is worth a warning. */
-		log_msg(c->state_file_set ? LOG_LEVEL_WARNING : LOG_LEVEL_NOTICE,
+		log_msg(c->state.file_set ? LOG_LEVEL_WARNING : LOG_LEVEL_NOTICE,
 			"running file %s not written: %s; --check cannot tell what a reload of "
 			"this agent would refuse",
 			path, err);

@@ -4,6 +4,7 @@
  * the ACKs held for them go (ack_hold.h).
  */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "link/link_internal.h"

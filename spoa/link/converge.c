@@ -4,6 +4,8 @@
  * confirms successes and drops servers no HAProxy has any more, swept in
  * slices from the loop.
  */
+#include <stdio.h>
+
 #include "link/link_internal.h"
 #include "util/clock.h"
 #include "util/container_of.h"

@@ -4,6 +4,7 @@
  * (enforcer.h).
  */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "link/link_internal.h"
@@ -93,7 +94,7 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 	}
 }
 
-struct enforcer *enforcer_new(struct ev_loop *loop, const struct config *c,
+struct enforcer *enforcer_new(struct ev_loop *loop, const struct link_settings *c,
 			      struct breakers *breakers, struct enforcer *previous, char *err,
 			      size_t err_size)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin/counters.h"
+#include "breakers/counters.h"
 #include "link/faults.h"
 #include "link/link_internal.h"
 #include "util/clock.h"

@@ -28,7 +28,7 @@ struct state_store {
 	struct ev_loop *loop;
 	struct breakers *breakers;
 	struct enforcer *const *enforcer;
-	char path[CONFIG_PATH_MAX_LEN];
+	char path[STATE_PATH_MAX_LEN];
 	bool enabled;
 	/* The largest snapshot read: what max_breakers breakers can take.
 	 * A file announcing more could not fit the table anyway, and its
@@ -335,7 +335,7 @@ static bool restore_one(void *ctx, const struct snapshot_breaker *b)
 /* A snapshot that cannot be used: said once, kept aside, never read again. */
 static void refuse(struct state_store *s, const char *what)
 {
-	char moved[CONFIG_PATH_MAX_LEN + 32], err[256];
+	char moved[STATE_PATH_MAX_LEN + 32], err[256];
 
 	s->stats.source = STATE_SOURCE_REFUSED;
 	if (snapshot_file_move_aside(s->path, wall_now_ms() / 1000, moved, sizeof(moved), err,
@@ -421,7 +421,7 @@ void state_store_load(struct state_store *s)
 
 /* ---- life ---- */
 
-struct state_store *state_store_new(struct ev_loop *loop, const struct config *c,
+struct state_store *state_store_new(struct ev_loop *loop, const struct state_settings *c,
 				    struct breakers *breakers, struct enforcer *const *enforcer,
 				    char *err, size_t err_size)
 {
@@ -433,11 +433,11 @@ struct state_store *state_store_new(struct ev_loop *loop, const struct config *c
 	s->loop = loop;
 	s->breakers = breakers;
 	s->enforcer = enforcer;
-	s->interval = (double)c->state_interval_ms / 1000.0;
-	s->max_bytes = snapshot_max_bytes(c->max_breakers);
-	s->max_breakers = c->max_breakers;
+	s->interval = (double)c->interval_ms / 1000.0;
+	s->max_bytes = snapshot_max_bytes(breakers->table.max_entries);
+	s->max_breakers = breakers->table.max_entries;
 	s->last_write = -1e9;
-	snprintf(s->path, sizeof(s->path), "%s", c->state_file);
+	snprintf(s->path, sizeof(s->path), "%s", c->file);
 	s->stats.path = s->path;
 	s->stats.source = STATE_SOURCE_OFF;
 	pthread_mutex_init(&s->lock, NULL);
@@ -447,7 +447,7 @@ struct state_store *state_store_new(struct ev_loop *loop, const struct config *c
 
 	char why[256];
 	if (s->path[0] && !snapshot_file_dir_writable(s->path, why, sizeof(why))) {
-		if (c->state_file_set) {
+		if (c->file_set) {
 			errmsg_set(err, err_size, "state_file %s: %s", s->path, why);
 			state_store_close(s, false);
 			return NULL;

@@ -126,10 +126,10 @@ bool sim_agent_start(struct sim *s, char *err, size_t size)
 		return false;
 	}
 	a->control_up = true;
-	d->enforcer = enforcer_new(s->loop, &d->config, &d->breakers, NULL, err, size);
+	d->enforcer = enforcer_new(s->loop, &d->config.link, &d->breakers, NULL, err, size);
 	if (!d->enforcer)
 		return false;
-	d->state = state_store_new(s->loop, &d->config, &d->breakers, &d->enforcer, err, size);
+	d->state = state_store_new(s->loop, &d->config.state, &d->breakers, &d->enforcer, err, size);
 	if (!d->state)
 		return false;
 	state_store_load(d->state);

@@ -442,7 +442,7 @@ static void test_defaults(void **state)
 	assert_string_equal(value_of(&c, "ack_variables"), "all");
 	assert_string_equal(value_of(&c, "admin"), "127.0.0.1:9786");
 	assert_false(c.admin_set);
-	assert_int_equal(c.enforce, ENFORCE_NONE);
+	assert_int_equal(c.link.enforce, ENFORCE_NONE);
 	assert_int_equal(c.log_level, LOG_LEVEL_INFO);
 	assert_int_equal(c.global.fields, 0);
 	config_free(&c);
@@ -604,12 +604,12 @@ static void test_verdict_table_needs_a_node_and_a_socket(void **state)
 	assert_int_equal(RUN(&c, "--check", "--verdict-table", "breaker_verdicts", "--node-id", "7",
 			     "--runtime-api", "unix:/a.sock"),
 			 0);
-	assert_string_equal(c.verdict_table, "breaker_verdicts");
-	assert_int_equal(c.node_id, 7);
+	assert_string_equal(c.link.verdict_table, "breaker_verdicts");
+	assert_int_equal(c.link.node_id, 7);
 	config_free(&c);
 	/* none: off, as by default. */
 	assert_int_equal(RUN(&c, "--check", "--verdict-table", "none"), 0);
-	assert_string_equal(c.verdict_table, "");
+	assert_string_equal(c.link.verdict_table, "");
 	config_free(&c);
 }
 

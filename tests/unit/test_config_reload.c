@@ -127,7 +127,7 @@ static void build(struct config *c, const struct side *s)
 	copy(c->admin, sizeof(c->admin), s->admin);
 	copy(c->tls_cert, sizeof(c->tls_cert), s->tls_cert);
 	copy(c->tls_ca, sizeof(c->tls_ca), s->tls_ca);
-	copy(c->agent_check, sizeof(c->agent_check), s->agent_check);
+	copy(c->link.agent_check, sizeof(c->link.agent_check), s->agent_check);
 }
 
 static void test_reload_table(void **state)

@@ -20,10 +20,10 @@
 
 #include <cmocka.h>
 
-#include "config/section_names.h"
+#include "hapi/section_names.h"
 #include "link/wiring.h"
 
-#include "admin/counters.h"
+#include "breakers/counters.h"
 #include "admin/metrics.h"
 #include "admin/state_json.h"
 
@@ -320,7 +320,7 @@ static struct breaker_table_entry *get(const char *backend, const char *server)
 }
 
 /* What observe.c does for one observation, then what the counters
- * subscriber (admin/counters.c) counts of it. */
+ * subscriber (breakers/counters.c) counts of it. */
 static void observe(struct breaker_table_entry *e, int status)
 {
 	enum breaker_outcome o = breaker_outcome(e->breaker.policy, status);

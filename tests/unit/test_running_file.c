@@ -308,7 +308,7 @@ static void test_read_refuses_what_is_not_a_file(void **state)
 	unlink(path);
 	/* No state file: no running file either. */
 	config_defaults(&running);
-	running.state_file[0] = '\0';
+	running.state.file[0] = '\0';
 	assert_true(running_file_path(&running, err, sizeof(err)));
 	assert_string_equal(err, "");
 }

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "config/section_names.h"
+#include "hapi/section_names.h"
 
 struct said {
 	char headers[8][SECTION_NAMES_FULL_MAX + 16];

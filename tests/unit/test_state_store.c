@@ -49,10 +49,10 @@ static void start(struct agent *a)
 	if (!breakers_init(&a->breakers, a->loop, a->c.max_breakers, &a->c.policies, err,
 			   sizeof(err)))
 		fail_msg("%s", err);
-	a->enforcer = enforcer_new(a->loop, &a->c, &a->breakers, NULL, err, sizeof(err));
+	a->enforcer = enforcer_new(a->loop, &a->c.link, &a->breakers, NULL, err, sizeof(err));
 	if (!a->enforcer)
 		fail_msg("%s", err);
-	a->store = state_store_new(a->loop, &a->c, &a->breakers, &a->enforcer, err, sizeof(err));
+	a->store = state_store_new(a->loop, &a->c.state, &a->breakers, &a->enforcer, err, sizeof(err));
 	if (!a->store)
 		fail_msg("%s", err);
 }

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 #include <ev.h>
 
-#include "admin/counters.h"
+#include "breakers/counters.h"
 #include "breakers/bus.h"
 #include "config/config.h"
 #include "daemon/transition_log.h"
@@ -82,10 +82,10 @@ static void start(struct agent *a, const char *runtime_api_address)
 	};
 	for (size_t i = 0; i < sizeof(first) / sizeof(first[0]); i++)
 		assert_true(breakers_subscribe(&a->breakers, &first[i]));
-	a->enforcer = enforcer_new(a->loop, &a->c, &a->breakers, NULL, err, sizeof(err));
+	a->enforcer = enforcer_new(a->loop, &a->c.link, &a->breakers, NULL, err, sizeof(err));
 	if (!a->enforcer)
 		fail_msg("%s", err);
-	a->store = state_store_new(a->loop, &a->c, &a->breakers, &a->enforcer, err, sizeof(err));
+	a->store = state_store_new(a->loop, &a->c.state, &a->breakers, &a->enforcer, err, sizeof(err));
 	if (!a->store)
 		fail_msg("%s", err);
 }
@@ -103,7 +103,7 @@ static void reload_link(struct agent *a, const char *runtime_api_address)
 	assert_non_null(out);
 	assert_int_equal(config_from_args(&fresh, 5, argv, out, stderr), -1);
 	fclose(out);
-	struct enforcer *next = enforcer_new(a->loop, &fresh, &a->breakers, a->enforcer, err,
+	struct enforcer *next = enforcer_new(a->loop, &fresh.link, &a->breakers, a->enforcer, err,
 					     sizeof(err));
 	if (!next)
 		fail_msg("%s", err);

@@ -27,7 +27,7 @@
 
 #include "util/names.h"
 
-/* Sources are bits of a uint8_t: one per runtime_api (CONFIG_MAX_RUNTIME_APIS). */
+/* Sources are bits of a uint8_t: one per runtime_api (ENFORCE_MAX_HAPROXY). */
 #define SECTION_NAMES_MAX_SOURCES 8
 /* "backend/server" */
 #define SECTION_NAMES_FULL_MAX (2 * NAME_MAX_LEN + 2)

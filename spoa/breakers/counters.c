@@ -1,7 +1,7 @@
 /*
  * counters.c - the metrics counters subscriber (see counters.h).
  */
-#include "admin/counters.h"
+#include "breakers/counters.h"
 
 static void count(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 		  const struct breaker_cause *cause)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/section_names.h"
+#include "hapi/section_names.h"
 
 _Static_assert(SECTION_NAMES_MAX_SOURCES <= 8, "a source is a bit of a uint8_t");
 
