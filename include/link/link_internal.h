@@ -59,24 +59,39 @@ enum link_command_undo {
 	LINK_UNDO_NOTHING,
 	LINK_UNDO_DRAIN,   /* `state ready` lifting the agent's drain */
 	LINK_UNDO_MAXCONN, /* `set maxconn` giving the server its own back */
-	/* `set map` of the ownership record: refused, the map has no entry
-	 * for the server (a new HAProxy process loaded its maps from their
-	 * files): HAProxy lists nothing, and the record is added. */
-	LINK_UNDO_OWNER_SET,
 };
 void link_send_server_command(struct haproxy_link *link, const struct breaker_table_entry *entry,
 			      const char *command, const char *why, enum link_command_undo undo);
+/* A record's command about one server that HAProxy refused (answered with
+ * an error): what the record makes of it, told by the command's completion
+ * (records.c's, for the ownership record). */
+typedef void (*link_refused_fn)(struct haproxy_link *link, struct breaker_table_entry *entry,
+				struct enforce_entry *en);
+void link_send_record_command(struct haproxy_link *link, const struct breaker_table_entry *entry,
+			      const char *command, const char *why, link_refused_fn refused);
 /* A new ACK hold point at every command queued so far on each link that
  * keeps a watched map: the ticket the ACK of a response that made its
  * server watched waits for (ack_hold.h). */
 uint64_t link_ack_hold_point(struct enforcer *e);
 
-/* ejection_cap.c */
+/* backend_counts.c: each backend's counts of the looks, by look parity. */
 bool link_entry_out(const struct enforce_entry *en);
 struct ejection_backend *link_group_in_slot(struct haproxy_link *link,
 					    const struct enforce_entry *en, int slot);
+/* The count a decision is made on: the last complete look's, else the
+ * one under way (a server new since then); NULL when neither lists it. */
+struct ejection_backend *link_group_of(struct haproxy_link *link, const struct enforce_entry *en);
+/* Moves the counter at field_offset of the entry's backend by one, up or
+ * down, in both looks' counts. */
+void link_count_move(struct haproxy_link *link, const struct enforce_entry *en, size_t field_offset,
+		     bool up);
 void link_count_change(struct haproxy_link *link, const struct enforce_entry *en, bool was_out,
 		       bool was_drained);
+struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
+						const struct runtime_api_server_state *row,
+						uint32_t *index);
+
+/* ejection_cap.c */
 bool link_cap_room_for_guard(struct haproxy_link *link, struct breaker_table_entry *entry,
 			     struct enforce_entry *en);
 bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *entry,
@@ -85,10 +100,10 @@ bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *
  * now (the backend lost capacity since): to be lifted (ejection_cap.c). */
 bool link_cap_lifts(struct haproxy_link *link, struct breaker_table_entry *entry,
 		    struct enforce_entry *en);
-void link_release_waiting(struct haproxy_link *link, uint64_t be_id);
-struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
-						const struct runtime_api_server_state *row,
-						uint32_t *index);
+/* The servers of backend be_id still waiting for room, longest waiting
+ * first, at most max of them into waiting[] (table indices); their count. */
+uint32_t link_cap_waiting(struct haproxy_link *link, uint64_t be_id, uint32_t *waiting,
+			  uint32_t max);
 
 /* converge.c */
 void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry);
@@ -120,9 +135,14 @@ struct link_record_why {
 	enum log_level level;
 };
 void link_on_map_list(void *ctx, enum runtime_api_result result, const char *reply, size_t len);
-/* Queues the look's reads of the records of one kind that were found;
- * false when the queue is full. */
-bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind);
+/* Queues the look's reads of the records of one kind that were found, each
+ * reply to its reader in read_cb (link_record_readers); false when the
+ * queue is full. */
+bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind,
+		       const runtime_api_reply_fn read_cb[HAPROXY_RECORDS]);
+/* looks.c: who reads each record's reply to the look, the maps records.c,
+ * the verdict table peers.c. */
+extern const runtime_api_reply_fn link_record_readers[HAPROXY_RECORDS];
 /* A record's reply to the look was read (parsed) or is an error: read
  * and known, or said missing. Returns parsed. */
 bool link_record_read(struct haproxy_link *link, enum haproxy_record_id id, bool parsed,
@@ -220,8 +240,10 @@ bool link_capacity_applies(const struct breaker *b);
 /* At the end of a backend's rows: its servers with no limit get one where
  * a neighbour has one (capacity_join()). */
 void link_capacity_group(struct haproxy_link *link, const uint32_t *members, uint32_t nb);
-/* A capacity status over SPOP: a raise refused comes down at once. */
-void link_capacity_refused(struct haproxy_link *link, struct breaker_table_entry *entry);
+/* A capacity status over SPOP: a raise refused comes down at once. True
+ * when the limit changed: the caller converges the server, so that HAProxy
+ * has the new limit before the next look. */
+bool link_capacity_refused(struct haproxy_link *link, struct breaker_table_entry *entry);
 /* ... and once `show stat` ended (complete: read whole), the stalled
  * rule judges the last backend's servers. */
 void link_stall_rows_end(struct haproxy_link *link, bool complete);

@@ -39,15 +39,14 @@ static uint32_t ceiling_of(const struct enforce_entry *en)
 					 : en->seen.maxconn;
 }
 
-void link_capacity_refused(struct haproxy_link *link, struct breaker_table_entry *entry)
+bool link_capacity_refused(struct haproxy_link *link, struct breaker_table_entry *entry)
 {
 	const struct breaker *b = &entry->breaker;
 	if (!learns(b) || !knows_own_limits(link))
-		return;
+		return false;
 	struct enforce_entry *en = &link->entries[breaker_table_index(link->owner->table, entry)];
-	if (capacity_on_refusal(&en->capacity, en->seen.sessions, ceiling_of(en)) !=
-	    CAPACITY_UNCHANGED)
-		link_converge_entry(link, entry);
+	return capacity_on_refusal(&en->capacity, en->seen.sessions, ceiling_of(en)) !=
+	       CAPACITY_UNCHANGED;
 }
 
 void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *entry,

@@ -3,8 +3,8 @@
  * command connection, or only logged under enforce none; their completions let
  * the ACKs held for them go (ack_hold.h).
  */
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "link/link_internal.h"
@@ -15,6 +15,7 @@ struct command_ctx {
 	char command[HAPROXY_RECORD_CMD_MAX];
 	/* A server command: what to take back if it never lands. */
 	enum link_command_undo undo;
+	link_refused_fn refused; /* a record's command: its own take-back */
 	char backend[NAME_MAX_LEN + 1], server[NAME_MAX_LEN + 1];
 	/* What the last look showed of the server before the command: the
 	 * plan assumes the command applied (enforce_plan_assume_applied),
@@ -47,14 +48,11 @@ static void take_back(struct command_ctx *cc, bool refused)
 		en->seen.drained = cc->seen_before.drained;
 	else if (cc->undo == LINK_UNDO_MAXCONN)
 		en->seen.maxconn = cc->seen_before.maxconn;
-	if (cc->undo == LINK_UNDO_OWNER_SET) {
-		/* Refused, the map lists nothing for the server; not
-		 * delivered, it is not known what it lists, and the next
-		 * look that reads it says. */
-		if (refused) {
-			en->owner.present = false;
-			link_record_ownership(link, entry, en);
-		}
+	if (cc->refused) {
+		/* Not delivered, it is not known what HAProxy holds, and the
+		 * next look that reads the record says. */
+		if (refused)
+			cc->refused(link, entry, en);
 		return;
 	}
 	if (cc->undo == LINK_UNDO_DRAIN)
@@ -99,7 +97,8 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 		log_debug("HAProxy %s: '%s' not delivered: %s",
 			  runtime_api_client_address(cc->link->client), cc->command, reply);
 	}
-	if (!(result == RUNTIME_API_OK && len == 0) && cc->undo != LINK_UNDO_NOTHING && !e->freeing)
+	if (!(result == RUNTIME_API_OK && len == 0) && !e->freeing &&
+	    (cc->undo != LINK_UNDO_NOTHING || cc->refused))
 		take_back(cc, result == RUNTIME_API_OK);
 	free(cc);
 }
@@ -119,7 +118,7 @@ void link_queue_command(struct haproxy_link *link, const char *command, const ch
  * (a verdict kept alive) is no news. */
 static void queue(struct haproxy_link *link, const char *command, const char *why,
 		  bool observing, enum log_level level, const struct breaker_table_entry *entry,
-		  enum link_command_undo undo)
+		  enum link_command_undo undo, link_refused_fn refused)
 {
 	struct enforcer *e = link->owner;
 
@@ -137,6 +136,7 @@ static void queue(struct haproxy_link *link, const char *command, const char *wh
 	cc->link = link;
 	snprintf(cc->command, sizeof(cc->command), "%s", command);
 	cc->undo = entry ? undo : LINK_UNDO_NOTHING;
+	cc->refused = entry ? refused : NULL;
 	snprintf(cc->backend, sizeof(cc->backend), "%s", entry ? entry->backend : "");
 	snprintf(cc->server, sizeof(cc->server), "%s", entry ? entry->server : "");
 	if (entry)
@@ -158,18 +158,24 @@ static void queue(struct haproxy_link *link, const char *command, const char *wh
 void link_queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
 			       bool observing, enum log_level level)
 {
-	queue(link, command, why, observing, level, NULL, LINK_UNDO_NOTHING);
+	queue(link, command, why, observing, level, NULL, LINK_UNDO_NOTHING, NULL);
 }
 
 void link_send_command(struct haproxy_link *link, const char *command, const char *why)
 {
-	queue(link, command, why, false, LOG_LEVEL_NOTICE, NULL, LINK_UNDO_NOTHING);
+	queue(link, command, why, false, LOG_LEVEL_NOTICE, NULL, LINK_UNDO_NOTHING, NULL);
 }
 
 void link_send_server_command(struct haproxy_link *link, const struct breaker_table_entry *entry,
 			      const char *command, const char *why, enum link_command_undo undo)
 {
-	queue(link, command, why, false, LOG_LEVEL_NOTICE, entry, undo);
+	queue(link, command, why, false, LOG_LEVEL_NOTICE, entry, undo, NULL);
+}
+
+void link_send_record_command(struct haproxy_link *link, const struct breaker_table_entry *entry,
+			      const char *command, const char *why, link_refused_fn refused)
+{
+	queue(link, command, why, false, LOG_LEVEL_NOTICE, entry, LINK_UNDO_NOTHING, refused);
 }
 
 uint64_t link_ack_hold_point(struct enforcer *e)

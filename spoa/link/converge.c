@@ -12,6 +12,18 @@
 #include "util/log.h"
 
 /* Plans and sends what brings one HAProxy in line with one breaker. */
+/* Room may have freed in backend be_id: the servers waiting there are
+ * converged again, longest waiting first, so that they take the room in
+ * that order. More than 64 waiting in one backend: the rest get their turn
+ * at the next look, which converges every breaker. */
+static void release_waiting(struct haproxy_link *link, uint64_t be_id)
+{
+	uint32_t waiting[64];
+	uint32_t n = link_cap_waiting(link, be_id, waiting, 64);
+	for (uint32_t i = 0; i < n; i++)
+		link_converge_entry(link, breaker_table_at(link->owner->table, waiting[i]));
+}
+
 void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry)
 {
 	struct enforcer *e = link->owner;
@@ -121,7 +133,7 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 	link_record_ownership(link, entry, en);
 	link_count_change(link, en, was_out, was_drained);
 	if (was_drained && !en->mem.drained_by_us)
-		link_release_waiting(link, en->be_id);
+		release_waiting(link, en->be_id);
 }
 
 /*

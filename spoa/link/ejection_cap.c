@@ -1,8 +1,8 @@
 /*
- * ejection_cap.c - the ejection cap as it runs (ejection.h): each backend's
- * counts of servers listed, out and drained, kept by look parity so that a
- * drain between looks moves both; which open breakers wait for room, and
- * their release in the order they waited.
+ * ejection_cap.c - the ejection cap as it runs (ejection.h), on the
+ * backends' counts (backend_counts.c): whether a drain an open breaker or
+ * a resting worker wants is held back, which wait for room and in what
+ * order, and a drain to give back when the backend lost capacity since.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -11,70 +11,6 @@
 #include "link/link_internal.h"
 #include "util/clock.h"
 #include "util/log.h"
-
-/* Out of rotation for a reason that is not the agent's drain. */
-static bool out_otherwise(const struct enforce_entry *en)
-{
-	return en->seen.down || en->seen.maint || (en->seen.drained && !en->mem.drained_by_us);
-}
-
-bool link_entry_out(const struct enforce_entry *en)
-{
-	return out_otherwise(en) || en->mem.drained_by_us;
-}
-
-/* The entry's backend count in look slot `slot`, or NULL when that look
- * did not list it. */
-struct ejection_backend *link_group_in_slot(struct haproxy_link *link,
-					    const struct enforce_entry *en, int slot)
-{
-	struct ejection_groups *g = &link->groups[slot];
-	if (g->look_id == 0 || en->group_look[slot] != g->look_id || en->group_index[slot] >= g->nb)
-		return NULL;
-	return &g->groups[en->group_index[slot]];
-}
-
-/* Moves one of the entry's backend counters by one, up or down, in both
- * looks' counts. */
-static void count_move(struct haproxy_link *link, const struct enforce_entry *en,
-		       size_t field_offset, bool up)
-{
-	for (int slot = 0; slot < 2; slot++) {
-		struct ejection_backend *g = link_group_in_slot(link, en, slot);
-		if (!g)
-			continue;
-		uint32_t *field = (uint32_t *)((char *)g + field_offset);
-		if (up)
-			(*field)++;
-		else if (*field > 0)
-			(*field)--;
-	}
-}
-
-/* The count a decision is made on: the last complete look's, else the
- * one under way (a server new since then). */
-static struct ejection_backend *group_of(struct haproxy_link *link, const struct enforce_entry *en)
-{
-	struct ejection_backend *g = NULL;
-	if (link->groups_current >= 0)
-		g = link_group_in_slot(link, en, link->groups_current);
-	if (!g && link->looking)
-		g = link_group_in_slot(link, en, (int)(link->look_id & 1));
-	return g;
-}
-
-/* A drain added or lifted, a server going out or back: both looks'
- * counts follow. */
-void link_count_change(struct haproxy_link *link, const struct enforce_entry *en, bool was_out,
-		       bool was_drained)
-{
-	bool is_out = link_entry_out(en);
-	if (is_out != was_out)
-		count_move(link, en, offsetof(struct ejection_backend, count.out), is_out);
-	if (en->mem.drained_by_us != was_drained)
-		count_move(link, en, offsetof(struct ejection_backend, drained_by_agent),
-			   en->mem.drained_by_us);
-}
 
 /* The breaker wants its server out of full rotation: open, its worker
  * resting (enforce_wanted_state()), or half-open. A half-open server is
@@ -181,7 +117,7 @@ static void hold_back(struct haproxy_link *link, struct breaker_table_entry *ent
 	}
 	link->capped[link->nb_capped++] = index;
 	en->ejection_capped = true;
-	count_move(link, en, offsetof(struct ejection_backend, capped), true);
+	link_count_move(link, en, offsetof(struct ejection_backend, capped), true);
 	e->stats.ejections_held_back++;
 	refresh_entry_capped(e, entry);
 	const struct breaker_policy *p = entry->breaker.policy;
@@ -242,7 +178,7 @@ static void stop_holding_back(struct haproxy_link *link, struct breaker_table_en
 		return;
 	}
 	en->ejection_capped = false;
-	count_move(link, en, offsetof(struct ejection_backend, capped), false);
+	link_count_move(link, en, offsetof(struct ejection_backend, capped), false);
 	refresh_entry_capped(e, entry);
 	if (wants_out(&entry->breaker)) {
 		e->stats.ejections_released++;
@@ -281,7 +217,7 @@ bool link_cap_holds_back(struct haproxy_link *link, struct breaker_table_entry *
 		stop_holding_back(link, entry, en);
 		return false;
 	}
-	struct ejection_backend *g = group_of(link, en);
+	struct ejection_backend *g = link_group_of(link, en);
 	/* A half-open server is judged as a drain: its breaker's. */
 	bool (*may)(const struct breaker_policy *, const struct ejection_count *, uint32_t) =
 		only_resting(&entry->breaker) ? ejection_may_rest : ejection_may_drain;
@@ -317,7 +253,7 @@ bool link_cap_lifts(struct haproxy_link *link, struct breaker_table_entry *entry
 	if (!en->mem.drained_by_us || !en->seen.known || en->seen.maint || !en->seen.drained ||
 	    en->seen.down || !wants_out(b) || (b->hold == BREAKER_HOLD_OUT && b->hold_forced))
 		return false;
-	const struct ejection_backend *g = group_of(link, en);
+	const struct ejection_backend *g = link_group_of(link, en);
 	if (!g)
 		return false;
 	/* What the backend has without the agent's drains. */
@@ -349,7 +285,7 @@ bool link_cap_room_for_guard(struct haproxy_link *link, struct breaker_table_ent
 {
 	if (en->seen.drained)
 		return true;
-	struct ejection_backend *g = group_of(link, en);
+	struct ejection_backend *g = link_group_of(link, en);
 	return g && ejection_may_drain(entry->breaker.policy, &g->count,
 				       count_waiting_before(link,
 							    breaker_table_index(link->owner->table,
@@ -357,16 +293,13 @@ bool link_cap_room_for_guard(struct haproxy_link *link, struct breaker_table_ent
 							    en->be_id));
 }
 
-/* Room may have freed in backend be_id: the servers waiting there are
- * converged again, longest waiting first, so that they take the room in
- * that order. */
-void link_release_waiting(struct haproxy_link *link, uint64_t be_id)
+uint32_t link_cap_waiting(struct haproxy_link *link, uint64_t be_id, uint32_t *waiting,
+			  uint32_t max)
 {
 	struct breaker_table *t = link->owner->table;
-	uint32_t waiting[64];
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < link->nb_capped && n < 64; i++) {
+	for (uint32_t i = 0; i < link->nb_capped && n < max; i++) {
 		uint32_t index = link->capped[i];
 		if (!still_capped(link, index) || link->entries[index].be_id != be_id)
 			continue;
@@ -378,39 +311,5 @@ void link_release_waiting(struct haproxy_link *link, uint64_t be_id)
 		}
 		waiting[at] = index;
 	}
-	/* More than 64 wait in one backend: the rest get their turn at the
-	 * next look, which converges every breaker. */
-	for (uint32_t i = 0; i < n; i++)
-		link_converge_entry(link, breaker_table_at(t, waiting[i]));
-}
-
-/* The look's count of the row's backend, started when the backend id
- * changes; NULL when out of memory (the cap then waits for a later look). */
-struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
-						const struct runtime_api_server_state *row,
-						uint32_t *index)
-{
-	uint64_t be_id = row->be_id;
-	struct ejection_groups *g = &link->groups[link->look_id & 1];
-	if (g->look_id != link->look_id) {
-		g->look_id = link->look_id;
-		g->nb = 0;
-	}
-	if (g->nb == 0 || g->groups[g->nb - 1].be_id != be_id) {
-		if (g->nb == g->allocated) {
-			uint32_t want = g->allocated ? 2 * g->allocated : 64;
-			struct ejection_backend *grown = realloc(g->groups, want * sizeof(*grown));
-			if (!grown)
-				return NULL;
-			g->groups = grown;
-			g->allocated = want;
-		}
-		struct ejection_backend *b = &g->groups[g->nb++];
-		*b = (struct ejection_backend){.be_id = be_id, .retry_at_s = RETRY_AT_NONE};
-		size_t len = row->be_name.len < BREAKER_NAME_MAX ? row->be_name.len : BREAKER_NAME_MAX;
-		memcpy(b->name, row->be_name.ptr, len);
-		b->name[len] = '\0';
-	}
-	*index = g->nb - 1;
-	return &g->groups[g->nb - 1];
+	return n;
 }

@@ -3,8 +3,8 @@
  * the agent-check answer; and what the rest of the agent reads of it
  * (enforcer.h).
  */
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "link/link_internal.h"

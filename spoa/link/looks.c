@@ -246,6 +246,13 @@ void link_on_look_exchange(void *ctx)
 	link->exchange_began_after = link->commands_done;
 }
 
+const runtime_api_reply_fn link_record_readers[HAPROXY_RECORDS] = {
+	[RECORD_OWNER] = link_on_owner_map,
+	[RECORD_RETRY] = link_on_retry_map,
+	[RECORD_WATCHED] = link_on_watched_map,
+	[RECORD_VERDICTS] = link_on_verdict_table,
+};
+
 static bool start_look(struct haproxy_link *link)
 {
 	/* Queued together, the answers follow each other at once: `show info`
@@ -275,14 +282,14 @@ static bool start_look(struct haproxy_link *link)
 		((link->records[RECORD_OWNER].where[0] && link->records[RECORD_RETRY].where[0] &&
 		  !link->maps_search) ||
 		 runtime_api_submit(link->client, "show map", link_on_map_list, link)) &&
-		link_records_look(link, HAPROXY_RECORD_MAP) &&
+		link_records_look(link, HAPROXY_RECORD_MAP, link_record_readers) &&
 		/* The INI sections' names, while they are to be checked. */
 		link_sections_look(link) &&
 		runtime_api_submit_streamed(link->client, "show stat -1 4 -1", on_stat_bytes, on_stat,
 					    link) &&
 		/* After `show stat`: the breakers of every server it lists
 		 * exist, so a verdict finds its server's. */
-		link_records_look(link, HAPROXY_RECORD_TABLE) &&
+		link_records_look(link, HAPROXY_RECORD_TABLE, link_record_readers) &&
 		runtime_api_cmd_show_servers_state(show_states, sizeof(show_states), NULL) &&
 		runtime_api_submit_streamed(link->client, show_states, on_servers_state_bytes,
 					    on_servers_state, link);

@@ -117,14 +117,9 @@ void link_on_map_list(void *ctx, enum runtime_api_result result, const char *rep
 	link->wiring.watched_map = link->records[RECORD_WATCHED].where[0] != '\0';
 }
 
-bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind)
+bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind,
+		       const runtime_api_reply_fn read_cb[HAPROXY_RECORDS])
 {
-	static const runtime_api_reply_fn read_cb[HAPROXY_RECORDS] = {
-		[RECORD_OWNER] = link_on_owner_map,
-		[RECORD_RETRY] = link_on_retry_map,
-		[RECORD_WATCHED] = link_on_watched_map,
-		[RECORD_VERDICTS] = link_on_verdict_table,
-	};
 	char show[HAPROXY_RECORD_CMD_MAX];
 
 	for (int id = 0; id < HAPROXY_RECORDS; id++) {
@@ -181,6 +176,16 @@ bool link_record_send(struct haproxy_link *link, enum haproxy_record_id id, cons
 
 /* ---- the ownership record ---- */
 
+/* The ownership record's `set map` refused: the map has no entry for the
+ * server (a new HAProxy process loaded its maps from their files). HAProxy
+ * lists nothing, and the record is added. */
+static void owner_set_refused(struct haproxy_link *link, struct breaker_table_entry *entry,
+			      struct enforce_entry *en)
+{
+	en->owner.present = false;
+	link_record_ownership(link, entry, en);
+}
+
 /* Keeps HAProxy's ownership map saying what the agent did to the server:
  * what a restarted agent without its snapshot reads back. Runtime API mode
  * only (it records Runtime API drains), once the map was read.
@@ -210,13 +215,11 @@ void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry
 		return;
 	/* A `set` rests on what the last read of the map showed; a new
 	 * HAProxy process since has the map of its file, and refuses it
-	 * (commands.c then adds the entry: the agent's next start reads
-	 * it). */
-	enum link_command_undo undo = haproxy_record_change(&owner_map_ops, h, w) == RECORD_SET
-					      ? LINK_UNDO_OWNER_SET
-					      : LINK_UNDO_NOTHING;
+	 * (owner_set_refused() then adds the entry: the agent's next start
+	 * reads it). */
+	bool set = haproxy_record_change(&owner_map_ops, h, w) == RECORD_SET;
 	uint64_t before = link->commands;
-	link_send_server_command(link, entry, command, why.text, undo);
+	link_send_record_command(link, entry, command, why.text, set ? owner_set_refused : NULL);
 	if (link->commands == before)
 		return; /* not queued: the next look tries again */
 	r->last_command = link->commands;

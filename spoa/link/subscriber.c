@@ -32,7 +32,8 @@ static bool act_on_record(struct enforcer *e, struct breaker_table_entry *entry,
 	if (cause->kind == BREAKER_CAUSE_RESPONSE && cause->outcome == BREAKER_OUTCOME_BACKPRESSURE &&
 	    e->mode != ENFORCE_AGENT_CHECK)
 		for (unsigned i = 0; i < e->nb_links; i++)
-			link_capacity_refused(&e->links[i], entry);
+			if (link_capacity_refused(&e->links[i], entry))
+				link_converge_entry(&e->links[i], entry);
 	if (ev->dirty != BREAKER_DIRTY_UNCHANGED || operator) {
 		bool added = false;
 		for (unsigned i = 0; i < e->nb_links; i++)

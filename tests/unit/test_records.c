@@ -226,8 +226,8 @@ static void start_look(struct fixture *f)
 	struct haproxy_link *link = link_of(f);
 	link->look_id++;
 	link->look_queued_after = link->commands_done;
-	assert_true(link_records_look(link, HAPROXY_RECORD_MAP));
-	assert_true(link_records_look(link, HAPROXY_RECORD_TABLE));
+	assert_true(link_records_look(link, HAPROXY_RECORD_MAP, link_record_readers));
+	assert_true(link_records_look(link, HAPROXY_RECORD_TABLE, link_record_readers));
 }
 
 /* A look of the three maps listing_all names, each answered so. */
