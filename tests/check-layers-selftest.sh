@@ -109,6 +109,39 @@ out=$(tests/check-floors.sh "$tmp/tree" 2>&1); rc=$?
 out=$(tests/check-floors.sh "$tmp/inc" 2>&1); rc=$?
 [ "$rc" -eq 2 ] || fail "floors: no spoa/: exit $rc, expected 2; output: $out"
 
+# The calls between files (check-file-circles.sh): two files calling each
+# other through a third are named as one circle with the calls that close
+# it; without the call back they pass; the allowed parent and children
+# (spop/agent, conn, listener) pass.
+mkdir -p "$tmp/obj/x" "$tmp/obj/spop" "$tmp/x" "$tmp/spop"
+cfile() { # NAME DEFINES CALLS...
+	local name=$1 defines=$2 body="" c
+	shift 2
+	for c in "$@"; do body+="$c(); "; done
+	printf '%s\n' "$(for c in "$@"; do printf 'void %s(void); ' "$c"; done)" \
+		"void $defines(void); void $defines(void) { $body}" >"$tmp/$name.c"
+	compile "$tmp/$name.c" "$tmp/obj/$name.o"
+}
+cfile x/a fa fb
+cfile x/b fb fc
+cfile x/c fc fa
+cfile x/d fd fa
+out=$(tests/check-file-circles.sh "$tmp"/obj/x/*.o 2>&1); rc=$?
+[ "$rc" -eq 1 ] || fail "file circles: a -> b -> c -> a: exit $rc, expected 1; output: $out"
+[[ "$out" == *"check-file-circles: circle: x/a x/b x/c"* ]] || fail "file circles: the circle not named; output: $out"
+[[ "$out" == *"x/c calls x/a (fa)"* ]] || fail "file circles: the call back not named; output: $out"
+[[ "$out" == *"x/d"* ]] && fail "file circles: x/d, outside the circle, named; output: $out"
+cfile x/c fc
+out=$(tests/check-file-circles.sh "$tmp"/obj/x/*.o 2>&1); rc=$?
+[ "$rc" -eq 0 ] || fail "file circles: no call back: exit $rc, expected 0; output: $out"
+cfile spop/agent agent_fn conn_fn
+cfile spop/conn conn_fn agent_fn listener_fn
+cfile spop/listener listener_fn conn_fn
+out=$(tests/check-file-circles.sh "$tmp"/obj/spop/*.o 2>&1); rc=$?
+[ "$rc" -eq 0 ] || fail "file circles: the allowed parent and children: exit $rc, expected 0; output: $out"
+out=$(tests/check-file-circles.sh "$tmp/obj/x/none.o" 2>&1); rc=$?
+[ "$rc" -eq 2 ] || fail "file circles: a missing object: exit $rc, expected 2; output: $out"
+
 if [ "$failures" -gt 0 ]; then
 	exit 1
 fi
