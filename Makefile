@@ -93,7 +93,7 @@ PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/hapi/cmd.c spoa/hapi/text.c spoa/hapi/stat.c spoa/hapi/servers_state.c spoa/hapi/info.c spoa/hapi/section_names.c \
               spoa/records/map_file.c spoa/records/haproxy_record.c spoa/records/owner_map.c spoa/records/retry_map.c spoa/records/watched_map.c spoa/records/verdicts.c \
               spoa/link/faults.c spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/ack_hold.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c spoa/link/capacity.c \
-              spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/state_json.c \
+              spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/metrics_text.c spoa/admin/state_json.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
               spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c

@@ -1,6 +1,7 @@
 /*
  * metrics.h - what the admin endpoint shows, rendered from the agent's own
- * structures: Prometheus text (metrics.c); the breakers as JSON are
+ * structures: Prometheus text (metrics.c, metrics_servers.c, written with
+ * metrics_text.h's primitives); the breakers as JSON are
  * state_json.h's, from the same struct metrics_source.
  *
  * Pure: the caller gathers a struct metrics_source (borrowed pointers, a
@@ -10,6 +11,7 @@
 #define SPOA_METRICS_H
 
 #include "admin/metrics_style.h"
+#include "admin/metrics_text.h"
 #include "spop/agent.h"
 #include "core/breaker.h"
 #include "core/operator_hand.h"
@@ -22,7 +24,6 @@
 #include "state/state_store.h"
 #include "util/strbuf.h"
 
-#define METRICS_PREFIX "spoa_breaker_"
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct metrics_runtime_api {
@@ -123,11 +124,5 @@ bool metrics_render_servers(const struct metrics_view *v, struct metrics_cursor 
  * sums per backend (one pass over the table); nothing otherwise. */
 bool metrics_render_backends(const struct metrics_view *v, enum metrics_detail detail,
 			     struct strbuf *out);
-
-/* Appends a family's HELP and TYPE lines, name without the prefix. */
-void metrics_family(struct strbuf *out, const char *name, const char *type, const char *help);
-
-/* Appends v as the inside of a quoted label value: \ " and newline escaped. */
-void metrics_escape_label(struct strbuf *out, const char *v);
 
 #endif /* SPOA_METRICS_H */

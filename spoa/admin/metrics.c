@@ -8,8 +8,9 @@
  * disconnect code) are written with zeros, so rate() has a start point.
  *
  * The per-server families, and their sums per backend, are
- * metrics_servers.c's. server_responses_total counts SPOP observations
- * (source="spop") and, in
+ * metrics_servers.c's; the text primitives both write with (a family's
+ * HELP and TYPE, a label escaped) are metrics_text.c's.
+ * server_responses_total counts SPOP observations (source="spop") and, in
  * steady-state mode, the successes SPOP was not told of, from HAProxy's
  * 1xx-3xx counters (source="haproxy_counters"). Faults HAProxy's
  * counters report (connect errors, server timeouts, aborted bodies,
@@ -22,26 +23,7 @@
 #include <string.h>
 
 #include "admin/metrics.h"
-
-void metrics_escape_label(struct strbuf *out, const char *v)
-{
-	const char *run = v;
-	for (; *v; v++) {
-		const char *esc = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
-		if (!esc)
-			continue;
-		strbuf_append(out, run, (size_t)(v - run));
-		strbuf_puts(out, esc);
-		run = v + 1;
-	}
-	strbuf_append(out, run, (size_t)(v - run));
-}
-
-void metrics_family(struct strbuf *o, const char *name, const char *type, const char *help)
-{
-	strbuf_printf(o, "# HELP " METRICS_PREFIX "%s %s\n# TYPE " METRICS_PREFIX "%s %s\n", name,
-		      help, name, type);
-}
+#include "admin/metrics_text.h"
 
 /* A sample with no label, or one label. */
 static void sample(struct strbuf *o, const char *name, uint64_t value)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "admin/metrics.h"
+#include "admin/metrics_text.h"
 
 /* How one pass over the per-server families names them. */
 struct style {
