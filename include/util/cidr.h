@@ -31,7 +31,7 @@ struct cidr {
 };
 
 /* An empty list (n == 0, !any) is "not set": the caller decides what
- * that means (config.c refuses it on a non-loopback listener). */
+ * that means (config/exposure.c refuses it on a non-loopback listener). */
 struct cidr_list {
 	struct cidr entries[CIDR_LIST_MAX];
 	unsigned n;
