@@ -1,8 +1,8 @@
 /*
  * client-t.h - the Runtime API client's own state, private to client.c
- * (the exchanges) and reach.c (whether HAProxy is reached; apart from
- * client.c only for length, see its head comment). The interface is
- * runtime_api.h.
+ * (the exchanges), queue.c (the queue of commands both others read) and
+ * reach.c (whether HAProxy is reached; apart from client.c only for
+ * length, see its head comment). The interface is runtime_api.h.
  */
 #ifndef SPOA_HAPI_CLIENT_T_H
 #define SPOA_HAPI_CLIENT_T_H
@@ -70,7 +70,7 @@ struct runtime_api_client {
 	struct runtime_api_stats stats;
 };
 
-/* client.c: the queue's i-th command (0: the oldest); the
+/* queue.c: the queue's i-th command (0: the oldest); the
  * oldest popped and answered (it leaves the queue before its callback
  * runs, so the callback may submit). */
 const struct runtime_api_entry *runtime_api_queue_at(const struct runtime_api_client *c,

@@ -1,12 +1,13 @@
 /*
  * reach.c - whether the Runtime API client reaches its HAProxy (client.c
  * does the exchanges): up and down as attempts succeed and fail, the
- * commands that wait too long while it is down, and what the client shows
- * of itself.
+ * commands that wait too long while it is down (failed through queue.c,
+ * which client.c answers through too), and what the client shows of
+ * itself.
  *
  * One concern with client.c, kept apart only for length: merged, the two
- * would make a file of some 720 lines, past the ~700 no other file of the
- * tree reaches. Both work on the one struct runtime_api_client
+ * would make a file of some 700 lines, the most any file of the tree
+ * reaches. Both work on the one struct runtime_api_client
  * (client-t.h), so this is a split by lines, not by owner; it becomes one
  * by owner when what this file reads and writes gets a struct of its own.
  */
