@@ -69,7 +69,7 @@ void daemon_reload(struct daemon *d);
 bool daemon_load_tls(struct daemon *d, const struct config *c);
 
 /* Has the current HAProxy link tell the agent when held ACKs may go
- * (daemon.c); again after a reload replaced it. */
+ * (reload.c): at start, and again after a reload replaced it. */
 void daemon_link_acks(struct daemon *d);
 
 /* The admin pages (admin_pages.c): /metrics, /state, /healthz from the

@@ -116,21 +116,6 @@ static bool subscribe_all(struct daemon *d)
 	return true;
 }
 
-/* The HAProxy link of the moment tells the agent when ACK tickets pass:
- * a reload may replace it (the new one's settled ticket lets every
- * earlier ticket pass). */
-static void acks_released(void *ctx, uint64_t settled)
-{
-	struct daemon *d = ctx;
-	agent_release_held(&d->agent, settled);
-}
-
-void daemon_link_acks(struct daemon *d)
-{
-	enforcer_on_ack_release(d->enforcer, acks_released, d);
-	agent_release_held(&d->agent, enforcer_ack_settled(d->enforcer));
-}
-
 bool daemon_load_tls(struct daemon *d, const struct config *c)
 {
 	char err[512];

@@ -9,6 +9,10 @@
  * policies change. Keys only a restart can change are named in a warning.
  * A reload never leaves a running listener with nobody named to let in,
  * nor drops client certificates: those are refused as a start would be.
+ *
+ * The agent's held ACKs wait on the HAProxy link of the moment, which a
+ * reload may replace: daemon_link_acks() is here, and start() (daemon.c)
+ * calls it for the first link.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,21 @@ static void log_report(char *report, bool problems)
 			log_warning("reload: %s", line);
 	}
 	free(report);
+}
+
+/* The HAProxy link of the moment tells the agent when ACK tickets pass:
+ * a reload may replace it (the new one's settled ticket lets every
+ * earlier ticket pass). */
+static void acks_released(void *ctx, uint64_t settled)
+{
+	struct daemon *d = ctx;
+	agent_release_held(&d->agent, settled);
+}
+
+void daemon_link_acks(struct daemon *d)
+{
+	enforcer_on_ack_release(d->enforcer, acks_released, d);
+	agent_release_held(&d->agent, enforcer_ack_settled(d->enforcer));
 }
 
 void daemon_reload(struct daemon *d)
