@@ -4,7 +4,8 @@
 #   make check           install missing packages, then unit tests, the layer check, a fuzz run,
 #                        end-to-end tests, and the packaging (man page, install, unit, .deb, image)
 #   make check-layers    the pure core (PURE_SRCS) does no I/O, reads no clock, logs nothing;
-#                        no header include cycle; every folder includes only floors below it
+#                        no header include cycle; every folder includes only floors below it;
+#                        no two source files call each other
 #   make demo            install the missing packages it needs (fewer than check's), then
 #                        HAProxy + agent + demo workers on loopback
 #   make deps            install the packages make check needs (deps-demo: make demo's)
@@ -133,12 +134,13 @@ $(BUILD)/tests:
 	mkdir -p $@
 
 # The pure core stays pure, the headers include each other without a
-# cycle, the folders stand on their floors (docs/design.md); the self-test
-# shows each check can fail.
-check-layers: $(PURE_OBJS)
+# cycle, the folders stand on their floors (docs/design.md), no two files
+# call each other; the self-test shows each check can fail.
+check-layers: $(PURE_OBJS) $(LIB_OBJS)
 	@tests/check-layers.sh $(PURE_OBJS)
 	@tests/check-header-cycles.sh include
 	@tests/check-floors.sh
+	@tests/check-file-circles.sh $(LIB_OBJS)
 	@tests/check-layers-selftest.sh $(CC)
 
 # Installs only what is missing; a no-op on a machine that has it all.
