@@ -501,6 +501,32 @@ static inline struct breaker_table_entry *breaker_table_at(const struct breaker_
 	return &t->chunks[index / BREAKER_TABLE_CHUNK]->entries[index % BREAKER_TABLE_CHUNK];
 }
 
+/* A walk of the entries in use, in index order, that a renderer can cut
+ * and resume: the first entry in use from *index on (left at its index),
+ * each slot looked at taking one of *budget. NULL when the table is done
+ * (*index reaches t->allocated; a NULL table is done) or the budget ran
+ * out first (*index below t->allocated): the walk goes on from *index. The
+ * caller moves *index past an entry it has used. */
+static inline struct breaker_table_entry *
+breaker_table_walk(const struct breaker_table *t, uint32_t *index, uint32_t *budget)
+{
+	for (; t && *index < t->allocated; (*index)++) {
+		if (*budget == 0)
+			return NULL;
+		(*budget)--;
+		struct breaker_table_entry *e = breaker_table_at(t, *index);
+		if (e->in_use)
+			return e;
+	}
+	return NULL;
+}
+
+/* Whether a walk that returned NULL ran out of budget (else the table is done). */
+static inline bool breaker_table_walk_cut(const struct breaker_table *t, uint32_t index)
+{
+	return t && index < t->allocated;
+}
+
 /* Iterates the entries in use, most recently used first: pass NULL to
  * start; NULL at the end. Do not insert while iterating. */
 struct breaker_table_entry *breaker_table_next(struct breaker_table *t,

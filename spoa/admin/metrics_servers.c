@@ -277,13 +277,8 @@ bool metrics_render_servers(const struct metrics_view *v, struct metrics_cursor 
 			metrics_family(o, name, f->type,
 				       style->legacy && f->legacy_help ? f->legacy_help : f->help);
 		}
-		for (; t && c->index < t->allocated; c->index++) {
-			if (budget == 0)
-				return false;
-			budget--;
-			const struct breaker_table_entry *e = breaker_table_at(t, c->index);
-			if (!e->in_use)
-				continue;
+		const struct breaker_table_entry *e;
+		for (; (e = breaker_table_walk(t, &c->index, &budget)); c->index++) {
 			const struct server_row r = {
 				.e = e,
 				.capped = v->capped && v->capped[c->index],
@@ -292,6 +287,8 @@ bool metrics_render_servers(const struct metrics_view *v, struct metrics_cursor 
 			};
 			f->samples(o, name, &r);
 		}
+		if (breaker_table_walk_cut(t, c->index))
+			return false;
 		c->family++;
 		c->index = 0;
 	}

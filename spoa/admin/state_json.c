@@ -347,18 +347,15 @@ bool state_json_render_breakers(const struct breaker_table *t, const bool *cappe
 				const uint32_t *learnt, uint64_t now_ms, struct state_json_cursor *c, struct strbuf *o,
 				uint32_t budget)
 {
-	for (; t && c->index < t->allocated; c->index++) {
-		if (budget == 0)
-			return false;
-		budget--;
-		const struct breaker_table_entry *e = breaker_table_at(t, c->index);
-		if (!e->in_use)
-			continue;
+	const struct breaker_table_entry *e;
+	for (; (e = breaker_table_walk(t, &c->index, &budget)); c->index++) {
 		if (c->written++)
 			strbuf_putc(o, ',');
 		breaker_object(o, e, now_ms, capped && capped[c->index],
 			       learnt ? learnt[c->index] : 0);
 	}
+	if (breaker_table_walk_cut(t, c->index))
+		return false;
 	strbuf_puts(o, "]}\n");
 	return true;
 }

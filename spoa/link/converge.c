@@ -169,14 +169,11 @@ static void reconcile_entry(struct haproxy_link *link, struct breaker_table_entr
 static bool reconcile_slice(struct haproxy_link *link, uint32_t *budget)
 {
 	struct breaker_table *t = link->owner->table;
+	struct breaker_table_entry *entry;
 
-	while (link->reconcile_next < t->allocated && *budget > 0) {
-		struct breaker_table_entry *entry = breaker_table_at(t, link->reconcile_next++);
-		(*budget)--;
-		if (entry->in_use)
-			reconcile_entry(link, entry);
-	}
-	return link->reconcile_next >= t->allocated;
+	for (; (entry = breaker_table_walk(t, &link->reconcile_next, budget)); link->reconcile_next++)
+		reconcile_entry(link, entry);
+	return !breaker_table_walk_cut(t, link->reconcile_next);
 }
 
 /* How long a breaker whose server no HAProxy lists is kept after SPOP
@@ -283,14 +280,11 @@ static void end_round_entry(struct enforcer *e, struct breaker_table_entry *entr
 static bool end_round_slice(struct enforcer *e, uint32_t *budget)
 {
 	struct breaker_table *t = e->table;
+	struct breaker_table_entry *entry;
 
-	while (e->end_round_next < t->allocated && *budget > 0) {
-		struct breaker_table_entry *entry = breaker_table_at(t, e->end_round_next++);
-		(*budget)--;
-		if (entry->in_use)
-			end_round_entry(e, entry);
-	}
-	return e->end_round_next >= t->allocated;
+	for (; (entry = breaker_table_walk(t, &e->end_round_next, budget)); e->end_round_next++)
+		end_round_entry(e, entry);
+	return !breaker_table_walk_cut(t, e->end_round_next);
 }
 
 /* One look fewer to wait for; the last one ends the round. */
