@@ -114,8 +114,9 @@ void link_queue_command(struct haproxy_link *link, const char *command, const ch
 	link_queue_command_logged(link, command, why, observing, LOG_LEVEL_NOTICE);
 }
 
-/* The same, the command logged at `level`: a write repeated at every look
- * (a verdict kept alive) is no news. */
+/* A command queued, logged at `level`; a server command (entry given)
+ * carries what to take back if HAProxy never applies it: `undo` of the
+ * agent's own, or a record's `refused`. */
 static void queue(struct haproxy_link *link, const char *command, const char *why,
 		  bool observing, enum log_level level, const struct breaker_table_entry *entry,
 		  enum link_command_undo undo, link_refused_fn refused)
@@ -155,6 +156,8 @@ static void queue(struct haproxy_link *link, const char *command, const char *wh
 	link->commands++;
 }
 
+/* The same, the command logged at `level`: a write repeated at every look
+ * (a verdict kept alive) is no news. */
 void link_queue_command_logged(struct haproxy_link *link, const char *command, const char *why,
 			       bool observing, enum log_level level)
 {
