@@ -174,6 +174,19 @@ header_of() { # PATH NAME
 		awk -v h="$(echo "$2" | tr 'A-Z' 'a-z')" -F': ' 'tolower($1)==h {print $2}'
 }
 
+# header_of, the request sent again (10 times at most) while the agent's
+# answer came after SPOE's `timeout processing` (x-breaker-agent-error: 1):
+# on a loaded machine a request may go on without it, as HAProxy means it
+# to. Any other answer, a wrong one included, ends the loop.
+header_past_timeouts() { # PATH NAME
+	local h
+	for _ in $(seq 10); do
+		h=$(curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r')
+		grep -qix 'x-breaker-agent-error: 1' <<<"$h" || break
+	done
+	awk -v h="$(echo "$2" | tr 'A-Z' 'a-z')" -F': ' 'tolower($1)==h {print $2}' <<<"$h"
+}
+
 # The agent's verdict on one request: "state outcome failures transition".
 verdict_of() { # PATH
 	curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r' | awk -F': ' '
