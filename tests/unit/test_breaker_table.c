@@ -589,6 +589,62 @@ static bool hook_reserve(void *ctx, uint32_t allocated)
 /* Entries come a chunk at a time as servers come, up to max_entries (the
  * last chunk cut to it); state kept beside the table is asked for room
  * first, and a refusal is a full table, not a missing state. */
+/* The budgeted walk: cut at any budget and resumed, it visits every entry
+ * in use once, in index order, and skips the free ones; each slot looked
+ * at costs one; a NULL table is done at once. */
+static void test_walk_cut_and_resumed(void **state)
+{
+	(void)state;
+	struct breaker_table t;
+	char name[32];
+	init(&t, 64);
+	for (unsigned i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "s%u", i);
+		assert_non_null(get(&t, "b", name, NULL));
+	}
+	/* Free slots between those in use: s1, s4, s5 removed. */
+	breaker_table_remove(&t, find(&t, "b", "s1"));
+	breaker_table_remove(&t, find(&t, "b", "s4"));
+	breaker_table_remove(&t, find(&t, "b", "s5"));
+	uint32_t in_use = 0;
+	for (uint32_t i = 0; i < t.allocated; i++)
+		in_use += breaker_table_at(&t, i)->in_use;
+	assert_int_equal(in_use, 7);
+
+	for (uint32_t per_slice = 1; per_slice <= 4; per_slice++) {
+		uint32_t index = 0, seen = 0, slices = 0, last = 0;
+		bool done = false;
+		while (!done && slices < LOOP_BOUND) {
+			uint32_t budget = per_slice;
+			struct breaker_table_entry *e;
+			for (; (e = breaker_table_walk(&t, &index, &budget)); index++) {
+				assert_true(e->in_use);
+				assert_ptr_equal(e, breaker_table_at(&t, index));
+				if (seen)
+					assert_true(index > last); /* in order, never twice */
+				last = index;
+				seen++;
+			}
+			done = !breaker_table_walk_cut(&t, index);
+			if (!done)
+				assert_int_equal(budget, 0); /* cut only by the budget */
+			slices++;
+		}
+		assert_true(done);
+		assert_int_equal(seen, in_use);
+		assert_int_equal(index, t.allocated);
+		/* Every slot looked at once: allocated slots over the slices,
+		 * the last slice ending the walk with what budget it has. */
+		assert_int_equal(slices, (t.allocated + per_slice - 1) / per_slice);
+	}
+
+	uint32_t index = 0, budget = 5;
+	assert_null(breaker_table_walk(NULL, &index, &budget));
+	assert_false(breaker_table_walk_cut(NULL, index));
+	assert_int_equal(budget, 5);
+	breaker_table_free(&t);
+}
+
 static void test_grows_on_demand(void **state)
 {
 	struct breaker_table t;
@@ -772,6 +828,7 @@ int main(void)
 		cmocka_unit_test(test_entry_size),
 		cmocka_unit_test(test_transition_slots),
 		cmocka_unit_test(test_grows_on_demand),
+		cmocka_unit_test(test_walk_cut_and_resumed),
 		cmocka_unit_test(test_tick_drives_deadlines),
 		cmocka_unit_test(test_unguarded_backend),
 	};
