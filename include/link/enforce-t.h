@@ -53,6 +53,43 @@ struct enforce_stall_row {
 	uint64_t pending; /* requests in flight that may still get a head */
 };
 
+/* The stalled rule (stall_watch.c) for one server as one HAProxy's looks
+ * see it: its watch; its 1xx-5xx answers by HAProxy's counters at the
+ * previous look, and that look's time (0: none yet); for the counted form,
+ * its requests sent (stot), 2xx-5xx heads and requests in flight (scur) at
+ * the previous look, and what this look's row said, for the judgement at
+ * the end of its backend's rows (signals.c), with the look that wrote it. */
+struct enforce_stall {
+	struct stall_watch watch;
+	uint64_t responses_counted;
+	uint64_t looked_ms;
+	uint64_t sent_counted;
+	uint64_t heads_counted;
+	uint64_t scur;
+	struct enforce_stall_row row;
+	uint32_t row_look;
+};
+
+/* The look's verdict on a kept Retry-After word (signals.c): read from
+ * `show stat`, applied once the same look's server states are read
+ * (converge.c), so that a rest it starts drains on what HAProxy shows
+ * now - on the look before, its drain would cross an operator's made
+ * since, and take it for the agent's. */
+struct enforce_rest_word {
+	uint32_t judged_look; /* 0: none waiting */
+	bool answered;
+	uint32_t in_flight;
+};
+
+/* Steady-state mode (watched_map.h): whether HAProxy's watched map lists
+ * the server, as the agent last made it or a look read it; the look whose
+ * map listed it; the link's command count after the last command to it. */
+struct enforce_watched {
+	bool have;
+	uint32_t in_look;
+	uint64_t command;
+};
+
 /* One server as one HAProxy knows it. */
 struct enforce_entry {
 	struct enforce_seen seen;
@@ -77,47 +114,20 @@ struct enforce_entry {
 	uint32_t group_look[2];
 	/* Open, but the ejection cap holds its drain back here. */
 	bool ejection_capped;
-	/* The look's verdict on a kept Retry-After word (signals.c): read
-	 * from `show stat`, applied once the same look's server states are
-	 * read (converge.c), so that a rest it starts drains on what HAProxy
-	 * shows now - on the look before, its drain would cross an
-	 * operator's made since, and take it for the agent's. */
-	uint32_t rest_judged_look; /* 0: none waiting */
-	bool rest_answered;
-	uint32_t rest_in_flight;
+	struct enforce_rest_word rest;
 	/* The trip (breaker trips) whose held requests are to be ended with
 	 * its drain (stall_release.c); 0: none pending. */
 	uint32_t release_trip;
-	/* Steady-state mode (watched_map.h): whether HAProxy's watched map
-	 * lists the server, as the agent last made it or a look read it; the
-	 * look whose map listed it; the link's command count after the last
-	 * command to it. */
-	bool watched_have;
-	uint32_t watched_in_look;
-	uint64_t watched_command;
+	struct enforce_watched watched;
 	/* Its 1xx-3xx answers by HAProxy's counters at the previous look:
 	 * in steady-state mode a clean server's successes reach the agent
 	 * only this way. */
 	uint64_t successes_counted;
-	/* The stalled rule (stall_watch.c): its watch as this HAProxy's looks
-	 * see the server; its 1xx-5xx answers by HAProxy's counters at the
-	 * previous look, and that look's time (0: none yet). */
-	struct stall_watch stall;
-	uint64_t responses_counted;
-	uint64_t stall_looked_ms;
-	/* And for the counted form: its requests sent (stot), 2xx-5xx heads
-	 * and requests in flight (scur) at the previous look; what this
-	 * look's row said, for the judgement at the end of its backend's
-	 * rows (signals.c), and the look that wrote it. */
-	uint64_t sent_counted;
+	struct enforce_stall stalled;
 	/* Its worker's capacity as this HAProxy's looks learn it (capacity.h),
 	 * and the capacity statuses retried elsewhere this look found. */
 	struct capacity capacity;
 	uint64_t look_capacity_retries;
-	uint64_t heads_counted;
-	uint64_t stall_scur;
-	struct enforce_stall_row stall_row;
-	uint32_t stall_row_look;
 	/* Peers mode (verdicts.h): this node wrote an open or half-open
 	 * verdict for the server into the shared table, and has not yet
 	 * written it closed. */

@@ -53,7 +53,7 @@ void link_follow_endpoint(struct haproxy_link *link, struct breaker_table_entry 
 	/* Requests in flight there were the old worker's, and so was the
 	 * capacity learnt. */
 	for (unsigned i = 0; i < e->nb_links; i++) {
-		e->links[i].entries[index].stall = (struct stall_watch){0};
+		e->links[i].entries[index].stalled.watch = (struct stall_watch){0};
 		capacity_forget(&e->links[i].entries[index].capacity);
 	}
 	log_notice("breaker %s/%s: HAProxy points it at %s instead of %s: %s", entry->backend,

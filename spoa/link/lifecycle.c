@@ -71,9 +71,7 @@ static void take_over(struct enforcer *e, struct enforcer *previous)
 			en->ejection_capped = false;
 			/* The new link's looks and commands count from zero: the
 			 * next look's read of the watched map decides. */
-			en->watched_command = 0;
-			en->watched_in_look = 0;
-			en->watched_have = false;
+			en->watched = (struct enforce_watched){0};
 		}
 		/* The maps it found are still there: read from the first look. */
 		memcpy(e->links[i].records[RECORD_WATCHED].where, old->records[RECORD_WATCHED].where,

@@ -371,7 +371,7 @@ static bool on_watched_entry(void *ctx, struct runtime_api_str backend, struct r
 	struct breaker_table_entry *entry =
 		breaker_table_find(e->table, backend.ptr, backend.len, server.ptr, server.len);
 	if (entry) {
-		link->entries[breaker_table_index(e->table, entry)].watched_in_look = link->look_id;
+		link->entries[breaker_table_index(e->table, entry)].watched.in_look = link->look_id;
 		return true;
 	}
 	/* No breaker (dropped, evicted, or never one): nothing to watch.
@@ -413,15 +413,15 @@ static bool sync_watched(struct haproxy_link *link, struct breaker_table_entry *
 	if (!link->records[RECORD_WATCHED].where[0])
 		return false;
 	if (look) {
-		if (!link->records[RECORD_WATCHED].read || link_look_predates(link, en->watched_command))
+		if (!link->records[RECORD_WATCHED].read || link_look_predates(link, en->watched.command))
 			return false; /* the look predates our own command */
-		en->watched_have = en->watched_in_look == link->look_id;
+		en->watched.have = en->watched.in_look == link->look_id;
 	}
 	if (!link_record_send(link, RECORD_WATCHED, entry->backend, entry->server,
-			      watched_map_value(en->watched_have), watched_map_value(want), &why))
+			      watched_map_value(en->watched.have), watched_map_value(want), &why))
 		return false;
-	en->watched_have = want;
-	en->watched_command = link->commands;
+	en->watched.have = want;
+	en->watched.command = link->commands;
 	return want;
 }
 

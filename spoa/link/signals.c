@@ -21,9 +21,9 @@ static uint64_t responses_of(const struct runtime_api_stat_row *row)
 static bool stall_baseline(const struct haproxy_link *link, const struct enforce_entry *en,
 			   const struct runtime_api_stat_row *row)
 {
-	return en->stall_looked_ms != 0 && !link->restarted &&
-	       responses_of(row) >= en->responses_counted && row->stot >= en->sent_counted &&
-	       responses_of(row) - row->hrsp_1xx >= en->heads_counted;
+	return en->stalled.looked_ms != 0 && !link->restarted &&
+	       responses_of(row) >= en->stalled.responses_counted && row->stot >= en->stalled.sent_counted &&
+	       responses_of(row) - row->hrsp_1xx >= en->stalled.heads_counted;
 }
 
 /* Records what the counters say happened since the previous look. */
@@ -58,9 +58,9 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	 * runs on). Without a baseline none: read as capacity statuses.
 	 */
 	bool baseline = stall_baseline(link, en, row);
-	uint64_t heads = baseline ? responses_of(row) - en->responses_counted : 0;
+	uint64_t heads = baseline ? responses_of(row) - en->stalled.responses_counted : 0;
 	bool may_hold = entry->breaker.policy->retried_timeouts && baseline && heads == 0;
-	faults_split_held_retries(&d, may_hold ? en->stall_scur : 0);
+	faults_split_held_retries(&d, may_hold ? en->stalled.scur : 0);
 	e->stats.connect_errors += d.connect_errors;
 	e->stats.response_errors += d.response_errors;
 	e->stats.aborted_bodies += d.aborted_bodies;
@@ -81,7 +81,7 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	 * counts cover the interval since, and retries of requests held
 	 * before the probe was let in (while open) are no verdict on it. */
 	uint64_t held_failures = entry->breaker.state == BREAKER_HALF_OPEN &&
-					 entry->breaker.state_since_ms <= en->stall_looked_ms
+					 entry->breaker.state_since_ms <= en->stalled.looked_ms
 				 ? d.held_retries
 				 : 0;
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COUNTERS, .faults = &d, .now_ms = now};
@@ -109,8 +109,8 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	}
 	/* For the stalled rule's row (link_look_in_flight, next): a capacity
 	 * status is an answer, and its neighbours' too. */
-	en->stall_row.answered = d.capacity_retries > 0;
-	en->stall_row.answers = d.capacity_retries;
+	en->stalled.row.answered = d.capacity_retries > 0;
+	en->stalled.row.answers = d.capacity_retries;
 }
 
 /*
@@ -175,19 +175,19 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 	/* And for the metrics, the successes SPOP was not told of. */
 	counters_note_counted_successes(&entry->counters, delta, baseline && link->watched_map[0]);
 	if (baseline) {
-		en->rest_judged_look = link->look_id;
-		en->rest_answered = delta > 0;
-		en->rest_in_flight = en->seen.sessions;
+		en->rest.judged_look = link->look_id;
+		en->rest.answered = delta > 0;
+		en->rest.in_flight = en->seen.sessions;
 	}
 }
 
 void link_judge_rest_word(struct haproxy_link *link, struct breaker_table_entry *entry,
 			  struct enforce_entry *en)
 {
-	if (en->rest_judged_look != link->look_id)
+	if (en->rest.judged_look != link->look_id)
 		return;
-	en->rest_judged_look = 0;
-	judge_rest_word(link, entry, en->rest_answered, en->rest_in_flight);
+	en->rest.judged_look = 0;
+	judge_rest_word(link, entry, en->rest.answered, en->rest.in_flight);
 }
 
 /* The backend's rows are all read: each server is judged against the
@@ -204,25 +204,25 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 
 	for (uint32_t i = 0; i < link->nb_stall_group; i++) {
 		const struct enforce_entry *en = &link->entries[link->stall_group[i]];
-		if (en->stall_row_look != link->look_id)
+		if (en->stalled.row_look != link->look_id)
 			continue;
-		pending += en->stall_row.pending;
-		if (en->stall_row.baseline) {
-			sent += en->stall_row.sent;
-			answers += en->stall_row.answers;
+		pending += en->stalled.row.pending;
+		if (en->stalled.row.baseline) {
+			sent += en->stalled.row.sent;
+			answers += en->stalled.row.answers;
 		}
 	}
 	for (uint32_t i = 0; i < link->nb_stall_group; i++) {
 		uint32_t index = link->stall_group[i];
 		struct enforce_entry *en = &link->entries[index];
 		struct breaker_table_entry *entry = breaker_table_at(e->table, index);
-		if (en->stall_row_look != link->look_id || !entry || !entry->in_use)
+		if (en->stalled.row_look != link->look_id || !entry || !entry->in_use)
 			continue;
-		const struct enforce_stall_row *r = &en->stall_row;
+		const struct enforce_stall_row *r = &en->stalled.row;
 		/* A look that failed half-way knows only some neighbours: it
 		 * counts nothing, and the next one starts again. */
 		if (!complete)
-			en->stall.from_ms = 0;
+			en->stalled.watch.from_ms = 0;
 		struct stall_look look = {.baseline = r->baseline,
 					  .answered = r->answered,
 					  .sent = r->sent,
@@ -235,12 +235,12 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 		/* The timed rule, as it always read the row: without a
 		 * baseline it cannot tell, and says "answered". */
 		struct breaker_event ev = breaker_table_look_in_flight(
-			e->table, entry, &en->stall, r->in_flight, !r->baseline || r->answered,
+			e->table, entry, &en->stalled.watch, r->in_flight, !r->baseline || r->answered,
 			link->look_ms, complete ? &look : NULL);
 		if (breaker_event_is_transition(&ev)) {
 			struct breaker_cause cause = {.kind = BREAKER_CAUSE_IN_FLIGHT,
 						      .in_flight = en->seen.sessions,
-						      .stall = &en->stall,
+						      .stall = &en->stalled.watch,
 						      .now_ms = clock_now_ms()};
 			breakers_publish(e->breakers, entry, &ev, &cause);
 		}
@@ -277,14 +277,14 @@ void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *
 	uint32_t index = breaker_table_index(e->table, entry);
 	uint64_t responses = responses_of(row);
 	uint64_t heads = responses - row->hrsp_1xx;
-	struct enforce_stall_row *r = &en->stall_row;
+	struct enforce_stall_row *r = &en->stalled.row;
 
 	r->baseline = stall_baseline(link, en, row);
 	if (r->baseline) {
-		r->sent = row->stot - en->sent_counted;
-		r->answers += heads - en->heads_counted;
-		r->answered = r->answered || responses != en->responses_counted ||
-			      e->last_spop_ms[index] >= en->stall_looked_ms;
+		r->sent = row->stot - en->stalled.sent_counted;
+		r->answers += heads - en->stalled.heads_counted;
+		r->answered = r->answered || responses != en->stalled.responses_counted ||
+			      e->last_spop_ms[index] >= en->stalled.looked_ms;
 	} else {
 		r->sent = 0;
 		r->answers = 0;
@@ -296,12 +296,12 @@ void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *
 	r->in_flight = row->scur > 0;
 	/* And for half-open's in-flight guard (enforce_plan.c). */
 	en->seen.answered = r->baseline && r->answered;
-	en->responses_counted = responses;
-	en->heads_counted = heads;
-	en->sent_counted = row->stot;
-	en->stall_scur = row->scur;
-	en->stall_looked_ms = link->look_ms;
-	en->stall_row_look = link->look_id;
+	en->stalled.responses_counted = responses;
+	en->stalled.heads_counted = heads;
+	en->stalled.sent_counted = row->stot;
+	en->stalled.scur = row->scur;
+	en->stalled.looked_ms = link->look_ms;
+	en->stalled.row_look = link->look_id;
 
 	/* Rows of one backend come together: a row of another ends it. */
 	if (link->nb_stall_group > 0) {

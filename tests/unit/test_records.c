@@ -507,8 +507,8 @@ static void test_watched_read_and_kept(void **state)
 		     "0x55d0c1a0 s1@be 1\n"
 		     "0x55d0c1b0 s9@be 1\n"); /* no breaker: nothing to watch */
 	assert_true(link->records[RECORD_WATCHED].read);
-	assert_int_equal(en_of(f, "be", "s1")->watched_in_look, link->look_id);
-	assert_int_not_equal(en_of(f, "be", "s2")->watched_in_look, link->look_id);
+	assert_int_equal(en_of(f, "be", "s1")->watched.in_look, link->look_id);
+	assert_int_not_equal(en_of(f, "be", "s2")->watched.in_look, link->look_id);
 	expect_sent(f, "del map breaker-watched.map s9@be");
 
 	/* The look converged: listed and clean goes, dirty and not listed
@@ -517,13 +517,13 @@ static void test_watched_read_and_kept(void **state)
 	expect_sent(f, "del map breaker-watched.map s1@be");
 	assert_true(link_sync_watched(link, entry_of(f, "be", "s2"), en_of(f, "be", "s2"), true));
 	expect_sent(f, "add map breaker-watched.map s2@be 1");
-	assert_true(en_of(f, "be", "s2")->watched_have);
+	assert_true(en_of(f, "be", "s2")->watched.have);
 	/* A transition between looks, from what the agent sent. */
 	assert_false(link_sync_watched(link, entry_of(f, "be", "s2"), en_of(f, "be", "s2"), false));
 	expect_nothing_sent(f);
 	link_record_forget_watched(link, entry_of(f, "be", "s2"), en_of(f, "be", "s2"));
 	expect_sent(f, "del map breaker-watched.map s2@be");
-	assert_false(en_of(f, "be", "s2")->watched_have);
+	assert_false(en_of(f, "be", "s2")->watched.have);
 
 	/* Enforce none keeps it all the same: it changes no server, and
 	 * keeps the breakers' view right. */
@@ -556,7 +556,7 @@ static void test_watched_read_older_than_a_command_is_not_believed(void **state)
 	 * way. */
 	look_at_maps(f, "", "", "0x55d0c1b0 s9@be 1\n");
 	assert_false(link_sync_watched(link, entry_of(f, "be", "s2"), s2, true));
-	assert_true(s2->watched_have);
+	assert_true(s2->watched.have);
 	assert_null(queued(link->commands_client, 1));
 
 	/* Done: a look queued after it is believed. */
@@ -870,7 +870,7 @@ static void test_bad_lines_are_skipped(void **state)
 	log_init(LOG_LEVEL_INFO, false, "test");
 	assert_true(en_of(f, "be", "s1")->owner.drained);
 	assert_int_equal(link->nb_retry_have, 1);
-	assert_int_equal(en_of(f, "be", "s1")->watched_in_look, link->look_id);
+	assert_int_equal(en_of(f, "be", "s1")->watched.in_look, link->look_id);
 	assert_true(link->records[RECORD_OWNER].known && link->records[RECORD_RETRY].known &&
 		    link->records[RECORD_WATCHED].known);
 	const char *log = logged(f);
