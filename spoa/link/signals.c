@@ -22,7 +22,8 @@ static bool stall_baseline(const struct haproxy_link *link, const struct enforce
 			   const struct runtime_api_stat_row *row)
 {
 	return en->stalled.looked_ms != 0 && !link->restarted &&
-	       responses_of(row) >= en->stalled.responses_counted && row->stot >= en->stalled.sent_counted &&
+	       responses_of(row) >= en->stalled.responses_counted &&
+	       row->stot >= en->stalled.sent_counted &&
 	       responses_of(row) - row->hrsp_1xx >= en->stalled.heads_counted;
 }
 
