@@ -97,7 +97,7 @@ PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/metrics_text.c spoa/admin/state_json.c \
               spoa/state/snapshot_codec.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
-              spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c
+              spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c spoa/util/index_list.c
 PURE_OBJS  := $(PURE_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
 LIB_OBJS   := $(LIB_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
 HEADERS    := $(wildcard include/*/*.h)

@@ -22,6 +22,7 @@
 #include "records/haproxy_record.h"
 #include "records/owner_map.h"
 #include "records/retry_map.h"
+#include "util/index_list.h"
 
 /* The backends of one look: rows of a backend come together in `show
  * servers state`, so a new group starts when the backend id changes. */
@@ -102,13 +103,11 @@ struct haproxy_link {
 	int groups_current;
 	/* Table indices of entries the cap holds back here (stale ones are
 	 * dropped as the list is read). */
-	uint32_t *capped;
-	uint32_t nb_capped, capped_allocated;
+	struct index_list capped;
 	/* The stalled rule's backend under way in `show stat` (its rows come
 	 * together): the table indices of its servers' rows so far, judged
 	 * against each other once its last row is read (signals.c). */
-	uint32_t *stall_group;
-	uint32_t nb_stall_group, stall_group_allocated;
+	struct index_list stall_group;
 	/* What this HAProxy's configuration lacks for the agent (wiring.h). */
 	struct wiring wiring;
 };

@@ -74,16 +74,16 @@ static bool waited_longer(struct breaker_table *t, uint32_t a, uint32_t b)
 static uint32_t count_waiting_before(struct haproxy_link *link, uint32_t index, uint64_t be_id)
 {
 	uint32_t before = 0, kept = 0;
-	for (uint32_t i = 0; i < link->nb_capped; i++) {
-		uint32_t other = link->capped[i];
+	for (uint32_t i = 0; i < link->capped.nb; i++) {
+		uint32_t other = link->capped.at[i];
 		if (!still_capped(link, other))
 			continue;
-		link->capped[kept++] = other;
+		link->capped.at[kept++] = other;
 		if (other != index && link->entries[other].be_id == be_id &&
 		    waited_longer(link->owner->table, other, index))
 			before++;
 	}
-	link->nb_capped = kept;
+	link->capped.nb = kept;
 	return before;
 }
 
@@ -104,18 +104,11 @@ static void hold_back(struct haproxy_link *link, struct breaker_table_entry *ent
 	if (en->ejection_capped)
 		return;
 	uint32_t index = breaker_table_index(e->table, entry);
-	if (link->nb_capped == link->capped_allocated) {
-		uint32_t want = link->capped_allocated ? 2 * link->capped_allocated : 16;
-		uint32_t *grown = realloc(link->capped, want * sizeof(*grown));
-		if (!grown) {
-			log_error("out of memory holding back the drain of %s/%s", entry->backend,
-				  entry->server);
-			return; /* not capped: drained as before the cap existed */
-		}
-		link->capped = grown;
-		link->capped_allocated = want;
+	if (!index_list_push(&link->capped, index)) {
+		log_error("out of memory holding back the drain of %s/%s", entry->backend,
+			  entry->server);
+		return; /* not capped: drained as before the cap existed */
 	}
-	link->capped[link->nb_capped++] = index;
 	en->ejection_capped = true;
 	link_count_move(link, en, offsetof(struct ejection_backend, capped), true);
 	e->stats.ejections_held_back++;
@@ -299,8 +292,8 @@ uint32_t link_cap_waiting(struct haproxy_link *link, uint64_t be_id, uint32_t *w
 	struct breaker_table *t = link->owner->table;
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < link->nb_capped && n < max; i++) {
-		uint32_t index = link->capped[i];
+	for (uint32_t i = 0; i < link->capped.nb && n < max; i++) {
+		uint32_t index = link->capped.at[i];
 		if (!still_capped(link, index) || link->entries[index].be_id != be_id)
 			continue;
 		/* Insertion by wait: a backend's waiting servers are few. */

@@ -213,8 +213,8 @@ void enforcer_free(struct enforcer *e)
 		free(e->links[i].orphans);
 		free(e->links[i].groups[0].groups);
 		free(e->links[i].groups[1].groups);
-		free(e->links[i].capped);
-		free(e->links[i].stall_group);
+		index_list_free(&e->links[i].capped);
+		index_list_free(&e->links[i].stall_group);
 		wiring_free(&e->links[i].wiring);
 	}
 	section_watch_free(&e->sections);

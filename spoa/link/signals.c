@@ -201,10 +201,10 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 
 	/* The same rows, for the capacity learnt (capacity_watch.c). */
 	if (complete)
-		link_capacity_group(link, link->stall_group, link->nb_stall_group);
+		link_capacity_group(link, link->stall_group.at, link->stall_group.nb);
 
-	for (uint32_t i = 0; i < link->nb_stall_group; i++) {
-		const struct enforce_entry *en = &link->entries[link->stall_group[i]];
+	for (uint32_t i = 0; i < link->stall_group.nb; i++) {
+		const struct enforce_entry *en = &link->entries[link->stall_group.at[i]];
 		if (en->stalled.row_look != link->look_id)
 			continue;
 		pending += en->stalled.row.pending;
@@ -213,8 +213,8 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 			answers += en->stalled.row.answers;
 		}
 	}
-	for (uint32_t i = 0; i < link->nb_stall_group; i++) {
-		uint32_t index = link->stall_group[i];
+	for (uint32_t i = 0; i < link->stall_group.nb; i++) {
+		uint32_t index = link->stall_group.at[i];
 		struct enforce_entry *en = &link->entries[index];
 		struct breaker_table_entry *entry = breaker_table_at(e->table, index);
 		if (en->stalled.row_look != link->look_id || !entry || !entry->in_use)
@@ -246,7 +246,7 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 			breakers_publish(e->breakers, entry, &ev, &cause);
 		}
 	}
-	link->nb_stall_group = 0;
+	link->stall_group.nb = 0;
 }
 
 void link_stall_rows_end(struct haproxy_link *link, bool complete)
@@ -305,25 +305,17 @@ void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *
 	en->stalled.row_look = link->look_id;
 
 	/* Rows of one backend come together: a row of another ends it. */
-	if (link->nb_stall_group > 0) {
+	if (link->stall_group.nb > 0) {
 		const struct breaker_table_entry *first =
-			breaker_table_at(e->table, link->stall_group[0]);
+			breaker_table_at(e->table, link->stall_group.at[0]);
 		if (!first || strcmp(first->backend, entry->backend) != 0)
 			stall_judge_group(link, true);
 	}
-	if (link->nb_stall_group == link->stall_group_allocated) {
-		uint32_t grown = link->stall_group_allocated ? 2 * link->stall_group_allocated : 16;
-		uint32_t *group = realloc(link->stall_group, grown * sizeof(*group));
-		if (!group) {
-			/* No room to judge this backend whole: judge what is
-			 * there, and this server alone with none. */
-			stall_judge_group(link, true);
-			r->baseline = false;
-		} else {
-			link->stall_group = group;
-			link->stall_group_allocated = grown;
-		}
+	if (!index_list_push(&link->stall_group, index)) {
+		/* No room to judge this backend whole: judge what is there
+		 * (which empties the list), and this server alone with none. */
+		stall_judge_group(link, true);
+		r->baseline = false;
+		(void)index_list_push(&link->stall_group, index);
 	}
-	if (link->nb_stall_group < link->stall_group_allocated)
-		link->stall_group[link->nb_stall_group++] = index;
 }

@@ -214,7 +214,7 @@ static void teardown(struct fixture *f)
 	struct haproxy_link *link = link_of(f);
 	runtime_api_client_free(link->client);
 	free(link->entries);
-	free(link->capped);
+	index_list_free(&link->capped);
 	free(f->e.ejection_capped);
 	breaker_table_free(&f->table);
 	ev_loop_destroy(f->loop);
