@@ -32,6 +32,46 @@ struct ejection_groups {
 	uint32_t look_id; /* the look that counted them; 0: none */
 };
 
+/* The look at one HAProxy (looks.c): its counters, server states and
+ * records, read every poll_interval on the link's own connection. */
+struct link_look {
+	/* The look under way or last made, counted from 1: rows mark what
+	 * they saw with it, so a look that failed half-way leaves nothing a
+	 * later look could mistake for its own. */
+	uint32_t id;
+	bool once;      /* a look was read whole */
+	bool under_way; /* a look is queued or in flight */
+	bool stat_read; /* the look in flight read `show stat` */
+	/* The look's two large replies, parsed as they arrive. */
+	struct runtime_api_stat_stream stat_stream;
+	struct runtime_api_servers_state_stream state_stream;
+	bool restarted; /* the look in flight found a new HAProxy process */
+	/* When the look in flight was queued: the one time its rows are
+	 * stamped with, so that two servers' rows of one look compare equal. */
+	uint64_t ms;
+	/* cmd.done when the look in flight was queued: a look describes a
+	 * server only if its last command was done by then (looks and
+	 * commands travel on different connections, so one sent earlier may
+	 * still be on its way when HAProxy answers the look). */
+	uint64_t queued_after;
+	/* cmd.done when the look's exchange under way began: the commands
+	 * done by then reached HAProxy before it read this exchange's line,
+	 * which is later than the look was queued. */
+	uint64_t exchange_began_after;
+	/* The look was read: the next table index to converge, or
+	 * SWEEP_NONE (see sweep_cb). */
+	uint32_t reconcile_next;
+};
+
+/* The commands to one HAProxy (commands.c). They go on a connection of
+ * their own, never behind a look: a look of a large HAProxy streams for
+ * tens of milliseconds, and a trip's drain must not wait for it. */
+struct link_commands {
+	struct runtime_api_client *client;
+	uint64_t sent; /* commands queued so far */
+	uint64_t done; /* of them, answered or failed (in order: one queue) */
+};
+
 struct haproxy_link {
 	struct enforcer *owner;
 	unsigned index;
@@ -39,39 +79,9 @@ struct haproxy_link {
 	struct enforce_entry *entries; /* one per table entry index */
 	struct runtime_api_info info;
 	bool info_known;
-	/* The look under way or last made, counted from 1: rows mark what
-	 * they saw with it, so a look that failed half-way leaves nothing a
-	 * later look could mistake for its own. */
-	uint32_t look_id;
-	bool looked_once;
-	bool looking;          /* a look is queued or in flight */
-	bool stat_read;        /* the look in flight read `show stat` */
-	/* The look's two large replies, parsed as they arrive. */
-	struct runtime_api_stat_stream stat_stream;
-	struct runtime_api_servers_state_stream state_stream;
-	bool restarted;        /* the look in flight found a new HAProxy process */
-	/* When the look in flight was queued: the one time its rows are
-	 * stamped with, so that two servers' rows of one look compare equal. */
-	uint64_t look_ms;
-	/* Commands go on a connection of their own, never behind a look: a
-	 * look of a large HAProxy streams for tens of milliseconds, and a
-	 * trip's drain must not wait for it. */
-	struct runtime_api_client *commands_client;
+	struct link_look look;
+	struct link_commands cmd;
 	struct runtime_api_stats both; /* the two clients' stats, summed for metrics */
-	uint64_t commands;      /* commands sent so far */
-	uint64_t commands_done; /* of them, answered or failed (in order: one queue) */
-	/* The look was read: the next table index to converge, or
-	 * SWEEP_NONE (see sweep_cb). */
-	uint32_t reconcile_next;
-	/* `commands_done` when the look in flight was queued: a look
-	 * describes a server only if its last command was done by then
-	 * (looks and commands travel on different connections, so one sent
-	 * earlier may still be on its way when HAProxy answers the look). */
-	uint64_t look_queued_after;
-	/* `commands_done` when the look's exchange under way began: the
-	 * commands done by then reached HAProxy before it read this
-	 * exchange's line, which is later than the look was queued. */
-	uint64_t exchange_began_after;
 	/* What HAProxy keeps for the agent (haproxy_record.h), by
 	 * enum haproxy_record_id: the ownership record, the retry moments,
 	 * the watched servers, the verdict table. */

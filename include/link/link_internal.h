@@ -43,7 +43,7 @@
 #define SWEEP_NONE UINT32_MAX
 
 /* commands.c: a command queued on the link's command connection, counted
- * in link->commands when queued (see there for `observing` and enforce
+ * in link->cmd.sent when queued (see there for `observing` and enforce
  * none); link_send_command() is one that changes a server. */
 void link_queue_command(struct haproxy_link *link, const char *command, const char *why,
 			bool observing);
@@ -117,14 +117,14 @@ void enforcer_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
  * was queued before the command numbered `command` was done. */
 static inline bool link_look_predates(const struct haproxy_link *link, uint64_t command)
 {
-	return haproxy_record_predates(link->look_queued_after, command);
+	return haproxy_record_predates(link->look.queued_after, command);
 }
 
 /* The same for what the exchange under way reads (`show stat`, `show
  * servers state`): it began after the command was done, or not. */
 static inline bool link_exchange_predates(const struct haproxy_link *link, uint64_t command)
 {
-	return haproxy_record_predates(link->exchange_began_after, command);
+	return haproxy_record_predates(link->look.exchange_began_after, command);
 }
 
 /* records.c: the life of the records HAProxy keeps for the agent on one

@@ -58,8 +58,8 @@ struct ejection_backend *link_group_of(struct haproxy_link *link, const struct e
 	struct ejection_backend *g = NULL;
 	if (link->groups_current >= 0)
 		g = link_group_in_slot(link, en, link->groups_current);
-	if (!g && link->looking)
-		g = link_group_in_slot(link, en, (int)(link->look_id & 1));
+	if (!g && link->look.under_way)
+		g = link_group_in_slot(link, en, (int)(link->look.id & 1));
 	return g;
 }
 
@@ -83,9 +83,9 @@ struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
 						uint32_t *index)
 {
 	uint64_t be_id = row->be_id;
-	struct ejection_groups *g = &link->groups[link->look_id & 1];
-	if (g->look_id != link->look_id) {
-		g->look_id = link->look_id;
+	struct ejection_groups *g = &link->groups[link->look.id & 1];
+	if (g->look_id != link->look.id) {
+		g->look_id = link->look.id;
 		g->nb = 0;
 	}
 	if (g->nb == 0 || g->groups[g->nb - 1].be_id != be_id) {

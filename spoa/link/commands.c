@@ -71,7 +71,7 @@ static void settle_ack_holds(struct enforcer *e)
 	uint64_t done[ENFORCE_MAX_HAPROXY];
 
 	for (unsigned i = 0; i < e->nb_links; i++)
-		done[i] = e->links[i].commands_done;
+		done[i] = e->links[i].cmd.done;
 	if (ack_hold_settle(&e->ack_hold, done, e->nb_links) && e->ack_released)
 		e->ack_released(e->ack_released_ctx, e->ack_hold.settled);
 }
@@ -81,7 +81,7 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 	struct command_ctx *cc = ctx;
 	struct enforcer *e = cc->link->owner;
 
-	cc->link->commands_done++;
+	cc->link->cmd.done++;
 	if (!e->freeing && ack_hold_waiting(&e->ack_hold))
 		settle_ack_holds(e);
 	if (result == RUNTIME_API_OK && len == 0) {
@@ -103,7 +103,7 @@ static void command_done(void *ctx, enum runtime_api_result result, const char *
 	free(cc);
 }
 
-/* Queues a command on the link's command connection; link->commands
+/* Queues a command on the link's command connection; link->cmd.sent
  * counts it when queued. `observing`: a command that keeps HAProxy telling
  * the agent what it needs (the watched map), sent in every enforcement
  * mode - enforce none promises not to act on HAProxy's servers, and this
@@ -144,7 +144,7 @@ static void queue(struct haproxy_link *link, const char *command, const char *wh
 		cc->seen_before = link->entries[breaker_table_index(e->table, entry)].seen;
 	log_msg(level, "HAProxy %s: %s (%s)", runtime_api_client_address(link->client), command,
 		why);
-	if (!runtime_api_submit(link->commands_client, command, command_done, cc)) {
+	if (!runtime_api_submit(link->cmd.client, command, command_done, cc)) {
 		e->stats.commands_failed++;
 		log_warning("HAProxy %s: queue full, '%s' dropped (the next look retries)",
 			    runtime_api_client_address(link->client), command);
@@ -153,7 +153,7 @@ static void queue(struct haproxy_link *link, const char *command, const char *wh
 		free(cc);
 		return;
 	}
-	link->commands++;
+	link->cmd.sent++;
 }
 
 /* The same, the command logged at `level`: a write repeated at every look
@@ -188,7 +188,7 @@ uint64_t link_ack_hold_point(struct enforcer *e)
 	uint64_t queued[ENFORCE_MAX_HAPROXY] = {0};
 	for (unsigned i = 0; i < e->nb_links; i++)
 		if (e->links[i].watched_map[0])
-			queued[i] = e->links[i].commands;
+			queued[i] = e->links[i].cmd.sent;
 	return ack_hold_point(&e->ack_hold, queued, e->nb_links);
 }
 

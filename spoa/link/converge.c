@@ -35,15 +35,15 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 		 * breaker waits for room like any other it held back. */
 		char ready[RUNTIME_API_CMD_MAX];
 		bool was_out = link_entry_out(en);
-		uint64_t before = link->commands;
+		uint64_t before = link->cmd.sent;
 		if (runtime_api_cmd_set_state(ready, sizeof(ready), entry->backend, entry->server,
 					      "ready"))
 			link_send_server_command(link, entry, ready, "ejection cap: capacity lost",
 						 LINK_UNDO_DRAIN);
-		if (link->commands != before) {
+		if (link->cmd.sent != before) {
 			en->seen.drained = false;
-			en->last_command = link->commands;
-			en->last_state_command = link->commands;
+			en->last_command = link->cmd.sent;
+			en->last_state_command = link->cmd.sent;
 		}
 		en->mem.drained_by_us = false;
 		link_count_change(link, en, was_out, true);
@@ -88,33 +88,33 @@ void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *
 			 breaker_state_name(b->state));
 	else
 		snprintf(why, sizeof(why), "breaker %s", breaker_state_name(b->state));
-	uint64_t before = link->commands;
+	uint64_t before = link->cmd.sent;
 	/* Ready before maxconn: a half-open server takes its probes at once. */
 	if ((plan.set_drain || plan.set_ready) &&
 	    runtime_api_cmd_set_state(command, sizeof(command), entry->backend, entry->server,
 				      plan.set_drain ? "drain" : "ready")) {
-		uint64_t queued = link->commands;
+		uint64_t queued = link->cmd.sent;
 		link_send_server_command(link, entry, command, why,
 					 plan.set_ready ? LINK_UNDO_DRAIN : LINK_UNDO_NOTHING);
-		if (link->commands != queued)
-			en->last_state_command = link->commands;
+		if (link->cmd.sent != queued)
+			en->last_state_command = link->cmd.sent;
 	}
 	/* A maxconn planned while the breaker is closed gives the server its
 	 * own back; in half-open it sets the probes, the agent's either way. */
 	if (plan.set_maxconn && runtime_api_cmd_set_maxconn(command, sizeof(command), entry->backend,
 							    entry->server, plan.maxconn)) {
-		uint64_t queued = link->commands;
+		uint64_t queued = link->cmd.sent;
 		link_send_server_command(link, entry, command, why,
 					 want == BREAKER_CLOSED ? LINK_UNDO_MAXCONN
 								: LINK_UNDO_NOTHING);
-		if (link->commands != queued)
-			en->last_maxconn_command = link->commands;
+		if (link->cmd.sent != queued)
+			en->last_maxconn_command = link->cmd.sent;
 	}
-	if (link->commands != before) {
+	if (link->cmd.sent != before) {
 		/* Sent: until a look queued after them says otherwise, HAProxy
 		 * holds what they asked, so the next transition plans from it. */
 		enforce_plan_assume_applied(&plan, &en->seen);
-		en->last_command = link->commands;
+		en->last_command = link->cmd.sent;
 		/* What the agent had done, sent again: HAProxy lost it - a new
 		 * process, most often, whose ownership map is its file's, and
 		 * the look that would have said so may be lost too. The record
@@ -153,9 +153,9 @@ static void reconcile_entry(struct haproxy_link *link, struct breaker_table_entr
 	struct enforcer *e = link->owner;
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 
-	if (en->seen_in_look != link->look_id)
+	if (en->seen_in_look != link->look.id)
 		en->seen.known = false;
-	if (link->records[RECORD_OWNER].read && en->owner_in_look != link->look_id &&
+	if (link->records[RECORD_OWNER].read && en->owner_in_look != link->look.id &&
 	    !link_look_predates(link, en->last_command))
 		en->owner.present = false; /* the map does not list it */
 	link_judge_rest_word(link, entry, en);
@@ -171,9 +171,10 @@ static bool reconcile_slice(struct haproxy_link *link, uint32_t *budget)
 	struct breaker_table *t = link->owner->table;
 	struct breaker_table_entry *entry;
 
-	for (; (entry = breaker_table_walk(t, &link->reconcile_next, budget)); link->reconcile_next++)
+	uint32_t *next = &link->look.reconcile_next;
+	for (; (entry = breaker_table_walk(t, next, budget)); (*next)++)
 		reconcile_entry(link, entry);
-	return !breaker_table_walk_cut(t, link->reconcile_next);
+	return !breaker_table_walk_cut(t, *next);
 }
 
 /* How long a breaker whose server no HAProxy lists is kept after SPOP
@@ -209,7 +210,7 @@ static void forget_on_link(struct haproxy_link *link, struct breaker_table_entry
 	/* A slot HAProxy keeps with no address: what the agent did there is
 	 * lifted, or the worker DNS puts there next would find it drained by
 	 * nobody the agent knows. (A deleted server has nothing to lift.) */
-	if (en->emptied_in_look == link->look_id && (en->mem.drained_by_us || en->mem.maxconn_by_us)) {
+	if (en->emptied_in_look == link->look.id && (en->mem.drained_by_us || en->mem.maxconn_by_us)) {
 		struct enforce_seen seen = en->seen;
 		seen.known = true;
 		seen.maint = false;
@@ -301,9 +302,9 @@ void enforcer_sweep(struct enforcer *e)
 
 	for (unsigned i = 0; i < e->nb_links && budget > 0; i++) {
 		struct haproxy_link *link = &e->links[i];
-		if (link->reconcile_next == SWEEP_NONE || !reconcile_slice(link, &budget))
+		if (link->look.reconcile_next == SWEEP_NONE || !reconcile_slice(link, &budget))
 			continue;
-		link->reconcile_next = SWEEP_NONE;
+		link->look.reconcile_next = SWEEP_NONE;
 		link_sync_retry_map(link);
 		enforcer_look_finished(e);
 	}
@@ -312,7 +313,7 @@ void enforcer_sweep(struct enforcer *e)
 
 	bool more = e->end_round_next != SWEEP_NONE;
 	for (unsigned i = 0; i < e->nb_links; i++)
-		more |= e->links[i].reconcile_next != SWEEP_NONE;
+		more |= e->links[i].look.reconcile_next != SWEEP_NONE;
 	if (more && !ev_is_active(&e->sweep_timer))
 		ev_timer_start(e->loop, &e->sweep_timer);
 }

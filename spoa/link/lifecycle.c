@@ -133,7 +133,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct link_settings *
 		struct haproxy_link *link = &e->links[e->nb_links];
 		char why[256];
 		link->owner = e;
-		link->reconcile_next = SWEEP_NONE;
+		link->look.reconcile_next = SWEEP_NONE;
 		link->groups_current = -1;
 		link->index = e->nb_links;
 		link->watched_map = link->records[RECORD_WATCHED].where;
@@ -143,13 +143,13 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct link_settings *
 		link->client = runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
 		if (link->client) {
 			runtime_api_client_on_exchange(link->client, link_on_look_exchange, link);
-			link->commands_client =
+			link->cmd.client =
 				runtime_api_client_new(loop, c->runtime_api[i], NULL, why, sizeof(why));
 		}
 		e->nb_links++;
-		if (!link->client || !link->commands_client || !link->entries) {
+		if (!link->client || !link->cmd.client || !link->entries) {
 			errmsg_set(err, err_size, "runtime_api %s: %s", c->runtime_api[i],
-				 link->client && link->commands_client ? "out of memory" : why);
+				 link->client && link->cmd.client ? "out of memory" : why);
 			enforcer_free(e);
 			return NULL;
 		}
@@ -207,7 +207,7 @@ void enforcer_free(struct enforcer *e)
 		agent_check_close(&e->agent_check);
 	for (unsigned i = 0; i < e->nb_links; i++) {
 		runtime_api_client_free(e->links[i].client);
-		runtime_api_client_free(e->links[i].commands_client);
+		runtime_api_client_free(e->links[i].cmd.client);
 		free(e->links[i].entries);
 		free(e->links[i].retry_have);
 		free(e->links[i].orphans);
@@ -329,7 +329,7 @@ const struct runtime_api_stats *enforcer_runtime_api_stats(struct enforcer *e, u
 {
 	struct haproxy_link *link = &e->links[i];
 	const struct runtime_api_stats *a = runtime_api_client_stats(link->client);
-	const struct runtime_api_stats *b = runtime_api_client_stats(link->commands_client);
+	const struct runtime_api_stats *b = runtime_api_client_stats(link->cmd.client);
 
 	link->both = (struct runtime_api_stats){
 		.commands_ok = a->commands_ok + b->commands_ok,
@@ -350,5 +350,5 @@ const struct wiring *enforcer_wiring(const struct enforcer *e, unsigned i)
 bool enforcer_runtime_api_reachable(const struct enforcer *e, unsigned i)
 {
 	return runtime_api_client_reachable(e->links[i].client) &&
-	       runtime_api_client_reachable(e->links[i].commands_client);
+	       runtime_api_client_reachable(e->links[i].cmd.client);
 }

@@ -15,12 +15,12 @@ static void on_info(void *ctx, enum runtime_api_result result, const char *reply
 	struct runtime_api_info info;
 	struct runtime_api_parse_report report;
 
-	link->restarted = false;
+	link->look.restarted = false;
 	if (result != RUNTIME_API_OK || !runtime_api_parse_info(reply, len, &info, &report))
 		return; /* the look fails as a whole in on_servers_state */
 	if (link->info_known &&
 	    (info.pid != link->info.pid || info.start_time_sec != link->info.start_time_sec)) {
-		link->restarted = true; /* its counters start from zero */
+		link->look.restarted = true; /* its counters start from zero */
 		/* Its configuration may load other maps: search again at the
 		 * next look (a reload can turn steady-state mode on or off),
 		 * reading meanwhile the ones known. */
@@ -49,7 +49,7 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	if (endpoint_read(&at, row->addr, row->port) == ENDPOINT_NONE) {
 		if (entry) /* emptied: forgotten at the round's end (forget_server) */
 			link->entries[breaker_table_index(e->table, entry)].emptied_in_look =
-				link->look_id;
+				link->look.id;
 		return;
 	}
 	uint32_t group_index = 0;
@@ -75,13 +75,13 @@ static void on_server_state(void *ctx, const struct runtime_api_server_state *ro
 	}
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
 	en->seen.known = true;
-	en->seen_in_look = link->look_id;
+	en->seen_in_look = link->look.id;
 	en->be_id = row->be_id;
 	if (!row_capacity)
 		group = NULL; /* not counted, nor moved by its drains (none: hands off) */
 	if (group) {
-		int slot = (int)(link->look_id & 1);
-		en->group_look[slot] = link->look_id;
+		int slot = (int)(link->look.id & 1);
+		en->group_look[slot] = link->look.id;
 		en->group_index[slot] = group_index;
 	}
 	/* Our last `set server ... state` was not done when this exchange
@@ -161,7 +161,7 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 	uint64_t notified = link->watched_map[0] ? row->hrsp_5xx
 						 : row->hrsp_1xx + row->hrsp_2xx + row->hrsp_3xx +
 							   row->hrsp_4xx + row->hrsp_5xx;
-	wiring_note_row(&link->wiring, link->look_id, row->pxname.ptr, row->pxname.len, notified,
+	wiring_note_row(&link->wiring, link->look.id, row->pxname.ptr, row->pxname.len, notified,
 			e->last_spop_ms[index] != 0);
 	if (!link_exchange_predates(link, en->last_maxconn_command))
 		en->seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
@@ -175,7 +175,7 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 static size_t on_stat_bytes(void *ctx, const char *buf, size_t len, bool at_end)
 {
 	struct haproxy_link *link = ctx;
-	return runtime_api_stat_stream_feed(&link->stat_stream, buf, len, at_end);
+	return runtime_api_stat_stream_feed(&link->look.stat_stream, buf, len, at_end);
 }
 
 /* `show stat` is streamed: its rows were recorded as they came. */
@@ -185,13 +185,13 @@ static void on_stat(void *ctx, enum runtime_api_result result, const char *reply
 	(void)reply;
 	(void)len;
 
-	link->stat_read = result == RUNTIME_API_OK &&
-			  runtime_api_stat_stream_usable(&link->stat_stream);
-	link_stall_rows_end(link, link->stat_read);
-	if (result == RUNTIME_API_OK && !link->stat_read)
+	link->look.stat_read = result == RUNTIME_API_OK &&
+			  runtime_api_stat_stream_usable(&link->look.stat_stream);
+	link_stall_rows_end(link, link->look.stat_read);
+	if (result == RUNTIME_API_OK && !link->look.stat_read)
 		log_warning("HAProxy %s: unreadable 'show stat': %s",
-			    runtime_api_client_address(link->client), link->stat_stream.report.error);
-	if (!link->stat_read) {
+			    runtime_api_client_address(link->client), link->look.stat_stream.report.error);
+	if (!link->look.stat_read) {
 		link->nb_orphans = 0;
 		return;
 	}
@@ -202,7 +202,7 @@ static void on_stat(void *ctx, enum runtime_api_result result, const char *reply
 static size_t on_servers_state_bytes(void *ctx, const char *buf, size_t len, bool at_end)
 {
 	struct haproxy_link *link = ctx;
-	return runtime_api_servers_state_stream_feed(&link->state_stream, buf, len, at_end);
+	return runtime_api_servers_state_stream_feed(&link->look.state_stream, buf, len, at_end);
 }
 
 /* The last answer of a look; streamed, like `show stat`. */
@@ -214,21 +214,21 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 	(void)reply;
 	(void)len;
 
-	link->looking = false;
+	link->look.under_way = false;
 	bool states_read = result == RUNTIME_API_OK &&
-			   runtime_api_servers_state_stream_usable(&link->state_stream);
+			   runtime_api_servers_state_stream_usable(&link->look.state_stream);
 	if (result == RUNTIME_API_OK && !states_read)
 		log_warning("HAProxy %s: unreadable 'show servers state': %s",
 			    runtime_api_client_address(link->client),
-			    link->state_stream.report.error);
+			    link->look.state_stream.report.error);
 	/* Without the servers' states every breaker would look unknown and be
 	 * dropped: a partial look converges nothing. */
 	link_sections_look_end(link, states_read);
-	if (states_read && link->stat_read) {
-		link->looked_once = true;
-		link->groups_current = (int)(link->look_id & 1);
+	if (states_read && link->look.stat_read) {
+		link->look.once = true;
+		link->groups_current = (int)(link->look.id & 1);
 		e->stats.reconciliations++;
-		link->reconcile_next = 0;
+		link->look.reconcile_next = 0;
 	} else {
 		e->stats.looks_failed++;
 		e->round_ok = false;
@@ -243,7 +243,7 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 void link_on_look_exchange(void *ctx)
 {
 	struct haproxy_link *link = ctx;
-	link->exchange_began_after = link->commands_done;
+	link->look.exchange_began_after = link->cmd.done;
 }
 
 const runtime_api_reply_fn link_record_readers[HAPROXY_RECORDS] = {
@@ -262,14 +262,14 @@ static bool start_look(struct haproxy_link *link)
 	 * their answer converges. */
 	char show_states[RUNTIME_API_CMD_MAX];
 	struct enforcer *e = link->owner;
-	link->look_id++;
-	link->look_ms = clock_now_ms();
+	link->look.id++;
+	link->look.ms = clock_now_ms();
 	link->wiring.verdicts_wanted = e->verdict_table[0] != '\0';
-	link->stat_read = false;
-	link->look_queued_after = link->commands_done;
+	link->look.stat_read = false;
+	link->look.queued_after = link->cmd.done;
 	link->nb_orphans = 0;
-	runtime_api_stat_stream_init(&link->stat_stream, on_stat_row, link);
-	runtime_api_servers_state_stream_init(&link->state_stream, on_server_state, link);
+	runtime_api_stat_stream_init(&link->look.stat_stream, on_stat_row, link);
+	runtime_api_servers_state_stream_init(&link->look.state_stream, on_server_state, link);
 	bool queued =
 		runtime_api_submit(link->client, "show info", on_info, link) &&
 		/* The level is configuration: asked again only of a new
@@ -293,7 +293,7 @@ static bool start_look(struct haproxy_link *link)
 		runtime_api_cmd_show_servers_state(show_states, sizeof(show_states), NULL) &&
 		runtime_api_submit_streamed(link->client, show_states, on_servers_state_bytes,
 					    on_servers_state, link);
-	link->looking = queued;
+	link->look.under_way = queued;
 	if (!queued)
 		log_warning("HAProxy %s: queue full, look postponed",
 			    runtime_api_client_address(link->client));

@@ -166,11 +166,11 @@ bool link_record_send(struct haproxy_link *link, enum haproxy_record_id id, cons
 	if (!haproxy_record_cmd(command, sizeof(command), record_ops[id], r->where, backend, server,
 				have, want))
 		return false;
-	uint64_t before = link->commands;
+	uint64_t before = link->cmd.sent;
 	link_queue_command_logged(link, command, why->text, why->observing, why->level);
-	if (link->commands == before)
+	if (link->cmd.sent == before)
 		return false; /* not queued: the next look finds it missing and tries again */
-	r->last_command = link->commands;
+	r->last_command = link->cmd.sent;
 	return true;
 }
 
@@ -218,13 +218,13 @@ void link_record_ownership(struct haproxy_link *link, struct breaker_table_entry
 	 * (owner_set_refused() then adds the entry: the agent's next start
 	 * reads it). */
 	bool set = haproxy_record_change(&owner_map_ops, h, w) == RECORD_SET;
-	uint64_t before = link->commands;
+	uint64_t before = link->cmd.sent;
 	link_send_record_command(link, entry, command, why.text, set ? owner_set_refused : NULL);
-	if (link->commands == before)
+	if (link->cmd.sent == before)
 		return; /* not queued: the next look tries again */
-	r->last_command = link->commands;
+	r->last_command = link->cmd.sent;
 	en->owner = rec;
-	en->last_command = link->commands;
+	en->last_command = link->cmd.sent;
 }
 
 static bool orphan_is(const struct link_owner_orphan *o, struct runtime_api_str backend,
@@ -305,7 +305,7 @@ static void on_owner_entry(void *ctx, struct runtime_api_str backend, struct run
 		return;
 	}
 	struct enforce_entry *en = &link->entries[breaker_table_index(e->table, entry)];
-	en->owner_in_look = link->look_id;
+	en->owner_in_look = link->look.id;
 	if (link_look_predates(link, en->last_command))
 		return;
 	en->owner = *rec;
@@ -371,7 +371,7 @@ static bool on_watched_entry(void *ctx, struct runtime_api_str backend, struct r
 	struct breaker_table_entry *entry =
 		breaker_table_find(e->table, backend.ptr, backend.len, server.ptr, server.len);
 	if (entry) {
-		link->entries[breaker_table_index(e->table, entry)].watched.in_look = link->look_id;
+		link->entries[breaker_table_index(e->table, entry)].watched.in_look = link->look.id;
 		return true;
 	}
 	/* No breaker (dropped, evicted, or never one): nothing to watch.
@@ -415,13 +415,13 @@ static bool sync_watched(struct haproxy_link *link, struct breaker_table_entry *
 	if (look) {
 		if (!link->records[RECORD_WATCHED].read || link_look_predates(link, en->watched.command))
 			return false; /* the look predates our own command */
-		en->watched.have = en->watched.in_look == link->look_id;
+		en->watched.have = en->watched.in_look == link->look.id;
 	}
 	if (!link_record_send(link, RECORD_WATCHED, entry->backend, entry->server,
 			      watched_map_value(en->watched.have), watched_map_value(want), &why))
 		return false;
 	en->watched.have = want;
-	en->watched.command = link->commands;
+	en->watched.command = link->cmd.sent;
 	return want;
 }
 
@@ -501,11 +501,11 @@ static void retry_map_write(struct haproxy_link *link, const char *backend, int6
 void link_sync_retry_map(struct haproxy_link *link)
 {
 	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->records[RECORD_RETRY].where[0] ||
-	    !haproxy_record_readable(&link->records[RECORD_RETRY], link->look_queued_after) ||
+	    !haproxy_record_readable(&link->records[RECORD_RETRY], link->look.queued_after) ||
 	    link->groups_current < 0)
 		return;
 	struct ejection_groups *g = &link->groups[link->groups_current];
-	if (g->look_id != link->look_id)
+	if (g->look_id != link->look.id)
 		return;
 	for (size_t i = 0; i < link->nb_retry_have; i++)
 		link->retry_have[i].seen = false;

@@ -141,7 +141,7 @@ void link_sections_look_end(struct haproxy_link *link, bool whole)
 	w->look_started[source] = false;
 	/* A new process may load other backends: asked again, unless this
 	 * look already asked the new one. */
-	if (link->restarted && !w->backends_asked[source])
+	if (link->look.restarted && !w->backends_asked[source])
 		w->backends_wanted[source] = true;
 	struct sections_said said = {0};
 	section_names_look_end(&w->names, source, whole, on_unknown, &said);

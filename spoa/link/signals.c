@@ -21,7 +21,7 @@ static uint64_t responses_of(const struct runtime_api_stat_row *row)
 static bool stall_baseline(const struct haproxy_link *link, const struct enforce_entry *en,
 			   const struct runtime_api_stat_row *row)
 {
-	return en->stalled.looked_ms != 0 && !link->restarted &&
+	return en->stalled.looked_ms != 0 && !link->look.restarted &&
 	       responses_of(row) >= en->stalled.responses_counted &&
 	       row->stot >= en->stalled.sent_counted &&
 	       responses_of(row) - row->hrsp_1xx >= en->stalled.heads_counted;
@@ -36,7 +36,7 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	struct faults_delta d;
 
 	faults_counters_from_stat(&counters, row);
-	faults_delta(&en->faults, &counters, link->restarted, &d);
+	faults_delta(&en->faults, &counters, link->look.restarted, &d);
 	/*
 	 * Which of its capacity-looking retries the server may have sat on.
 	 * No counter of HAProxy's tells a capacity status retried elsewhere
@@ -167,16 +167,16 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 				 struct enforce_entry *en, const struct runtime_api_stat_row *row)
 {
 	uint64_t counted = row->hrsp_1xx + row->hrsp_2xx + row->hrsp_3xx;
-	bool baseline = en->seen_in_look != 0 && !link->restarted && counted >= en->successes_counted;
+	bool baseline = en->seen_in_look != 0 && !link->look.restarted && counted >= en->successes_counted;
 	uint64_t delta = baseline ? counted - en->successes_counted : 0;
 	en->successes_counted = counted;
 	if (delta > 0 && link->watched_map[0])
 		breaker_table_note_outcome(link->owner->table, entry, BREAKER_OUTCOME_SUCCESS,
-					   link->look_ms);
+					   link->look.ms);
 	/* And for the metrics, the successes SPOP was not told of. */
 	counters_note_counted_successes(&entry->counters, delta, baseline && link->watched_map[0]);
 	if (baseline) {
-		en->rest.judged_look = link->look_id;
+		en->rest.judged_look = link->look.id;
 		en->rest.answered = delta > 0;
 		en->rest.in_flight = en->seen.sessions;
 	}
@@ -185,7 +185,7 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 void link_judge_rest_word(struct haproxy_link *link, struct breaker_table_entry *entry,
 			  struct enforce_entry *en)
 {
-	if (en->rest.judged_look != link->look_id)
+	if (en->rest.judged_look != link->look.id)
 		return;
 	en->rest.judged_look = 0;
 	judge_rest_word(link, entry, en->rest.answered, en->rest.in_flight);
@@ -205,7 +205,7 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 
 	for (uint32_t i = 0; i < link->stall_group.nb; i++) {
 		const struct enforce_entry *en = &link->entries[link->stall_group.at[i]];
-		if (en->stalled.row_look != link->look_id)
+		if (en->stalled.row_look != link->look.id)
 			continue;
 		pending += en->stalled.row.pending;
 		if (en->stalled.row.baseline) {
@@ -217,7 +217,7 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 		uint32_t index = link->stall_group.at[i];
 		struct enforce_entry *en = &link->entries[index];
 		struct breaker_table_entry *entry = breaker_table_at(e->table, index);
-		if (en->stalled.row_look != link->look_id || !entry || !entry->in_use)
+		if (en->stalled.row_look != link->look.id || !entry || !entry->in_use)
 			continue;
 		const struct enforce_stall_row *r = &en->stalled.row;
 		/* A look that failed half-way knows only some neighbours: it
@@ -228,7 +228,7 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 					  .answered = r->answered,
 					  .sent = r->sent,
 					  .nb_pending = pending - r->pending,
-					  .now_ms = link->look_ms};
+					  .now_ms = link->look.ms};
 		if (r->baseline) {
 			look.nb_sent = sent - r->sent;
 			look.nb_answered = answers - r->answers;
@@ -237,7 +237,7 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 		 * baseline it cannot tell, and says "answered". */
 		struct breaker_event ev = breaker_table_look_in_flight(
 			e->table, entry, &en->stalled.watch, r->in_flight, !r->baseline || r->answered,
-			link->look_ms, complete ? &look : NULL);
+			link->look.ms, complete ? &look : NULL);
 		if (breaker_event_is_transition(&ev)) {
 			struct breaker_cause cause = {.kind = BREAKER_CAUSE_IN_FLIGHT,
 						      .in_flight = en->seen.sessions,
@@ -301,8 +301,8 @@ void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *
 	en->stalled.heads_counted = heads;
 	en->stalled.sent_counted = row->stot;
 	en->stalled.scur = row->scur;
-	en->stalled.looked_ms = link->look_ms;
-	en->stalled.row_look = link->look_id;
+	en->stalled.looked_ms = link->look.ms;
+	en->stalled.row_look = link->look.id;
 
 	/* Rows of one backend come together: a row of another ends it. */
 	if (link->stall_group.nb > 0) {

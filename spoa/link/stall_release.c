@@ -93,7 +93,7 @@ static void send_release(struct haproxy_link *link, const struct breaker_table_e
 	log_notice("HAProxy %s: %s (breaker open, stalled: the %u request(s) in flight there at "
 		   "the last look would wait for timeout server)",
 		   address, command, en->seen.sessions);
-	if (!runtime_api_submit(link->commands_client, command, release_done, rc)) {
+	if (!runtime_api_submit(link->cmd.client, command, release_done, rc)) {
 		link->owner->stats.commands_failed++;
 		log_warning("HAProxy %s: queue full, '%s' dropped: the held sessions of %s stay "
 			    "until timeout server",

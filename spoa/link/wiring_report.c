@@ -61,7 +61,7 @@ void link_report_unwired(struct haproxy_link *link)
 	if (grace_ms < WIRING_GRACE_MIN_MS)
 		grace_ms = WIRING_GRACE_MIN_MS;
 	struct unwired_said said = {.link = link};
-	wiring_end_look(&link->wiring, link->look_id, link->look_ms, grace_ms, link->restarted,
+	wiring_end_look(&link->wiring, link->look.id, link->look.ms, grace_ms, link->look.restarted,
 			on_unwired, &said);
 	if (said.more > 0)
 		log_warning("HAProxy %s: %u more backends carry traffic no SPOP message names "

@@ -504,7 +504,7 @@ static struct runtime_api_client *client_of(struct sim *s, int i)
 	struct enforcer *e = s->agent.d.enforcer;
 	if (!e || e->nb_links == 0)
 		return NULL;
-	return i == 0 ? e->links[0].client : e->links[0].commands_client;
+	return i == 0 ? e->links[0].client : e->links[0].cmd.client;
 }
 
 bool sim_haproxy_skip_timer(void *ctx, const ev_timer *w)

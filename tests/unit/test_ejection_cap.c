@@ -152,7 +152,7 @@ static void setup(struct fixture *f, const struct row *r)
 	assert_non_null(link->entries);
 	assert_non_null(e->ejection_capped);
 	/* One complete look, which listed the backend. */
-	link->look_id = 1;
+	link->look.id = 1;
 	link->groups_current = 1;
 	link->groups[1] = (struct ejection_groups){.groups = &f->backend, .nb = 1, .allocated = 1,
 						   .look_id = 1};
@@ -327,8 +327,8 @@ static void test_no_count_holds_back(void **state)
 	assert_true(link_cap_holds_back(link_of(&f), f.entries[0], en_of(&f, 0)));
 	/* Counted by the look under way: decided on it. */
 	struct haproxy_link *link = link_of(&f);
-	link->looking = true;
-	link->look_id = 2;
+	link->look.under_way = true;
+	link->look.id = 2;
 	link->groups[0] = (struct ejection_groups){.groups = &f.backend, .nb = 1, .allocated = 1,
 						   .look_id = 2};
 	en_of(&f, 0)->group_look[0] = 2;

@@ -124,7 +124,7 @@ static int setup(void **state)
 	e->nb_links = 1;
 	struct haproxy_link *link = link_of(f);
 	link->owner = e;
-	link->reconcile_next = SWEEP_NONE;
+	link->look.reconcile_next = SWEEP_NONE;
 	link->groups_current = -1;
 	link->watched_map = link->records[RECORD_WATCHED].where;
 	link->entries = calloc(TABLE_SIZE, sizeof(*link->entries));
@@ -133,10 +133,10 @@ static int setup(void **state)
 	runtime_api_settings_default(&settings);
 	settings.max_queue = 8; /* a queue the test can fill */
 	link->client = runtime_api_client_new(f->loop, ADDRESS, &settings, err, sizeof(err));
-	link->commands_client =
+	link->cmd.client =
 		runtime_api_client_new(f->loop, ADDRESS, &settings, err, sizeof(err));
 	assert_non_null(link->client);
-	assert_non_null(link->commands_client);
+	assert_non_null(link->cmd.client);
 
 	static const char *const servers[] = {"s1", "s2"};
 	for (size_t i = 0; i < sizeof(servers) / sizeof(servers[0]); i++) {
@@ -160,7 +160,7 @@ static int teardown(void **state)
 	 * enforcer_free(). */
 	f->e.freeing = true;
 	runtime_api_client_free(link->client);
-	runtime_api_client_free(link->commands_client);
+	runtime_api_client_free(link->cmd.client);
 	free(link->entries);
 	free(link->retry_have);
 	free(link->orphans);
@@ -193,12 +193,12 @@ static void answer(struct runtime_api_client *c, const char *command, const char
 /* The next command to a record went out as `command`; HAProxy did it. */
 static void expect_sent(struct fixture *f, const char *command)
 {
-	answer(link_of(f)->commands_client, command, "");
+	answer(link_of(f)->cmd.client, command, "");
 }
 
 static void expect_nothing_sent(struct fixture *f)
 {
-	const char *next = queued(link_of(f)->commands_client, 0);
+	const char *next = queued(link_of(f)->cmd.client, 0);
 	if (next)
 		fail_msg("nothing was to be sent, yet '%s' is queued", next);
 }
@@ -224,8 +224,8 @@ static void list_maps(struct fixture *f, const char *listing)
 static void start_look(struct fixture *f)
 {
 	struct haproxy_link *link = link_of(f);
-	link->look_id++;
-	link->look_queued_after = link->commands_done;
+	link->look.id++;
+	link->look.queued_after = link->cmd.done;
 	assert_true(link_records_look(link, HAPROXY_RECORD_MAP, link_record_readers));
 	assert_true(link_records_look(link, HAPROXY_RECORD_TABLE, link_record_readers));
 }
@@ -403,7 +403,7 @@ static void test_owner_read_is_taken_back(void **state)
 		     "", "");
 	assert_true(link->records[RECORD_OWNER].read && link->records[RECORD_OWNER].known);
 	struct enforce_entry *s1 = en_of(f, "be", "s1"), *s2 = en_of(f, "be", "s2");
-	assert_int_equal(s1->owner_in_look, link->look_id);
+	assert_int_equal(s1->owner_in_look, link->look.id);
 	assert_true(s1->owner.present && s1->owner.drained && !s1->owner.limited);
 	assert_true(s1->mem.drained_by_us);
 	assert_true(s2->owner.present && s2->owner.limited && !s2->owner.drained);
@@ -419,7 +419,7 @@ static void test_owner_read_is_taken_back(void **state)
 	/* Read again: nothing new. */
 	look_at_maps(f, "0x55d0c1a0e0 be/s1 drain\n0x55d0c1a100 be/s2 maxconn=50\n", "", "");
 	assert_null(strstr(logged(f), "taken back"));
-	assert_int_equal(s1->owner_in_look, link->look_id);
+	assert_int_equal(s1->owner_in_look, link->look.id);
 	expect_nothing_sent(f);
 }
 
@@ -435,13 +435,13 @@ static void test_owner_read_older_than_its_command_is_not_believed(void **state)
 	look_at_maps(f, "", "", "");
 	s1->mem.drained_by_us = true;
 	link_record_ownership(link, entry_of(f, "be", "s1"), s1);
-	assert_string_equal(queued(link->commands_client, 0),
+	assert_string_equal(queued(link->cmd.client, 0),
 			    "add map " OWNER_PATH " be/s1 drain");
-	assert_int_equal(s1->last_command, link->commands);
+	assert_int_equal(s1->last_command, link->cmd.sent);
 
 	/* The `add map` still in flight: the look says what was there. */
 	look_at_maps(f, "0x55d0c1a0e0 be/s1 maxconn=50\n", "", "");
-	assert_int_equal(s1->owner_in_look, link->look_id); /* listed all the same */
+	assert_int_equal(s1->owner_in_look, link->look.id); /* listed all the same */
 	assert_true(s1->owner.drained && !s1->owner.limited);
 	assert_false(s1->mem.maxconn_by_us);
 
@@ -469,8 +469,8 @@ static void test_owner_commands(void **state)
 	link_record_ownership(link, entry_of(f, "be", "s1"), s1);
 	expect_sent(f, "add map " OWNER_PATH " be/s1 drain");
 	assert_true(s1->owner.present && s1->owner.drained);
-	assert_int_equal(s1->last_command, link->commands);
-	assert_int_equal(link->records[RECORD_OWNER].last_command, link->commands);
+	assert_int_equal(s1->last_command, link->cmd.sent);
+	assert_int_equal(link->records[RECORD_OWNER].last_command, link->cmd.sent);
 
 	s1->mem = (struct enforce_memory){.maxconn_by_us = true, .own_maxconn_known = true,
 					  .own_maxconn = 50};
@@ -507,8 +507,8 @@ static void test_watched_read_and_kept(void **state)
 		     "0x55d0c1a0 s1@be 1\n"
 		     "0x55d0c1b0 s9@be 1\n"); /* no breaker: nothing to watch */
 	assert_true(link->records[RECORD_WATCHED].read);
-	assert_int_equal(en_of(f, "be", "s1")->watched.in_look, link->look_id);
-	assert_int_not_equal(en_of(f, "be", "s2")->watched.in_look, link->look_id);
+	assert_int_equal(en_of(f, "be", "s1")->watched.in_look, link->look.id);
+	assert_int_not_equal(en_of(f, "be", "s2")->watched.in_look, link->look.id);
 	expect_sent(f, "del map breaker-watched.map s9@be");
 
 	/* The look converged: listed and clean goes, dirty and not listed
@@ -547,7 +547,7 @@ static void test_watched_read_older_than_a_command_is_not_believed(void **state)
 	list_maps(f, listing_all);
 	look_at_maps(f, "", "", "");
 	assert_true(link_sync_watched(link, entry_of(f, "be", "s2"), s2, true));
-	assert_string_equal(queued(link->commands_client, 0),
+	assert_string_equal(queued(link->cmd.client, 0),
 			    "add map breaker-watched.map s2@be 1");
 
 	/* The `add map` in flight: the look, queued before it, may show the
@@ -557,7 +557,7 @@ static void test_watched_read_older_than_a_command_is_not_believed(void **state)
 	look_at_maps(f, "", "", "0x55d0c1b0 s9@be 1\n");
 	assert_false(link_sync_watched(link, entry_of(f, "be", "s2"), s2, true));
 	assert_true(s2->watched.have);
-	assert_null(queued(link->commands_client, 1));
+	assert_null(queued(link->cmd.client, 1));
 
 	/* Done: a look queued after it is believed. */
 	expect_sent(f, "add map breaker-watched.map s2@be 1");
@@ -579,9 +579,9 @@ static void count_backends(struct fixture *f, const char *const *names, const in
 		f->backends[i] = (struct ejection_backend){.be_id = i + 1, .retry_at_s = at[i]};
 		snprintf(f->backends[i].name, sizeof(f->backends[i].name), "%s", names[i]);
 	}
-	link->groups_current = (int)(link->look_id & 1);
+	link->groups_current = (int)(link->look.id & 1);
 	link->groups[link->groups_current] = (struct ejection_groups){
-		.groups = f->backends, .nb = n, .allocated = n, .look_id = link->look_id};
+		.groups = f->backends, .nb = n, .allocated = n, .look_id = link->look.id};
 }
 
 static void test_retry_read_and_kept(void **state)
@@ -637,9 +637,9 @@ static void test_retry_moment_noted(void **state)
 	static const int64_t none[] = {RETRY_AT_NONE};
 	struct enforce_entry *s1 = en_of(f, "be", "s1");
 
-	link->look_id = 1;
+	link->look.id = 1;
 	count_backends(f, names, none, 1);
-	s1->group_look[link->groups_current] = link->look_id;
+	s1->group_look[link->groups_current] = link->look.id;
 	s1->group_index[link->groups_current] = 0;
 	link_note_retry_at(link, entry_of(f, "be", "s1"), s1);
 	assert_int_equal(f->backends[0].retry_at_s, RETRY_AT_NONE); /* closed: none */
@@ -665,7 +665,7 @@ static void test_retry_read_older_than_a_command_is_not_believed(void **state)
 	look_at_maps(f, "", "", "");
 	count_backends(f, names, at, 1);
 	link_sync_retry_map(link);
-	assert_string_equal(queued(link->commands_client, 0),
+	assert_string_equal(queued(link->cmd.client, 0),
 			    "add map breaker-retry-at.map be 1800000000");
 
 	/* The `add map` in flight: the look's empty map is the map before
@@ -673,7 +673,7 @@ static void test_retry_read_older_than_a_command_is_not_believed(void **state)
 	look_at_maps(f, "", "", "");
 	count_backends(f, names, at, 1);
 	link_sync_retry_map(link);
-	assert_null(queued(link->commands_client, 1));
+	assert_null(queued(link->cmd.client, 1));
 
 	/* Done: read after it, the map has it. */
 	expect_sent(f, "add map breaker-retry-at.map be 1800000000");
@@ -734,7 +734,7 @@ static void test_verdict_table_missing_said_once(void **state)
 			  verdicts_value(value, sizeof(value), VERDICT_OPEN, 1800000000, 1)));
 	expect_sent(f, "set table breaker_verdicts key be/s1 data.gpt0 1 data.gpc0 1800000000 "
 		       "data.gpc1 1");
-	assert_int_equal(table->last_command, link->commands);
+	assert_int_equal(table->last_command, link->cmd.sent);
 }
 
 /* ---- names that could carry a command ---- */
@@ -772,7 +772,7 @@ static void test_hostile_names_reach_no_command(void **state)
 		/* The well-named one goes out, as the others would. */
 		assert_true(sends(link, id, "be", server, NULL, want[id]));
 		expect_sent(f, sent[id]);
-		uint64_t commands = link->commands;
+		uint64_t commands = link->cmd.sent;
 		for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
 			/* Added, or deleted. */
 			assert_false(sends(link, id, hostile[i], server, NULL, want[id]));
@@ -781,7 +781,7 @@ static void test_hostile_names_reach_no_command(void **state)
 				assert_false(sends(link, id, "be", hostile[i], NULL, want[id]));
 		}
 		expect_nothing_sent(f);
-		assert_int_equal(link->commands, commands);
+		assert_int_equal(link->cmd.sent, commands);
 		assert_int_equal(link->records[id].last_command, commands);
 	}
 	/* Not built at all: the client had nothing to refuse. */
@@ -798,12 +798,12 @@ static void test_command_not_queued_is_not_counted(void **state)
 
 	list_maps(f, listing_all);
 	look_at_maps(f, "", "", "");
-	while (runtime_api_client_pending(link->commands_client) < 8)
+	while (runtime_api_client_pending(link->cmd.client) < 8)
 		assert_true(sends(link, RECORD_RETRY, "be", NULL, NULL, "1"));
-	uint64_t commands = link->commands;
+	uint64_t commands = link->cmd.sent;
 	s1->mem.drained_by_us = true;
 	link_record_ownership(link, entry_of(f, "be", "s1"), s1);
-	assert_int_equal(link->commands, commands);
+	assert_int_equal(link->cmd.sent, commands);
 	assert_false(s1->owner.present);
 	assert_int_equal(s1->last_command, 0);
 	assert_int_equal(link->records[RECORD_OWNER].last_command, 0);
@@ -870,7 +870,7 @@ static void test_bad_lines_are_skipped(void **state)
 	log_init(LOG_LEVEL_INFO, false, "test");
 	assert_true(en_of(f, "be", "s1")->owner.drained);
 	assert_int_equal(link->nb_retry_have, 1);
-	assert_int_equal(en_of(f, "be", "s1")->watched.in_look, link->look_id);
+	assert_int_equal(en_of(f, "be", "s1")->watched.in_look, link->look.id);
 	assert_true(link->records[RECORD_OWNER].known && link->records[RECORD_RETRY].known &&
 		    link->records[RECORD_WATCHED].known);
 	const char *log = logged(f);
