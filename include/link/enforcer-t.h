@@ -32,6 +32,15 @@ struct ejection_groups {
 	uint32_t look_id; /* the look that counted them; 0: none */
 };
 
+/* Backend counts for the ejection cap, by look parity (backend_counts.c):
+ * the last complete look's (`current`, -1 before one) and the one under
+ * way. A drain the agent adds or lifts between looks moves the counts of
+ * both, so neither lags behind it. */
+struct backend_counts {
+	struct ejection_groups slot[2];
+	int current;
+};
+
 /* The look at one HAProxy (looks.c): its counters, server states and
  * records, read every poll_interval on the link's own connection. */
 struct link_look {
@@ -105,12 +114,7 @@ struct haproxy_link {
 	 * the same: a new HAProxy process may load other maps, and a map
 	 * read that failed may have been renamed. */
 	bool maps_search;
-	/* Backend counts for the ejection cap, by look parity: the last
-	 * complete look's (`groups_current`, -1 before one) and the one
-	 * under way. A drain the agent adds or lifts between looks moves the
-	 * counts of both, so neither lags behind it. */
-	struct ejection_groups groups[2];
-	int groups_current;
+	struct backend_counts counts;
 	/* Table indices of entries the cap holds back here (stale ones are
 	 * dropped as the list is read). */
 	struct index_list capped;

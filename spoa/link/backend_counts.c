@@ -28,7 +28,7 @@ bool link_entry_out(const struct enforce_entry *en)
 struct ejection_backend *link_group_in_slot(struct haproxy_link *link,
 					    const struct enforce_entry *en, int slot)
 {
-	struct ejection_groups *g = &link->groups[slot];
+	struct ejection_groups *g = &link->counts.slot[slot];
 	if (g->look_id == 0 || en->group_look[slot] != g->look_id || en->group_index[slot] >= g->nb)
 		return NULL;
 	return &g->groups[en->group_index[slot]];
@@ -56,8 +56,8 @@ void link_count_move(struct haproxy_link *link, const struct enforce_entry *en, 
 struct ejection_backend *link_group_of(struct haproxy_link *link, const struct enforce_entry *en)
 {
 	struct ejection_backend *g = NULL;
-	if (link->groups_current >= 0)
-		g = link_group_in_slot(link, en, link->groups_current);
+	if (link->counts.current >= 0)
+		g = link_group_in_slot(link, en, link->counts.current);
 	if (!g && link->look.under_way)
 		g = link_group_in_slot(link, en, (int)(link->look.id & 1));
 	return g;
@@ -83,7 +83,7 @@ struct ejection_backend *link_count_row_backend(struct haproxy_link *link,
 						uint32_t *index)
 {
 	uint64_t be_id = row->be_id;
-	struct ejection_groups *g = &link->groups[link->look.id & 1];
+	struct ejection_groups *g = &link->counts.slot[link->look.id & 1];
 	if (g->look_id != link->look.id) {
 		g->look_id = link->look.id;
 		g->nb = 0;

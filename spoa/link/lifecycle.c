@@ -134,7 +134,7 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct link_settings *
 		char why[256];
 		link->owner = e;
 		link->look.reconcile_next = SWEEP_NONE;
-		link->groups_current = -1;
+		link->counts.current = -1;
 		link->index = e->nb_links;
 		link->watched_map = link->records[RECORD_WATCHED].where;
 		snprintf(link->records[RECORD_VERDICTS].where,
@@ -211,8 +211,8 @@ void enforcer_free(struct enforcer *e)
 		free(e->links[i].entries);
 		free(e->links[i].retry_have);
 		free(e->links[i].orphans);
-		free(e->links[i].groups[0].groups);
-		free(e->links[i].groups[1].groups);
+		free(e->links[i].counts.slot[0].groups);
+		free(e->links[i].counts.slot[1].groups);
 		index_list_free(&e->links[i].capped);
 		index_list_free(&e->links[i].stall_group);
 		wiring_free(&e->links[i].wiring);
@@ -274,10 +274,10 @@ const struct ejection_backend *enforcer_backends(const struct enforcer *e, unsig
 {
 	const struct haproxy_link *link = &e->links[i];
 	*nb = 0;
-	if (link->groups_current < 0)
+	if (link->counts.current < 0)
 		return NULL;
-	*nb = link->groups[link->groups_current].nb;
-	return link->groups[link->groups_current].groups;
+	*nb = link->counts.slot[link->counts.current].nb;
+	return link->counts.slot[link->counts.current].groups;
 }
 
 const bool *enforcer_ejection_capped(const struct enforcer *e)

@@ -226,7 +226,7 @@ static void on_servers_state(void *ctx, enum runtime_api_result result, const ch
 	link_sections_look_end(link, states_read);
 	if (states_read && link->look.stat_read) {
 		link->look.once = true;
-		link->groups_current = (int)(link->look.id & 1);
+		link->counts.current = (int)(link->look.id & 1);
 		e->stats.reconciliations++;
 		link->look.reconcile_next = 0;
 	} else {

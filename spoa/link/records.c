@@ -469,7 +469,7 @@ void link_note_retry_at(struct haproxy_link *link, const struct breaker_table_en
 	if (entry->breaker.state != BREAKER_OPEN || entry->breaker.observe_only ||
 	    entry->breaker.policy->observe_only)
 		return;
-	struct ejection_backend *g = link_group_in_slot(link, en, link->groups_current);
+	struct ejection_backend *g = link_group_in_slot(link, en, link->counts.current);
 	if (!g)
 		return;
 	/* A date, on the wall clock: HAProxy subtracts its own date from it
@@ -502,9 +502,9 @@ void link_sync_retry_map(struct haproxy_link *link)
 {
 	if (link->owner->mode != ENFORCE_RUNTIME_API || !link->records[RECORD_RETRY].where[0] ||
 	    !haproxy_record_readable(&link->records[RECORD_RETRY], link->look.queued_after) ||
-	    link->groups_current < 0)
+	    link->counts.current < 0)
 		return;
-	struct ejection_groups *g = &link->groups[link->groups_current];
+	struct ejection_groups *g = &link->counts.slot[link->counts.current];
 	if (g->look_id != link->look.id)
 		return;
 	for (size_t i = 0; i < link->nb_retry_have; i++)

@@ -153,8 +153,8 @@ static void setup(struct fixture *f, const struct row *r)
 	assert_non_null(e->ejection_capped);
 	/* One complete look, which listed the backend. */
 	link->look.id = 1;
-	link->groups_current = 1;
-	link->groups[1] = (struct ejection_groups){.groups = &f->backend, .nb = 1, .allocated = 1,
+	link->counts.current = 1;
+	link->counts.slot[1] = (struct ejection_groups){.groups = &f->backend, .nb = 1, .allocated = 1,
 						   .look_id = 1};
 	f->backend.be_id = 7;
 	f->backend.has_breakers = true;
@@ -329,7 +329,7 @@ static void test_no_count_holds_back(void **state)
 	struct haproxy_link *link = link_of(&f);
 	link->look.under_way = true;
 	link->look.id = 2;
-	link->groups[0] = (struct ejection_groups){.groups = &f.backend, .nb = 1, .allocated = 1,
+	link->counts.slot[0] = (struct ejection_groups){.groups = &f.backend, .nb = 1, .allocated = 1,
 						   .look_id = 2};
 	en_of(&f, 0)->group_look[0] = 2;
 	en_of(&f, 0)->group_index[0] = 0;

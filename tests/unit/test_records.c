@@ -125,7 +125,7 @@ static int setup(void **state)
 	struct haproxy_link *link = link_of(f);
 	link->owner = e;
 	link->look.reconcile_next = SWEEP_NONE;
-	link->groups_current = -1;
+	link->counts.current = -1;
 	link->watched_map = link->records[RECORD_WATCHED].where;
 	link->entries = calloc(TABLE_SIZE, sizeof(*link->entries));
 	assert_non_null(link->entries);
@@ -579,8 +579,8 @@ static void count_backends(struct fixture *f, const char *const *names, const in
 		f->backends[i] = (struct ejection_backend){.be_id = i + 1, .retry_at_s = at[i]};
 		snprintf(f->backends[i].name, sizeof(f->backends[i].name), "%s", names[i]);
 	}
-	link->groups_current = (int)(link->look.id & 1);
-	link->groups[link->groups_current] = (struct ejection_groups){
+	link->counts.current = (int)(link->look.id & 1);
+	link->counts.slot[link->counts.current] = (struct ejection_groups){
 		.groups = f->backends, .nb = n, .allocated = n, .look_id = link->look.id};
 }
 
@@ -639,8 +639,8 @@ static void test_retry_moment_noted(void **state)
 
 	link->look.id = 1;
 	count_backends(f, names, none, 1);
-	s1->group_look[link->groups_current] = link->look.id;
-	s1->group_index[link->groups_current] = 0;
+	s1->group_look[link->counts.current] = link->look.id;
+	s1->group_index[link->counts.current] = 0;
 	link_note_retry_at(link, entry_of(f, "be", "s1"), s1);
 	assert_int_equal(f->backends[0].retry_at_s, RETRY_AT_NONE); /* closed: none */
 
