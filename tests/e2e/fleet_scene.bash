@@ -31,7 +31,7 @@ start_fleet_scene() {
 			extra=(--no-override)
 		fi
 		spawn "w$i" python3 "$WORKER" --name "w$i" --port "$port" --behaviour "$behaviour" \
-			--arrivals "$RUN_DIR/w$i.arrivals" "${extra[@]}"
+			--arrivals "$RUN_DIR/w$i.arrivals" --spans "$RUN_DIR/w$i.spans" "${extra[@]}"
 		wait_port "$port"
 	done
 	# shellcheck disable=SC2086 # AGENT_ARGS is a list of options

@@ -22,6 +22,10 @@ stat_of() { # SERVER COLUMN
 
 in_flight_on() { stat_of "$1" scur; }
 holds_nothing() { [ "$(in_flight_on "$1")" = 0 ]; }
+# WORKER's log of spans (arrival, departure) counts at least N requests.
+spans_cover() { # WORKER N
+	[ -e "$RUN_DIR/$1.spans" ] && [ "$(wc -l <"$RUN_DIR/$1.spans")" -ge "$2" ]
+}
 
 # Answers of a couple of seconds, half of them streamed: the hung worker
 # is found within seconds of its first requests (docs/design.md, "A hung
@@ -104,13 +108,14 @@ if line:
 	grep -q "breaker workers/w3: closed -> open (.*): the failure streak reached" "$RUN_DIR/agent.log"
 	local opened held
 	opened=$(logged_at_ms "breaker workers/w3: closed -> open")
-	# Requests that reached w3 in the 3 s before the open: in service
-	# there when it opened (not vacuous).
-	held=$(awk -v t="$opened" '$1 > t - 3000 && $1 <= t' "$RUN_DIR/w3.arrivals" | wc -l)
-	[ "$held" -gt 0 ]
-	# Each is answered by w3, 3 s after it came; the load stops there, so
-	# that no request is cut by its own deadline.
+	# Each request w3 took is answered by w3, 3 s after it came; the load
+	# stops there, so that no request is cut by its own deadline.
 	wait_until 20 holds_nothing w3
+	# Requests in service at w3 when it opened: arrived by then, left
+	# after (its own log of each request's span; not vacuous).
+	wait_until 10 spans_cover w3 "$(wc -l <"$RUN_DIR/w3.arrivals")"
+	held=$(awk -v t="$opened" '$1 <= t && $2 > t' "$RUN_DIR/w3.spans" | wc -l)
+	[ "$held" -gt 0 ]
 	wait_more_looks 3
 	stop load
 	run grep -c "shutdown sessions" "$RUN_DIR/agent.log"

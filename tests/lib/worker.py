@@ -35,6 +35,10 @@ Every response carries `x-worker: NAME`. Binds 127.0.0.1, or another
 loopback address given with --host (a DNS test's workers share a port). With
 --arrivals FILE, the arrival time of every request (milliseconds since the
 epoch) is appended to FILE, one per line, before it is answered. With
+--spans FILE, each request's arrival and departure (the same clock) are
+appended to FILE as one line "ARRIVED LEFT" once it is done: what the
+worker held at a moment, whatever its answers' delays on a loaded machine.
+With
 --retry-after VALUE, its 429 and 503 answers carry `Retry-After: VALUE`
 (sent as given: seconds, a date, or anything a test wants refused).
 --backlog sets the listen queue (the soak's open-loop traffic needs more
@@ -59,6 +63,15 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        arrived_ms = int(time.time() * 1000)
+        try:
+            self.answer_get()
+        finally:
+            if self.server.spans:
+                with open(self.server.spans, "a") as f:
+                    f.write("%d %d\n" % (arrived_ms, int(time.time() * 1000)))
+
+    def answer_get(self):
         behaviour = self.server.current_behaviour()
         arrived = time.monotonic()
         from_file = self.server.mode_file is not None
@@ -179,6 +192,7 @@ def main():
     ap.add_argument("--name", default="worker")
     ap.add_argument("--behaviour", default="200")
     ap.add_argument("--arrivals", help="append each request's arrival time (ms) to this file")
+    ap.add_argument("--spans", help="append each request's arrival and departure (ms) to this file")
     ap.add_argument("--no-override", action="store_true",
                     help="the path never overrides the behaviour")
     ap.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.0/8)")
@@ -197,6 +211,7 @@ def main():
     server.behaviour = args.behaviour
     server.requests = 0
     server.arrivals = args.arrivals
+    server.spans = args.spans
     server.fixed = args.no_override
     server.retry_after = args.retry_after
     server.mode_file = args.mode_file
