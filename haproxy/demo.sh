@@ -88,11 +88,17 @@ show_requests() { # COUNT [UNTIL]: COUNT requests, or fewer if one's variables m
 	done
 }
 
+# The servers as the last check read them: what the demo shows is the
+# state it waited for, not a later one (on a slow machine w3's cool-down
+# may end between a second read and the check).
 servers() {
-	haproxy_stat | awk -F, '$1=="workers" && $2 ~ /^w/ {printf "  HAProxy: %s %s%s\n", $2, $18, ($7 ? " maxconn " $7 : "")}'
+	awk -F, '$1=="workers" && $2 ~ /^w/ {printf "  HAProxy: %s %s%s\n", $2, $18, ($7 ? " maxconn " $7 : "")}' "$RUN/stat"
 }
-# w3's state in HAProxy is (or is not) drained.
-w3_drained() { haproxy_stat | awk -F, '$1=="workers" && $2=="w3" && $18=="DRAIN" {ok=1} END {exit !ok}'; }
+# w3's state in HAProxy is (or is not) drained; the read kept for servers.
+w3_drained() {
+	haproxy_stat >"$RUN/stat"
+	awk -F, '$1=="workers" && $2=="w3" && $18=="DRAIN" {ok=1} END {exit !ok}' "$RUN/stat"
+}
 w3_ready() { ! w3_drained; }
 
 echo "Round 1: w2's 503s are retried on another worker (backpressure, never a failure); w3's 500s are failures"
