@@ -129,15 +129,6 @@ static void say_enforcement(const struct config *c, FILE *out)
 	}
 }
 
-/* ---- TLS: the files are read now, so --check and a reload see them ---- */
-
-/*
- * tls_key and tls_ca mean nothing without tls_cert. With it, the files
- * are loaded as the listener will load them (tls_context_new(), then
- * dropped): a missing or unreadable file, one with no certificate or key
- * in it, a key that is not the certificate's, is said at the line of the
- * key that names it. Returns the number of problems.
- */
 /* The control socket is a unix socket: its file's mode and group are the
  * whole of its access control, which a TCP port would not have. */
 static int check_control(const struct config *c, const struct config_origins *origins,
@@ -156,6 +147,15 @@ static int check_control(const struct config *c, const struct config_origins *or
 	return 1;
 }
 
+/* ---- TLS: the files are read now, so --check and a reload see them ---- */
+
+/*
+ * tls_key and tls_ca mean nothing without tls_cert. With it, the files
+ * are loaded as the listener will load them (tls_context_new(), then
+ * dropped): a missing or unreadable file, one with no certificate or key
+ * in it, a key that is not the certificate's, is said at the line of the
+ * key that names it. Returns the number of problems.
+ */
 static int check_tls(const struct config *c, const struct config_origins *origins,
 		     FILE *errors)
 {
