@@ -85,7 +85,8 @@ bool acceptor_open(struct acceptor *acc, struct ev_loop *loop, const char *spec,
 void acceptor_close(struct acceptor *acc);
 
 /* A peer as the log and the owner name it: "ADDR:PORT", "[ADDR6]:PORT",
- * or with_port false "ADDR"; "unix" for any other family. snprintf-like. */
-void acceptor_peer_text(const struct sockaddr_storage *ss, bool with_port, char *out, size_t len);
+ * or with_port false "ADDR"; "unix" for any other family. snprintf-like.
+ * The admin listener's refusals name their peer with it too. */
+void acceptor_peer_text(const struct sockaddr *sa, bool with_port, char *out, size_t len);
 
 #endif /* SPOA_ACCEPTOR_H */

@@ -18,7 +18,6 @@
  * Against clients from elsewhere: MHD's accept policy callback checks the
  * allowlist before MHD reads anything from the connection.
  */
-#include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -32,6 +31,7 @@
 #include "spop/agent.h"
 #include "util/log.h"
 #include "admin/metrics.h"
+#include "util/acceptor.h"
 #include "util/clock.h"
 #include "util/container_of.h"
 #include "util/listen_socket.h"
@@ -386,13 +386,8 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	if (!l || (!l->any && l->n == 0) || cidr_list_allows(l, addr))
 		return MHD_YES;
 	h->not_allowed++;
-	char who[INET6_ADDRSTRLEN] = "?";
-	if (addr->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)addr)->sin_addr, who,
-			  sizeof(who));
-	else if (addr->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr,
-			  who, sizeof(who));
+	char who[64];
+	acceptor_peer_text(addr, false, who, sizeof(who));
 	/* Rate-limited per call site (util/log.h). */
 	log_warning("admin %s: connection from %s refused: not in admin_allow (or allow)", h->name,
 		    who);

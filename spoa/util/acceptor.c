@@ -25,26 +25,27 @@
 #include "util/fd_limit.h"
 #include "util/log.h"
 
-void acceptor_peer_text(const struct sockaddr_storage *ss, bool with_port, char *out, size_t len)
+void acceptor_peer_text(const struct sockaddr *sa, bool with_port, char *out, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+	unsigned port;
+	bool v6 = sa->sa_family == AF_INET6;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)sa;
 		inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
-		if (with_port)
-			snprintf(out, len, "%s:%u", ip, ntohs(sin->sin_port));
-		else
-			snprintf(out, len, "%s", ip);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+		port = ntohs(sin->sin_port);
+	} else if (v6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)(const void *)sa;
 		inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof(ip));
-		if (with_port)
-			snprintf(out, len, "[%s]:%u", ip, ntohs(sin6->sin6_port));
-		else
-			snprintf(out, len, "%s", ip);
+		port = ntohs(sin6->sin6_port);
 	} else {
 		snprintf(out, len, "unix");
+		return;
 	}
+	if (!with_port)
+		snprintf(out, len, "%s", ip);
+	else
+		snprintf(out, len, v6 ? "[%s]:%u" : "%s:%u", ip, port);
 }
 
 static bool peer_allowed(const struct acceptor *acc, const struct sockaddr_storage *ss)
@@ -109,7 +110,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		if (!acc->is_unix && !peer_allowed(acc, &ss)) {
 			char who[64];
-			acceptor_peer_text(&ss, ops->log_peer_port, who, sizeof(who));
+			acceptor_peer_text((struct sockaddr *)&ss, ops->log_peer_port, who, sizeof(who));
 			close(fd);
 			(*acc->not_allowed)++;
 			/* Rate-limited per call site (util/log.h): a flood of
@@ -119,7 +120,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			continue;
 		}
 		char peer[64];
-		acceptor_peer_text(&ss, true, peer, sizeof(peer));
+		acceptor_peer_text((struct sockaddr *)&ss, true, peer, sizeof(peer));
 		ops->accepted(acc, fd, peer);
 	}
 }

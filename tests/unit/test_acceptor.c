@@ -406,9 +406,9 @@ static void test_peer_text(void **state)
 	sin->sin_port = htons(4242);
 	inet_pton(AF_INET, "10.1.2.3", &sin->sin_addr);
 	char out[64];
-	acceptor_peer_text(&ss, true, out, sizeof(out));
+	acceptor_peer_text((struct sockaddr *)&ss, true, out, sizeof(out));
 	assert_string_equal(out, "10.1.2.3:4242");
-	acceptor_peer_text(&ss, false, out, sizeof(out));
+	acceptor_peer_text((struct sockaddr *)&ss, false, out, sizeof(out));
 	assert_string_equal(out, "10.1.2.3");
 
 	memset(&ss, 0, sizeof(ss));
@@ -416,14 +416,14 @@ static void test_peer_text(void **state)
 	sin6->sin6_family = AF_INET6;
 	sin6->sin6_port = htons(80);
 	inet_pton(AF_INET6, "::1", &sin6->sin6_addr);
-	acceptor_peer_text(&ss, true, out, sizeof(out));
+	acceptor_peer_text((struct sockaddr *)&ss, true, out, sizeof(out));
 	assert_string_equal(out, "[::1]:80");
-	acceptor_peer_text(&ss, false, out, sizeof(out));
+	acceptor_peer_text((struct sockaddr *)&ss, false, out, sizeof(out));
 	assert_string_equal(out, "::1");
 
 	memset(&ss, 0, sizeof(ss));
 	ss.ss_family = AF_UNIX;
-	acceptor_peer_text(&ss, true, out, sizeof(out));
+	acceptor_peer_text((struct sockaddr *)&ss, true, out, sizeof(out));
 	assert_string_equal(out, "unix");
 }
 
