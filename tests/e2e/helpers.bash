@@ -2,6 +2,8 @@
 # all on loopback, every process started here stopped here by its PID.
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+# shellcheck source=../lib/agent_timeouts.sh
+. "$REPO/tests/lib/agent_timeouts.sh"
 SPOA_BIN=${SPOA_BIN:-$REPO/build/spoa-breaker}
 # HAPROXY_BIN may name another HAProxy (3.0, 3.2: see tests/haproxy-versions.sh).
 HAPROXY_BIN=${HAPROXY_BIN:-haproxy}
@@ -174,17 +176,16 @@ header_of() { # PATH NAME
 		awk -v h="$(echo "$2" | tr 'A-Z' 'a-z')" -F': ' 'tolower($1)==h {print $2}'
 }
 
-# header_of, the request sent again (10 times at most) while the agent's
-# answer came after SPOE's `timeout processing` (x-breaker-agent-error: 1):
-# on a loaded machine a request may go on without it, as HAProxy means it
-# to. Any other answer, a wrong one included, ends the loop.
+# The response headers of GET PATH through HAProxy.
+response_headers() { # PATH
+	curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r'
+}
+
+# header_of, the request sent again while the agent answered it late
+# (past_agent_timeouts, tests/lib/agent_timeouts.sh).
 header_past_timeouts() { # PATH NAME
-	local h
-	for _ in $(seq 10); do
-		h=$(curl -s -o /dev/null -D - "http://127.0.0.1:$FE_PORT$1" | tr -d '\r')
-		grep -qix 'x-breaker-agent-error: 1' <<<"$h" || break
-	done
-	awk -v h="$(echo "$2" | tr 'A-Z' 'a-z')" -F': ' 'tolower($1)==h {print $2}' <<<"$h"
+	past_agent_timeouts response_headers "$1" |
+		awk -v h="$(echo "$2" | tr 'A-Z' 'a-z')" -F': ' 'tolower($1)==h {print $2}'
 }
 
 # The agent's verdict on one request: "state outcome failures transition".

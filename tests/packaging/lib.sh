@@ -8,6 +8,8 @@
 # shellcheck disable=SC2034 # used by the suites that source this
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
+# past_agent_timeouts: a request sent again while the agent answered it late.
+. "$REPO/tests/lib/agent_timeouts.sh"
 checks=0
 failures=0
 
@@ -47,22 +49,6 @@ wait_server_up() { # SOCKET BACKEND SERVER
 		sleep 0.1
 	done
 	return 1
-}
-
-# past_agent_timeouts COMMAND...: runs COMMAND, which prints a response's
-# headers, until the response is not one the agent timed out on, 10 times
-# at most, and prints the last headers. The shipped SPOE file gives the
-# agent 100 ms (`timeout processing`) and 500 ms for the HELLO of a new
-# connection; on a loaded machine a request may go on without the agent's
-# answer, marked x-breaker-agent-error: 1 (SPOE's "timeout"), as HAProxy
-# means it to. Any other answer, a wrong one included, ends the loop.
-past_agent_timeouts() {
-	local h
-	for _ in $(seq 10); do
-		h=$("$@")
-		grep -qx 'x-breaker-agent-error: 1' <<<"$h" || break
-	done
-	printf '%s\n' "$h"
 }
 
 # The suite's exit status: 1 if any check failed.

@@ -20,16 +20,10 @@
 #include "spop/conn.h"
 #include "spop/dispatch.h"
 #include "spop/spop.h"
+#include "haproxy_hello.h"
 
 #define MAX_FRAME 1024u
 
-/* HAPROXY-HELLO of HAProxy 2.6 opening a data connection (test_spop_hello.c). */
-static const char haproxy_hello[] =
-	"\x00\x00\x00\x81" "\x01" "\x00\x00\x00\x01" "\x00" "\x00"
-	"\x12" "supported-versions" "\x08\x03" "2.0"
-	"\x0e" "max-frame-size" "\x03\xfc\xf0\x06"
-	"\x0c" "capabilities" "\x08\x10" "pipelining,async"
-	"\x09" "engine-id" "\x08\x24" "0135bc6d-7614-4f55-96b4-72bbe48ed1f4";
 
 /* What the handler answers every message with: the ticket its ACK waits for. */
 static uint64_t ticket_answered;

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "spop/spop.h"
+#include "haproxy_hello.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -24,13 +25,7 @@
 
 /* ---- frames captured from HAProxy 2.6.12 (nbthread 2, tune.bufsize 16384) ---- */
 
-/* HAPROXY-HELLO opening a data connection. */
-static const char haproxy_hello[] =
-	"\x00\x00\x00\x81" "\x01" "\x00\x00\x00\x01" "\x00" "\x00"
-	"\x12" "supported-versions" "\x08\x03" "2.0"
-	"\x0e" "max-frame-size" "\x03\xfc\xf0\x06"
-	"\x0c" "capabilities" "\x08\x10" "pipelining,async"
-	"\x09" "engine-id" "\x08\x24" "0135bc6d-7614-4f55-96b4-72bbe48ed1f4";
+/* HAPROXY-HELLO opening a data connection: haproxy_hello.h. */
 
 /* HAPROXY-HELLO of `option spop-check`: empty capabilities, healthcheck
  * true, no engine-id. */
