@@ -11,16 +11,21 @@
  * worker again, on time, not on the next request.
  *
  * Every record (a response over SPOP, HAProxy's counters, a cool-down) is
- * published once, with its cause, to a list of subscribers, called in the
+ * published once, with its cause, to a list of listeners, called in the
  * order they subscribed, synchronously, on the loop: the publisher gets
- * control back once every subscriber has run. The fan-out (publish.c) is
- * pure, the table's timer (bus.c) is not. The running agent starts
+ * control back once every listener has run. The fan-out (publish.c) is
+ * pure, the table's timer (bus.c) is not. The running agent subscribes
  * them in this order (start() in daemon/daemon.c): the transition log,
- * the metrics counters, the timer, the operator's hand, the HAProxy link,
- * the state snapshot. A reload that replaces the link puts the new one in
- * the old one's place (breakers_replace), so the order holds for the
- * agent's whole life: the snapshot hears of a record after the link
- * acted on it, before a reload as after.
+ * the metrics counters, the timer, the operator's hand, the state
+ * snapshot. A part a reload rebuilds takes its predecessor's place
+ * (breakers_replace), so the order holds for the agent's whole life.
+ *
+ * The HAProxy link, which acts on the record, is not a listener of
+ * records: it comes after all of them, called by name by whoever
+ * records (enforcer_publish(), link/enforcer.h: the listeners, then the
+ * link), so that a reader follows a response to its drain without a
+ * pointer. It subscribes only to the table's growth (reserve, created),
+ * to keep its per-server arrays the table's size.
  */
 #ifndef SPOA_BREAKERS_BUS_H
 #define SPOA_BREAKERS_BUS_H
@@ -76,41 +81,14 @@ struct breaker_cause {
 	uint64_t now_ms; /* when it was recorded: subscribers read no clock of their own */
 };
 
-/* What the subscriber that acts on HAProxy's servers (the HAProxy link)
- * decided for a breaker at a record, handed back to its publisher: the
- * breaker-observe answer says so (ejection_capped, spop/observe.h). */
-enum observe_drain {
-	OBSERVE_DRAIN_NOT_HELD, /* drained, or no drain wanted, or no link at all */
-	OBSERVE_DRAIN_CAPPED,   /* open or half-open, kept in full rotation by the backend's ejection cap */
-};
-
-/* The HAProxy link's whole answer to one record, returned up the call
- * chain to whoever published it: breaker-observe puts both in its reply
- * (spop/observe.h), and the SPOP connection holds the ACK with the
- * ticket (spop/conn.c). Opaque to the bus, which only hands it on. */
-struct drain_answer {
-	enum observe_drain drain;
-	/* 0: the answer to the record's response may go at once. Else the
-	 * response made its server watched, and its ACK waits until the
-	 * HAProxy link settles this ticket (the `add map` landed or failed,
-	 * link/ack_hold.h). Tickets settle in order: a later one covers an
-	 * earlier one. */
-	uint64_t ack_ticket;
-};
-
 /* One listener of breaker events. Each function may be NULL. `recorded`
  * runs after every record, also when nothing changed (ev->from == ev->to);
  * it may act on its entry but must not call breaker_table_get() (a
- * publication may come from inside a walk of the table). `drains` runs
- * in its place for the one subscriber that acts on HAProxy's servers
- * (the HAProxy link): the same, and it returns what it decided. */
+ * publication may come from inside a walk of the table). */
 struct breaker_subscriber {
 	const char *name;
 	void (*recorded)(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 			 const struct breaker_cause *cause);
-	struct drain_answer (*drains)(void *ctx, struct breaker_table_entry *e,
-				      const struct breaker_event *ev,
-				      const struct breaker_cause *cause);
 	/* Room for entry indexes below `allocated`, before the table grows;
 	 * false refuses the growth. */
 	bool (*reserve)(void *ctx, uint32_t allocated);
@@ -128,6 +106,13 @@ struct breakers {
 	uint64_t armed_ms; /* the deadline the timer is set for, or BREAKER_NO_DEADLINE */
 	struct breaker_subscriber subscribers[BREAKERS_MAX_SUBSCRIBERS];
 	unsigned nb_subscribers;
+	/* Who publishes what the timer records (a cool-down elapsed, a rest
+	 * over): the running agent's route (daemon/observe_route.c), which
+	 * tells the listeners and then the HAProxy link; NULL, the listeners
+	 * only (breakers_publish()). */
+	void (*publish_tick)(void *ctx, struct breaker_table_entry *e,
+			     const struct breaker_event *ev, const struct breaker_cause *cause);
+	void *publish_tick_ctx;
 };
 
 /* A table of max_entries breakers following *policies (moved into the
@@ -147,20 +132,9 @@ void breakers_unsubscribe(struct breakers *b, void *ctx);
  * does. False when the list is full. */
 bool breakers_replace(struct breakers *b, void *old_ctx, const struct breaker_subscriber *s);
 
-/* Tells every subscriber about one record; returns what the HAProxy
- * link decided for the breaker (OBSERVE_DRAIN_NOT_HELD and no ticket
- * without one). */
-struct drain_answer breakers_publish(struct breakers *b, struct breaker_table_entry *e,
-				     const struct breaker_event *ev,
-				     const struct breaker_cause *cause);
-
-/* Publishes a worker's response that the breaker-observe handler recorded
- * (cause BREAKER_CAUSE_RESPONSE), for spop/observe.c: the fan-out is pure
- * (publish.c), so the pure handler calls it by name. */
-struct drain_answer breakers_publish_response(struct breakers *b, struct breaker_table_entry *e,
-					      const struct breaker_event *ev,
-					      enum breaker_outcome outcome, int status,
-					      uint64_t now_ms);
+/* Tells every subscriber about one record, in their order. */
+void breakers_publish(struct breakers *b, struct breaker_table_entry *e,
+		      const struct breaker_event *ev, const struct breaker_cause *cause);
 
 /* Arms the timer for one breaker's deadline, if earlier than the one it
  * is set for: after its hold was set outside a record. */

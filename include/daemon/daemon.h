@@ -31,8 +31,8 @@ struct daemon {
 	daemon_load_fn load;
 	void *load_ctx;
 	struct breakers breakers;
-	/* The breaker-observe handler's context: what an answer sets, its
-	 * counters; it publishes to the breakers. */
+	/* The breaker-observe message's context: what an answer sets, its
+	 * counters (observe_route.c routes the message). */
 	struct observe_ctx observe;
 	struct enforcer *enforcer;
 	struct state_store *state;
@@ -57,6 +57,16 @@ struct daemon {
 /* Runs the agent on *c (moved in: the daemon frees it) until TERM or INT.
  * Returns the exit status. */
 int daemon_run(struct config *c, const char *config_path, daemon_load_fn load, void *load_ctx);
+
+/* The route of every breaker record (observe_route.c), by name: the bus's
+ * listeners, then the HAProxy link of the moment (d->enforcer).
+ * daemon_route_records(): the breaker-observe message handled on that
+ * route (the dispatch initialised with it), and the breakers' timer
+ * publishing on it; false when the handler could not be registered.
+ * daemon_publish(): one record published on it (the operator's hand). */
+bool daemon_route_records(struct daemon *d);
+void daemon_publish(struct daemon *d, struct breaker_table_entry *e,
+		    const struct breaker_event *ev, const struct breaker_cause *cause);
 
 /* SIGHUP's work (reload.c): read the configuration again and apply it
  * whole, or keep the running one whole. */

@@ -168,7 +168,7 @@ struct enforcer {
 	struct enforce_stats stats;
 	/* Steady-state mode: the ACK of a response that made its server
 	 * watched waits for the `add map` (ack_hold.h); its ticket goes back
-	 * with the link's answer (subscriber.c). released: told when points
+	 * with the link's answer (on_record.c). released: told when points
 	 * land. */
 	struct ack_hold ack_hold;
 	enforcer_release_fn ack_released;

@@ -5,11 +5,12 @@
  * from enforce_plan() (enforce_plan.h); the faults SPOE never sees from
  * faults.h.
  *
- * The link subscribes to the breakers (breakers/bus.h): a transition
- * converges its server at once, from what the last look said (one Runtime
- * API line in the next loop iteration); the look every poll_interval
- * corrects anything stale, restores what an HAProxy reload forgot, and
- * feeds the breakers HAProxy's fault counters.
+ * The link hears every breaker record, after the bus's listeners
+ * (enforcer_publish()): a transition converges its server at once, from
+ * what the last look said (one Runtime API line in the next loop
+ * iteration); the look every poll_interval corrects anything stale,
+ * restores what an HAProxy reload forgot, and feeds the breakers
+ * HAProxy's fault counters.
  */
 #ifndef SPOA_ENFORCER_H
 #define SPOA_ENFORCER_H
@@ -20,6 +21,7 @@
 #include "link/ejection.h"
 #include "link/enforce_plan.h"
 #include "link/link_settings.h"
+#include "spop/observe.h"
 #include "util/cidr.h"
 
 struct enforce_stats {
@@ -48,15 +50,16 @@ struct runtime_api_client;
 
 /*
  * Sets up c's enforcement over the breakers (borrowed; the enforcer
- * subscribes to them and unsubscribes in enforcer_free()). Opens the
+ * subscribes to the table's growth and unsubscribes in enforcer_free()).
+ * Opens the
  * agent-check listener if that is the mode; Runtime API sockets connect on
  * first use. `previous` (may be NULL) is the enforcer this one replaces on
  * a reload: what it remembers of each HAProxy whose socket both name (what
  * the agent drained or limited, the counters' baselines) is taken over, so
  * a reload never strands a drain, and so is its place among the breakers'
- * subscribers (previous hears of no record after this returns, and is
- * the caller's to free). NULL with err set on failure (previous is then
- * untouched).
+ * subscribers. previous is then the caller's to free, and must hear of no
+ * record (enforcer_publish()) in between: what it kept is this one's now.
+ * NULL with err set on failure (previous is then untouched).
  */
 struct enforcer *enforcer_new(struct ev_loop *loop, const struct link_settings *c,
 			      struct breakers *breakers, struct enforcer *previous, char *err,
@@ -64,9 +67,25 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct link_settings *
 void enforcer_free(struct enforcer *e);
 
 /*
+ * The one way a breaker record reaches the HAProxy link: every listener
+ * of the breakers hears it first (breakers_publish()), then the link acts
+ * on it (a transition converges its server at once) and says what it
+ * decided: whether the ejection cap holds the breaker in rotation, and
+ * the ticket the response's ACK waits for (struct drain_answer,
+ * spop/observe.h). Called by name by whoever records: the breaker-observe
+ * route and the breakers' timer (daemon/observe_route.c), the operator's
+ * hand (daemon/control_exec.c), the link's own looks (signals.c, peers_read.c,
+ * endpoint_follow.c). With e NULL, the listeners only.
+ */
+struct drain_answer enforcer_publish(struct enforcer *e, struct breakers *breakers,
+				     struct breaker_table_entry *entry,
+				     const struct breaker_event *ev,
+				     const struct breaker_cause *cause);
+
+/*
  * Steady-state mode's ACK hold (ack_hold.h), for the SPOP agent. The
  * ticket an ACK waits for comes back with the link's answer to the
- * response (struct drain_answer, breakers/bus.h); a ticket has passed
+ * response (struct drain_answer, spop/observe.h); a ticket has passed
  * once it is at most the settled one (every command queued before it,
  * on each HAProxy keeping a watched map, was answered or failed).
  * enforcer_ack_settled(): the settled ticket now. fn is called with it

@@ -22,10 +22,11 @@
  * the breaker on the spot; under enforce none plans are logged, never
  * sent.
  *
- * The files, one concern each: lifecycle.c, subscriber.c, commands.c,
+ * The files, one concern each: lifecycle.c, on_record.c, commands.c,
  * looks.c, signals.c, endpoint_follow.c, wiring_report.c, ejection_cap.c,
- * converge.c, records.c (the life of the records HAProxy keeps for the
- * agent, haproxy_record.h), peers.c, capacity_watch.c, stall_release.c. Their state is in enforcer-t.h.
+ * converge.c, sweep.c, records.c (the life of the records HAProxy keeps
+ * for the agent, haproxy_record.h), peers.c, peers_read.c,
+ * capacity_watch.c, stall_release.c. Their state is in enforcer-t.h.
  */
 #ifndef SPOA_LINK_INTERNAL_H
 #define SPOA_LINK_INTERNAL_H
@@ -39,7 +40,7 @@
 #include "util/log.h"
 
 /* A link's reconcile_next, or the enforcer's end_round_next, when no
- * sweep of theirs is under way (converge.c). */
+ * sweep of theirs is under way (sweep.c). */
 #define SWEEP_NONE UINT32_MAX
 
 /* commands.c: a command queued on the link's command connection, counted
@@ -109,6 +110,7 @@ uint32_t link_cap_waiting(struct haproxy_link *link, uint64_t be_id, uint32_t *w
 void link_converge_entry(struct haproxy_link *link, struct breaker_table_entry *entry);
 /* looks.c: told by the looks' Runtime API client when an exchange begins. */
 void link_on_look_exchange(void *ctx);
+/* sweep.c: what follows a look, every server converged, a round ended. */
 void enforcer_look_finished(struct enforcer *e);
 void enforcer_sweep(struct enforcer *e);
 void enforcer_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
@@ -141,7 +143,7 @@ void link_on_map_list(void *ctx, enum runtime_api_result result, const char *rep
 bool link_records_look(struct haproxy_link *link, enum haproxy_record_kind kind,
 		       const runtime_api_reply_fn read_cb[HAPROXY_RECORDS]);
 /* looks.c: who reads each record's reply to the look, the maps records.c,
- * the verdict table peers.c. */
+ * the verdict table peers_read.c. */
 extern const runtime_api_reply_fn link_record_readers[HAPROXY_RECORDS];
 /* A record's reply to the look was read (parsed) or is an error: read
  * and known, or said missing. Returns parsed. */
@@ -187,18 +189,19 @@ void link_record_forget_owner(struct haproxy_link *link, struct breaker_table_en
 void link_record_forget_watched(struct haproxy_link *link, struct breaker_table_entry *entry,
 				struct enforce_entry *en);
 
-/* peers.c */
+/* peers.c: this node's verdicts written (again: a look's reassertion). */
 void enforcer_publish_verdicts(struct enforcer *e, struct breaker_table_entry *entry,
 			       uint64_t now_ms);
+void link_publish_verdict(struct haproxy_link *link, struct breaker_table_entry *entry,
+			  struct enforce_entry *en, uint64_t now_ms, bool again);
+/* peers_read.c: the other nodes' read back at a look. */
 void link_on_verdict_table(void *ctx, enum runtime_api_result result, const char *reply,
 			   size_t len);
 void link_record_forget_verdict(struct haproxy_link *link, struct breaker_table_entry *entry,
 				struct enforce_entry *en);
 
-/* subscriber.c: the breaker_subscriber callbacks (breakers/bus.h). */
-struct drain_answer enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
-					 const struct breaker_event *ev,
-					 const struct breaker_cause *cause);
+/* on_record.c: the table's growth, as a breaker_subscriber
+ * (breakers/bus.h); a record is enforcer_publish()'s (enforcer.h). */
 bool enforcer_on_reserve(void *ctx, uint32_t allocated);
 void enforcer_on_created(void *ctx, uint32_t index);
 

@@ -48,15 +48,31 @@ enum observe_var {
 };
 #define OBSERVE_VARS_ALL 0x7fu
 
+/* What the HAProxy link decided for a breaker at a record, handed back
+ * to whoever recorded it: the breaker-observe answer says so
+ * (ejection_capped). */
+enum observe_drain {
+	OBSERVE_DRAIN_NOT_HELD, /* drained, or no drain wanted, or no link at all */
+	OBSERVE_DRAIN_CAPPED,   /* open or half-open, kept in full rotation by the backend's ejection cap */
+};
+
+/* The HAProxy link's whole answer to one record (link/enforcer.h,
+ * enforcer_publish()), returned up the call chain to whoever recorded it:
+ * observe_answer() puts both in its reply, and the SPOP connection holds
+ * the ACK with the ticket (spop/conn.c). */
+struct drain_answer {
+	enum observe_drain drain;
+	/* 0: the answer to the record's response may go at once. Else the
+	 * response made its server watched, and its ACK waits until the
+	 * HAProxy link settles this ticket (the `add map` landed or failed,
+	 * link/ack_hold.h). Tickets settle in order: a later one covers an
+	 * earlier one. */
+	uint64_t ack_ticket;
+};
+
 /* What the handler needs from its surroundings, all borrowed. */
 struct observe_ctx {
 	struct breaker_table *table;
-	/* Where each recorded observation is published (NULL: recorded,
-	 * published to nobody): breakers_publish_response() returns what the
-	 * HAProxy link decided for the breaker (struct drain_answer,
-	 * breakers/bus.h): the drain goes into the answer's variables, the
-	 * ACK's ticket into the reply (dispatch_reply.ack_ticket). */
-	struct breakers *breakers;
 	unsigned ack_vars; /* enum observe_var bits: what an answer sets */
 	uint64_t refused; /* observations answered with `error` */
 	/* Messages of an HAProxy in steady-state mode (`mode=str(steady)`):
@@ -74,7 +90,31 @@ struct observe_ctx {
 	bool words_confirm_words;
 };
 
-/* The dispatch handler; ctx is a struct observe_ctx. */
-void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_reply *reply);
+/* One message, recorded by its server's breaker: the record to publish
+ * (the cause: a response, with its outcome, status and time). */
+struct observe_record {
+	struct breaker_table_entry *entry;
+	struct breaker_event ev;
+	struct breaker_cause cause;
+};
+
+/*
+ * The handler is two halves, so that whoever registers it (the daemon,
+ * daemon/observe_route.c) calls the HAProxy link between them by name:
+ *
+ * observe_record() validates the message, finds its server's breaker,
+ * classifies the status under its policy and records it (the worker's
+ * Retry-After beside it). False when the message cannot be used: the
+ * reply then says why in `error`, and no breaker changed.
+ *
+ * observe_answer() then puts in the reply the variables HAProxy's
+ * configuration reads (ack_vars), with what the link decided: the
+ * ejection cap's hold in `ejection_capped`, the ACK's ticket in
+ * reply->ack_ticket (a later ticket covers an earlier one).
+ */
+bool observe_record(struct observe_ctx *o, const struct spop_message *msg,
+		    struct dispatch_reply *reply, struct observe_record *rec);
+void observe_answer(const struct observe_ctx *o, struct dispatch_reply *reply,
+		    const struct observe_record *rec, struct drain_answer link);
 
 #endif /* SPOA_OBSERVE_H */

@@ -80,7 +80,11 @@ static void on_tick_event(struct breaker_table_entry *e, const struct breaker_ev
 		cause = (struct breaker_cause){.kind = ev->hold_ended ? BREAKER_CAUSE_OPERATOR
 								      : BREAKER_CAUSE_REST_OVER,
 					       .uid = -1, .now_ms = clock_now_ms()};
-	breakers_publish(ctx, e, ev, &cause);
+	struct breakers *b = ctx;
+	if (b->publish_tick)
+		b->publish_tick(b->publish_tick_ctx, e, ev, &cause);
+	else
+		breakers_publish(b, e, ev, &cause);
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)

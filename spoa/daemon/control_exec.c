@@ -2,8 +2,8 @@
  * control_exec.c - what the control socket's commands do (control_parse.h
  * reads them, control.c carries them): the operator's word
  * (core/operator_hand.h) recorded, written to disk, applied to the
- * breakers and published, so that the HAProxy link converges at once and
- * every subscriber hears it. Each change is logged with who asked.
+ * breakers and published, so that every listener hears it and the HAProxy
+ * link converges at once. Each change is logged with who asked.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -25,14 +25,14 @@ static int64_t wall_now_ms(void)
 
 /* ---- applying the record ---- */
 
-/* Tells every subscriber (the HAProxy link first of all) of the change. */
+/* Tells every listener, then the HAProxy link, of the change. */
 static void publish_entry(struct daemon *d, struct breaker_table_entry *e, long uid,
 			  enum breaker_state from)
 {
 	struct breaker_event ev = {.from = from, .to = e->breaker.state};
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_OPERATOR, .uid = uid,
 				      .now_ms = clock_now_ms()};
-	breakers_publish(&d->breakers, e, &ev, &cause);
+	daemon_publish(d, e, &ev, &cause);
 }
 
 /* Brings one breaker in line with the record; publishes when what HAProxy

@@ -176,12 +176,13 @@ static bool start(struct daemon *d)
 	daemon_control_apply(d);
 	d->observe = (struct observe_ctx){
 		.table = &d->breakers.table,
-		.breakers = &d->breakers,
 		.ack_vars = c->ack_variables,
 		.words_confirm_words = c->link.enforce != ENFORCE_RUNTIME_API,
 	};
-	dispatch_init(&d->dispatch);
-	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->observe);
+	if (!daemon_route_records(d)) {
+		log_error("the breaker-observe handler could not be registered");
+		return false;
+	}
 	/* What runs may differ from what was configured (the descriptor limit);
 	 * d->config keeps the configured value, so a reload compares like
 	 * with like. */

@@ -64,5 +64,5 @@ void link_follow_endpoint(struct haproxy_link *link, struct breaker_table_entry 
 				      .endpoint = slot->breaker_at.text,
 				      .recalled = recalled,
 				      .now_ms = now};
-	breakers_publish(e->breakers, entry, &ev, &cause);
+	enforcer_publish(e, e->breakers, entry, &ev, &cause);
 }

@@ -168,15 +168,15 @@ struct enforcer *enforcer_new(struct ev_loop *loop, const struct link_settings *
 		}
 		e->agent_check_open = true;
 	}
+	/* The table's growth only: a record reaches the link by name
+	 * (enforcer_publish()), after every listener. */
 	struct breaker_subscriber s = {.name = "HAProxy link",
-				       .drains = enforcer_on_recorded,
 				       .reserve = enforcer_on_reserve,
 				       .created = enforcer_on_created,
 				       .ctx = e};
 	/* A link a reload makes takes its predecessor's turn, which
-	 * enforcer_free() then finds gone: the subscribers after the link
-	 * (the state snapshot) keep hearing of a record after it acted. The
-	 * first link, with none, comes last. */
+	 * enforcer_free() then finds gone. The first link, with none, comes
+	 * last. */
 	if (!breakers_replace(breakers, previous, &s)) {
 		errmsg_set(err, err_size, "too many breaker subscribers");
 		enforcer_free(e);

@@ -89,7 +89,7 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 	if (d.total || held_failures) {
 		struct breaker_event ev = breaker_record_poll(&entry->breaker, d.aborted_bodies,
 							      d.failures + held_failures, now);
-		breakers_publish(e->breakers, entry, &ev, &cause);
+		enforcer_publish(e, e->breakers, entry, &ev, &cause);
 	}
 	/*
 	 * A worker's capacity status that HAProxy retried elsewhere never
@@ -106,7 +106,7 @@ void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *e
 		struct breaker_event ev =
 			breaker_table_record_capacity_retries(e->table, entry, count, now);
 		cause.kind = BREAKER_CAUSE_CAPACITY_RETRY;
-		breakers_publish(e->breakers, entry, &ev, &cause);
+		enforcer_publish(e, e->breakers, entry, &ev, &cause);
 	}
 	/* For the stalled rule's row (link_look_in_flight, next): a capacity
 	 * status is an answer, and its neighbours' too. */
@@ -137,7 +137,7 @@ static void judge_rest_word(struct haproxy_link *link, struct breaker_table_entr
 		struct breaker_event ev = {.from = b->state, .to = b->state};
 		ev.rest = breaker_rest_answered(b);
 		struct breaker_cause cause = {.kind = BREAKER_CAUSE_REST_WORD, .now_ms = clock_now_ms()};
-		breakers_publish(link->owner->breakers, entry, &ev, &cause);
+		enforcer_publish(link->owner, link->owner->breakers, entry, &ev, &cause);
 		return;
 	}
 	if (!breaker_rest_word_kept(b) || (!answered && in_flight > 0))
@@ -148,7 +148,7 @@ static void judge_rest_word(struct haproxy_link *link, struct breaker_table_entr
 	if (ev.rest != BREAKER_REST_STARTED)
 		return;
 	struct breaker_cause cause = {.kind = BREAKER_CAUSE_REST_WORD, .now_ms = now};
-	breakers_publish(link->owner->breakers, entry, &ev, &cause);
+	enforcer_publish(link->owner, link->owner->breakers, entry, &ev, &cause);
 }
 
 /*
@@ -243,7 +243,7 @@ static void stall_judge_group(struct haproxy_link *link, bool complete)
 						      .in_flight = en->seen.sessions,
 						      .stall = &en->stalled.watch,
 						      .now_ms = clock_now_ms()};
-			breakers_publish(e->breakers, entry, &ev, &cause);
+			enforcer_publish(e, e->breakers, entry, &ev, &cause);
 		}
 	}
 	link->stall_group.nb = 0;

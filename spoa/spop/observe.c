@@ -3,8 +3,9 @@
  *
  * Turns one message into one breaker sample: validate the arguments, find
  * the server's breaker, classify the status under its policy, record the
- * outcome, and answer with the variables HAProxy's configuration uses (the
- * agent's ack_variables: those it listed, `error` always).
+ * outcome (observe_record); then, once the HAProxy link has acted on it,
+ * answer with the variables HAProxy's configuration uses (observe_answer:
+ * the agent's ack_variables, those it listed, `error` always).
  */
 #include <string.h>
 
@@ -128,9 +129,9 @@ static void refuse(struct observe_ctx *o, struct dispatch_reply *reply, const ch
 	dispatch_set_string(reply, "error", why);
 }
 
-void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_reply *reply)
+bool observe_record(struct observe_ctx *o, const struct spop_message *msg,
+		    struct dispatch_reply *reply, struct observe_record *rec)
 {
-	struct observe_ctx *o = ctx;
 	const char *why = NULL;
 	int64_t status;
 
@@ -146,18 +147,18 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	const struct spop_slice *srv = be ? name_arg(args.srv, "srv", &why) : NULL;
 	if (!srv) {
 		refuse(o, reply, why);
-		return;
+		return false;
 	}
 
 	const struct spop_data *status_arg = args.status;
 	if (!status_arg) {
 		refuse(o, reply, "missing argument: status");
-		return;
+		return false;
 	}
 	/* A NULL is what HAProxy sends when the sample does not exist. */
 	if (!spop_data_to_int64(status_arg, &status) || status < 100 || status > 599) {
 		refuse(o, reply, "argument status is not an HTTP status");
-		return;
+		return false;
 	}
 
 	/* HAProxy sends for a backend the configuration leaves out: said in
@@ -165,7 +166,7 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	if (!breaker_policies_guard(&o->table->policies, (const char *)be->ptr, be->len,
 				    (const char *)srv->ptr, srv->len)) {
 		refuse(o, reply, "backend not guarded (guarded = false)");
-		return;
+		return false;
 	}
 
 	uint64_t now = reply->now_ms;
@@ -176,25 +177,31 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	if (!entry) {
 		refuse(o, reply, found == BREAKER_TABLE_FULL ? "breaker table full"
 							    : "invalid backend or server name");
-		return;
+		return false;
 	}
 
 	struct breaker *b = &entry->breaker;
 	enum breaker_outcome outcome = breaker_outcome(b->policy, (int)status);
-	struct breaker_event ev = breaker_table_record_response(o->table, entry, outcome, now);
+	rec->entry = entry;
+	rec->ev = breaker_table_record_response(o->table, entry, outcome, now);
 	/* The worker's word on when to come back, beside the breaker's
 	 * judgement: published with it, so the link drains a resting
 	 * server in the same step as an opening one. */
-	ev.rest = note_retry_after(o, b, args.retry_after, outcome, now);
+	rec->ev.rest = note_retry_after(o, b, args.retry_after, outcome, now);
+	rec->cause = (struct breaker_cause){.kind = BREAKER_CAUSE_RESPONSE,
+					    .outcome = outcome,
+					    .status = (int)status,
+					    .now_ms = now};
+	return true;
+}
 
-	/* Published before answering: the HAProxy link decides at once
-	 * whether an opening drains its server or the backend's ejection cap
-	 * holds it back, hands that back, and this answer says which. With
-	 * it comes the ticket the ACK waits for, if any (ack_hold.h): the
-	 * reply carries it back to the connection. */
-	struct drain_answer link = {.drain = OBSERVE_DRAIN_NOT_HELD, .ack_ticket = 0};
-	if (o->breakers)
-		link = breakers_publish_response(o->breakers, entry, &ev, outcome, (int)status, now);
+void observe_answer(const struct observe_ctx *o, struct dispatch_reply *reply,
+		    const struct observe_record *rec, struct drain_answer link)
+{
+	const struct breaker *b = &rec->entry->breaker;
+	int64_t status = rec->cause.status;
+	uint64_t now = rec->cause.now_ms;
+
 	if (link.ack_ticket > reply->ack_ticket)
 		reply->ack_ticket = link.ack_ticket; /* a later ticket covers an earlier one */
 
@@ -206,13 +213,13 @@ void observe_handle(void *ctx, const struct spop_message *msg, struct dispatch_r
 	if (vars & OBSERVE_VAR_UPSTREAM_STATUS)
 		dispatch_set_int(reply, "upstream_status", status);
 	if (vars & OBSERVE_VAR_OUTCOME)
-		dispatch_set_string(reply, "outcome", breaker_outcome_name(outcome));
+		dispatch_set_string(reply, "outcome", breaker_outcome_name(rec->cause.outcome));
 	if (vars & OBSERVE_VAR_STATE)
 		dispatch_set_string(reply, "state", breaker_state_name(b->state));
 	if (vars & OBSERVE_VAR_FAILURES)
 		dispatch_set_int(reply, "failures", b->failure_streak);
-	if ((vars & OBSERVE_VAR_TRANSITION) && breaker_event_is_transition(&ev))
-		dispatch_set_string(reply, "transition", breaker_transition_name(&ev));
+	if ((vars & OBSERVE_VAR_TRANSITION) && breaker_event_is_transition(&rec->ev))
+		dispatch_set_string(reply, "transition", breaker_transition_name(&rec->ev));
 	if ((vars & OBSERVE_VAR_EJECTION_CAPPED) && b->state != BREAKER_CLOSED &&
 	    link.drain == OBSERVE_DRAIN_CAPPED)
 		dispatch_set_int(reply, "ejection_capped", 1);

@@ -136,12 +136,13 @@ bool sim_agent_start(struct sim *s, char *err, size_t size)
 	daemon_control_apply(d);
 	d->observe = (struct observe_ctx){
 		.table = &d->breakers.table,
-		.breakers = &d->breakers,
 		.ack_vars = d->config.ack_variables,
 		.words_confirm_words = false, /* Runtime API mode */
 	};
-	dispatch_init(&d->dispatch);
-	dispatch_register(&d->dispatch, OBSERVE_MESSAGE_NAME, observe_handle, &d->observe);
+	if (!daemon_route_records(d)) {
+		snprintf(err, size, "the breaker-observe handler could not be registered");
+		return false;
+	}
 	return true;
 }
 

@@ -1,9 +1,10 @@
 /*
- * test_bus.c - the breakers' bus (breakers/bus.c): a record reaches every
- * subscriber once, in the order they subscribed; the one that drains
- * decides what the publisher hears back; a subscriber that leaves takes
- * no one else's turn with it, and one that replaces another (a reload's
- * new HAProxy link) takes the other's turn.
+ * test_bus.c - the breakers' bus (breakers/bus.c, publish.c): a record
+ * reaches every subscriber once, in the order they subscribed; a
+ * subscriber that leaves takes no one else's turn with it, and one that
+ * replaces another (a part a reload rebuilds) takes the other's turn. What
+ * the timer records goes to the route set above the bus (the running
+ * agent's: the listeners, then the HAProxy link), else to the listeners.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include "breakers/bus.h"
 #include "core/policy.h"
+#include "util/clock.h"
 
 #define T0 5000000
 
@@ -26,12 +28,10 @@ struct trace {
 	size_t n;
 };
 
-/* A subscriber: a letter, the trace it writes to, and what it says when
- * it drains. */
+/* A subscriber: a letter and the trace it writes to. */
 struct listener {
 	char letter;
 	struct trace *trace;
-	struct drain_answer says;
 };
 
 static void heard(struct listener *l)
@@ -50,19 +50,7 @@ static void on_recorded(void *ctx, struct breaker_table_entry *e, const struct b
 	heard(ctx);
 }
 
-static struct drain_answer on_drains(void *ctx, struct breaker_table_entry *e,
-				     const struct breaker_event *ev,
-				     const struct breaker_cause *cause)
-{
-	struct listener *l = ctx;
-	(void)e;
-	(void)ev;
-	(void)cause;
-	heard(l);
-	return l->says;
-}
-
-/* recorded must not run for the subscriber that drains. */
+/* A subscriber that must never hear anything. */
 static void never(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
 		  const struct breaker_cause *cause)
 {
@@ -70,18 +58,12 @@ static void never(void *ctx, struct breaker_table_entry *e, const struct breaker
 	(void)e;
 	(void)ev;
 	(void)cause;
-	fail_msg("recorded ran in the place of drains");
+	fail_msg("a subscriber that must not be called was");
 }
 
 static struct breaker_subscriber recorder(struct listener *l)
 {
 	return (struct breaker_subscriber){.name = "recorder", .recorded = on_recorded, .ctx = l};
-}
-
-static struct breaker_subscriber drainer(struct listener *l)
-{
-	return (struct breaker_subscriber){
-		.name = "drainer", .recorded = never, .drains = on_drains, .ctx = l};
 }
 
 struct bus {
@@ -92,7 +74,9 @@ struct bus {
 	struct listener l[BREAKERS_MAX_SUBSCRIBERS + 1]; /* 'a', 'b', ... */
 };
 
-static void bus_start(struct bus *t)
+/* A bus on its own loop with one breaker, be/w1, made at `now`; the
+ * policy's cool-down is cooldown_ms (0: the default's). */
+static void bus_start_at(struct bus *t, uint64_t cooldown_ms, uint64_t now)
 {
 	struct breaker_policies p;
 	char err[256];
@@ -102,12 +86,20 @@ static void bus_start(struct bus *t)
 	t->loop = ev_loop_new(EVFLAG_AUTO);
 	assert_non_null(t->loop);
 	assert_true(breaker_policies_default(&p));
+	for (uint32_t i = 0; cooldown_ms && i < p.nb_levels; i++)
+		p.levels[i].effective.cooldown_ms = p.levels[i].effective.max_cooldown_ms =
+			cooldown_ms;
 	if (!breakers_init(&t->b, t->loop, 16, &p, err, sizeof(err)))
 		fail_msg("%s", err);
-	t->e = breaker_table_get(&t->b.table, "be", 2, "w1", 2, T0, &st);
+	t->e = breaker_table_get(&t->b.table, "be", 2, "w1", 2, now, &st);
 	assert_non_null(t->e);
 	for (size_t i = 0; i < sizeof(t->l) / sizeof(t->l[0]); i++)
 		t->l[i] = (struct listener){.letter = (char)('a' + i), .trace = &t->trace};
+}
+
+static void bus_start(struct bus *t)
+{
+	bus_start_at(t, 0, T0);
 }
 
 static void bus_stop(struct bus *t)
@@ -256,62 +248,10 @@ static void test_replace_in_a_full_list(void **state)
 	bus_stop(&t);
 }
 
-/* The subscriber that drains runs in its turn, in the place of recorded,
- * and its word is what the publisher hears; without one, NOT_HELD and no
- * ticket. */
-static void test_the_drainer_decides(void **state)
-{
-	struct bus t;
-	struct breaker_event ev = {.from = BREAKER_CLOSED, .to = BREAKER_CLOSED};
-	struct breaker_cause cause = {.kind = BREAKER_CAUSE_COUNTERS, .now_ms = T0};
-	(void)state;
-
-	bus_start(&t);
-	subscribe(&t, 'a');
-	struct drain_answer heard = breakers_publish(&t.b, t.e, &ev, &cause);
-	assert_int_equal(heard.drain, OBSERVE_DRAIN_NOT_HELD);
-	assert_int_equal(heard.ack_ticket, 0);
-	t.l[1].says = (struct drain_answer){.drain = OBSERVE_DRAIN_CAPPED};
-	struct breaker_subscriber s = drainer(&t.l[1]);
-	assert_true(breakers_subscribe(&t.b, &s));
-	subscribe(&t, 'c');
-	t.trace.n = 0;
-	assert_int_equal(breakers_publish(&t.b, t.e, &ev, &cause).drain, OBSERVE_DRAIN_CAPPED);
-	assert_string_equal(t.trace.heard, "abc");
-	t.l[1].says = (struct drain_answer){.drain = OBSERVE_DRAIN_NOT_HELD};
-	assert_int_equal(breakers_publish(&t.b, t.e, &ev, &cause).drain, OBSERVE_DRAIN_NOT_HELD);
-	bus_stop(&t);
-}
-
-/* The ACK's ticket travels back with the drainer's word: the publisher
- * hears the ticket the drainer returned, 0 when it returned none. */
-static void test_the_ack_ticket_comes_back(void **state)
-{
-	struct bus t;
-	struct breaker_event ev = {.from = BREAKER_CLOSED, .to = BREAKER_CLOSED};
-	(void)state;
-
-	bus_start(&t);
-	subscribe(&t, 'a');
-	t.l[1].says = (struct drain_answer){.drain = OBSERVE_DRAIN_NOT_HELD, .ack_ticket = 42};
-	struct breaker_subscriber s = drainer(&t.l[1]);
-	assert_true(breakers_subscribe(&t.b, &s));
-	struct drain_answer heard =
-		breakers_publish_response(&t.b, t.e, &ev, BREAKER_OUTCOME_SUCCESS, 200, T0);
-	assert_int_equal(heard.ack_ticket, 42);
-	assert_int_equal(heard.drain, OBSERVE_DRAIN_NOT_HELD);
-	t.l[1].says.ack_ticket = 0;
-	heard = breakers_publish_response(&t.b, t.e, &ev, BREAKER_OUTCOME_SUCCESS, 200, T0);
-	assert_int_equal(heard.ack_ticket, 0);
-	bus_stop(&t);
-}
-
-/* What a subscriber reads of a response's cause. */
+/* What a subscriber or the route reads of a record. */
 struct cause_seen {
 	enum breaker_cause_kind kind;
-	enum breaker_outcome outcome;
-	int status;
-	uint64_t now_ms;
+	enum breaker_state to;
 	unsigned calls;
 };
 
@@ -320,38 +260,65 @@ static void keep_cause(void *ctx, struct breaker_table_entry *e, const struct br
 {
 	struct cause_seen *seen = ctx;
 	(void)e;
-	(void)ev;
-	*seen = (struct cause_seen){.kind = cause->kind, .outcome = cause->outcome,
-				    .status = cause->status, .now_ms = cause->now_ms,
-				    .calls = seen->calls + 1};
+	*seen = (struct cause_seen){.kind = cause->kind, .to = ev->to, .calls = seen->calls + 1};
 }
 
-/* breaker-observe's way in (breakers_publish_response()): a response, with its
- * outcome, status and time, as the cause every subscriber reads, and the
- * drainer's word handed back. */
-static void test_a_response_is_published_with_its_cause(void **state)
+/* A bus whose breakers cool down in 1 ms, its one breaker opened now and
+ * the timer armed for the cool-down's end. */
+static void bus_start_opened(struct bus *t)
+{
+	uint64_t now = clock_now_ms();
+
+	bus_start_at(t, 1, now);
+	for (unsigned i = 0; i < 1000 && t->e->breaker.state != BREAKER_OPEN; i++)
+		breaker_table_record_response(&t->b.table, t->e, BREAKER_OUTCOME_FAILURE, now);
+	assert_int_equal(t->e->breaker.state, BREAKER_OPEN);
+	breakers_arm_entry(&t->b, t->e);
+}
+
+/* Runs the loop until `seen` was called (bounded: a few turns of a 1 ms
+ * timer). */
+static void run_until_heard(struct bus *t, const struct cause_seen *seen)
+{
+	for (unsigned turns = 0; turns < 1000 && seen->calls == 0; turns++)
+		ev_run(t->loop, EVRUN_ONCE);
+}
+
+/* With a route set above it, the timer's record (the cool-down over: the
+ * breaker half-open) goes to the route alone: the route tells the
+ * listeners, then the link, so the bus must not tell them first. */
+static void test_the_timer_publishes_on_the_route(void **state)
 {
 	struct bus t;
-	struct cause_seen seen = {0};
-	struct breaker_event ev = {.from = BREAKER_CLOSED, .to = BREAKER_CLOSED};
+	struct cause_seen route = {0};
 	(void)state;
 
-	bus_start(&t);
-	struct breaker_subscriber s = {.name = "cause", .recorded = keep_cause, .ctx = &seen};
+	bus_start_opened(&t);
+	struct breaker_subscriber quiet = {.name = "listener", .recorded = never, .ctx = &t};
+	assert_true(breakers_subscribe(&t.b, &quiet));
+	t.b.publish_tick = keep_cause;
+	t.b.publish_tick_ctx = &route;
+	run_until_heard(&t, &route);
+	assert_int_equal(route.calls, 1);
+	assert_int_equal(route.kind, BREAKER_CAUSE_COOLDOWN);
+	assert_int_equal(route.to, BREAKER_HALF_OPEN);
+	bus_stop(&t);
+}
+
+/* With none (the bus alone), the listeners hear the timer's record. */
+static void test_the_timer_publishes_to_the_listeners_without_a_route(void **state)
+{
+	struct bus t;
+	struct cause_seen heard = {0};
+	(void)state;
+
+	bus_start_opened(&t);
+	struct breaker_subscriber s = {.name = "listener", .recorded = keep_cause, .ctx = &heard};
 	assert_true(breakers_subscribe(&t.b, &s));
-	t.l[0].says = (struct drain_answer){.drain = OBSERVE_DRAIN_CAPPED};
-	struct breaker_subscriber link = drainer(&t.l[0]);
-	assert_true(breakers_subscribe(&t.b, &link));
-	assert_int_equal(
-		breakers_publish_response(&t.b, t.e, &ev, BREAKER_OUTCOME_FAILURE, 502, T0 + 7)
-			.drain,
-		OBSERVE_DRAIN_CAPPED);
-	assert_string_equal(t.trace.heard, "a");
-	assert_int_equal(seen.calls, 1);
-	assert_int_equal(seen.kind, BREAKER_CAUSE_RESPONSE);
-	assert_int_equal(seen.outcome, BREAKER_OUTCOME_FAILURE);
-	assert_int_equal(seen.status, 502);
-	assert_int_equal(seen.now_ms, T0 + 7);
+	run_until_heard(&t, &heard);
+	assert_int_equal(heard.calls, 1);
+	assert_int_equal(heard.kind, BREAKER_CAUSE_COOLDOWN);
+	assert_int_equal(heard.to, BREAKER_HALF_OPEN);
 	bus_stop(&t);
 }
 
@@ -364,9 +331,8 @@ int main(void)
 		cmocka_unit_test(test_replace_keeps_the_turn),
 		cmocka_unit_test(test_replace_of_nobody_adds_last),
 		cmocka_unit_test(test_replace_in_a_full_list),
-		cmocka_unit_test(test_the_drainer_decides),
-		cmocka_unit_test(test_the_ack_ticket_comes_back),
-		cmocka_unit_test(test_a_response_is_published_with_its_cause),
+		cmocka_unit_test(test_the_timer_publishes_on_the_route),
+		cmocka_unit_test(test_the_timer_publishes_to_the_listeners_without_a_route),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,25 +30,34 @@ struct answer {
 
 struct fixture {
 	struct breaker_table table;
-	struct breakers bus; /* its subscribers only */
 	struct observe_ctx observe;
 	struct dispatch dispatch;
 	bool cap_ejections; /* the link's decision the handler is told of */
 	uint64_t ack_ticket; /* ... and the ticket it hands back */
 	uint64_t ack_ticket_heard; /* what the dispatch answered with */
+	unsigned link_heard; /* records the stand-in link heard */
 };
 
-/* The HAProxy link's place on the bus: it hears the response and answers. */
-static struct drain_answer on_drains(void *ctx, struct breaker_table_entry *entry,
-				     const struct breaker_event *ev,
-				     const struct breaker_cause *cause)
+/* The HAProxy link's stand-in: it hears the record and answers. */
+static struct drain_answer link_hears(struct fixture *f, const struct observe_record *rec)
 {
-	struct fixture *f = ctx;
-	(void)entry, (void)ev;
-	assert_int_equal(cause->kind, BREAKER_CAUSE_RESPONSE);
+	assert_int_equal(rec->cause.kind, BREAKER_CAUSE_RESPONSE);
+	f->link_heard++;
 	return (struct drain_answer){
 		.drain = f->cap_ejections ? OBSERVE_DRAIN_CAPPED : OBSERVE_DRAIN_NOT_HELD,
 		.ack_ticket = f->ack_ticket};
+}
+
+/* The running agent's route (daemon/observe_route.c), with the stand-in
+ * in the place of the link: recorded, heard, answered. */
+static void handle(void *ctx, const struct spop_message *msg, struct dispatch_reply *reply)
+{
+	struct fixture *f = ctx;
+	struct observe_record rec;
+
+	if (!observe_record(&f->observe, msg, reply, &rec))
+		return;
+	observe_answer(&f->observe, reply, &rec, link_hears(f, &rec));
 }
 
 static void setup(struct fixture *f, unsigned ack_vars)
@@ -56,15 +65,9 @@ static void setup(struct fixture *f, unsigned ack_vars)
 	char err[256];
 	memset(f, 0, sizeof(*f));
 	assert_true(breaker_table_init(&f->table, 16, err, sizeof(err)));
-	/* Only the fan-out of the bus is used: no loop, no timer. */
-	const struct breaker_subscriber link = {.name = "HAProxy link", .drains = on_drains,
-						.ctx = f};
-	assert_true(breakers_subscribe(&f->bus, &link));
-	f->observe = (struct observe_ctx){.table = &f->table, .breakers = &f->bus,
-					  .ack_vars = ack_vars};
+	f->observe = (struct observe_ctx){.table = &f->table, .ack_vars = ack_vars};
 	dispatch_init(&f->dispatch);
-	assert_true(dispatch_register(&f->dispatch, OBSERVE_MESSAGE_NAME, observe_handle,
-				      &f->observe));
+	assert_true(dispatch_register(&f->dispatch, OBSERVE_MESSAGE_NAME, handle, f));
 }
 
 static void teardown(struct fixture *f)
@@ -238,6 +241,9 @@ static void test_error_always_sent(void **state)
 		setup(&f, lists[i]);
 		struct answer a = observe(&f, NULL, 200);
 		assert_string_equal(set_list(&a), "error");
+		assert_int_equal(f.link_heard, 0); /* recorded by nobody: the link hears nothing */
+		a = observe(&f, "w1", 200);
+		assert_int_equal(f.link_heard, 1);
 		teardown(&f);
 	}
 }

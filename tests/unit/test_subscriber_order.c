@@ -1,11 +1,14 @@
 /*
  * test_subscriber_order.c - the order in which the running agent's parts
- * hear of a breaker record (breakers/bus.h). start() in daemon.c makes
- * them the transition log, the metrics counters, the timer, the
- * operator's hand, the HAProxy link, the state snapshot. A reload that
- * replaces the link (reload.c: a new link made with the running one, then
- * the running one freed) leaves that order as it was: the snapshot still
- * hears of a record after the link acted on it.
+ * are subscribed to the breakers (breakers/bus.h). start() in daemon.c
+ * makes them the transition log, the metrics counters, the timer, the
+ * operator's hand, the HAProxy link, the state snapshot: the listeners of
+ * records hear them in that order, and the HAProxy link, which subscribes
+ * only to the table's growth, acts on a record after all of them
+ * (enforcer_publish()). A reload that replaces the link (reload.c: a new
+ * link made with the running one, then the running one freed) leaves the
+ * order as it was: the new link's arrays grow with the table before the
+ * snapshot's turn, as the old one's did.
  *
  * The real parts, but the operator's hand, which needs the whole daemon:
  * a stand-in of the same name takes its turn.
@@ -155,7 +158,7 @@ static void test_started_order(void **state)
 
 /* Twice, to another HAProxy and back: the link keeps its turn each time,
  * and the list does not grow. */
-static void test_a_reload_keeps_the_link_before_the_snapshot(void **state)
+static void test_a_reload_keeps_the_links_turn(void **state)
 {
 	char other[620];
 	struct agent a;
@@ -175,7 +178,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_started_order),
-		cmocka_unit_test(test_a_reload_keeps_the_link_before_the_snapshot),
+		cmocka_unit_test(test_a_reload_keeps_the_links_turn),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

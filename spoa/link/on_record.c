@@ -1,6 +1,8 @@
 /*
- * subscriber.c - the link as a subscriber of the breakers (breakers/bus.h):
- * a transition acts at once, and the per-index arrays follow the table.
+ * on_record.c - the link hears every breaker record, after the bus's
+ * listeners (enforcer_publish(), enforcer.h): a transition acts at once.
+ * And, as a subscriber of the table's growth (breakers/bus.h), its
+ * per-index arrays follow the table.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,15 +68,20 @@ static bool act_on_record(struct enforcer *e, struct breaker_table_entry *entry,
 	return ack_waits;
 }
 
-/* The breakers' subscriber: a transition acts at once; what it decided
- * for the breaker goes back to the caller, with the ticket its ACK waits
- * for. The ticket is taken after every command the record queued (the
- * drain after the `add map`), as the point covers them all. */
-struct drain_answer enforcer_on_recorded(void *ctx, struct breaker_table_entry *entry,
-					 const struct breaker_event *ev,
-					 const struct breaker_cause *cause)
+/* The listeners first, in their order (the transition is logged before
+ * the drain it causes), then the link: a transition acts at once; what it
+ * decided for the breaker goes back to the caller, with the ticket its
+ * ACK waits for. The ticket is taken after every command the record
+ * queued (the drain after the `add map`), as the point covers them all.
+ * A link being freed (a reload's previous one) acts on nothing. */
+struct drain_answer enforcer_publish(struct enforcer *e, struct breakers *breakers,
+				     struct breaker_table_entry *entry,
+				     const struct breaker_event *ev,
+				     const struct breaker_cause *cause)
 {
-	struct enforcer *e = ctx;
+	breakers_publish(breakers, entry, ev, cause);
+	if (!e || e->freeing)
+		return (struct drain_answer){.drain = OBSERVE_DRAIN_NOT_HELD, .ack_ticket = 0};
 	uint32_t index = breaker_table_index(e->table, entry);
 	bool ack_waits = act_on_record(e, entry, index, ev, cause);
 
