@@ -49,13 +49,18 @@ for _ in range(200):
 	echo "$port"
 }
 
-# Waits until a TCP port accepts connections (at most ~5 s).
+# Waits until a TCP port accepts connections. The 30 s are a hang guard,
+# not a measure: a process starting on a loaded machine (a python3 under
+# the sanitizer lanes) took more than 5 s, the bound this once had.
 wait_port() {
-	local i
-	for i in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+	local deadline=$((SECONDS + 30))
+	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			break
+		fi
 		sleep 0.05
 	done
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
 	echo "nothing listens on 127.0.0.1:$1" >&2
 	# Say why, when the process that should listen left a log.
 	if [ -n "${RUN_DIR:-}" ] && [ -f "$RUN_DIR/agent.log" ]; then
