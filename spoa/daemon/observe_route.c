@@ -23,18 +23,17 @@ static void on_breaker_observe(void *ctx, const struct spop_message *msg,
 	observe_answer(&d->observe, reply, &rec, link);
 }
 
-/* What the breakers' timer recorded (a cool-down elapsed, a rest over). */
-static void on_tick(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
-		    const struct breaker_cause *cause)
-{
-	struct daemon *d = ctx;
-	enforcer_publish(d->enforcer, &d->breakers, e, ev, cause);
-}
-
 void daemon_publish(struct daemon *d, struct breaker_table_entry *e,
 		    const struct breaker_event *ev, const struct breaker_cause *cause)
 {
 	enforcer_publish(d->enforcer, &d->breakers, e, ev, cause);
+}
+
+/* What the breakers' timer recorded (a cool-down elapsed, a rest over). */
+static void on_tick(void *ctx, struct breaker_table_entry *e, const struct breaker_event *ev,
+		    const struct breaker_cause *cause)
+{
+	daemon_publish(ctx, e, ev, cause);
 }
 
 bool daemon_route_records(struct daemon *d)

@@ -56,18 +56,16 @@ wait_port() {
 	local deadline=$((SECONDS + 30))
 	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
 		if [ "$SECONDS" -ge "$deadline" ]; then
-			break
+			echo "nothing listens on 127.0.0.1:$1" >&2
+			# Say why, when the process that should listen left a log.
+			if [ -n "${RUN_DIR:-}" ] && [ -f "$RUN_DIR/agent.log" ]; then
+				echo "--- agent.log:" >&2
+				tail -n 20 "$RUN_DIR/agent.log" >&2
+			fi
+			return 1
 		fi
 		sleep 0.05
 	done
-	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-	echo "nothing listens on 127.0.0.1:$1" >&2
-	# Say why, when the process that should listen left a log.
-	if [ -n "${RUN_DIR:-}" ] && [ -f "$RUN_DIR/agent.log" ]; then
-		echo "--- agent.log:" >&2
-		tail -n 20 "$RUN_DIR/agent.log" >&2
-	fi
-	return 1
 }
 
 # wait_until TIMEOUT_SECONDS COMMAND...: polls an observable condition.
