@@ -38,6 +38,7 @@
 
 #include "core/breaker.h"
 #include "core/silence_odds.h"
+#include "stall_looks.h"
 
 #define SCENE_T0 1000000
 #define SCENE_LOOK_MS 500
@@ -133,7 +134,7 @@ static bool closed_loop_simulate(struct closed_loop_run *run, bool route_away)
 	struct breaker_table_entry *e[SCENE_WORKERS];
 	struct stall_watch w[SCENE_WORKERS];
 	char err[128], name[8];
-	uint64_t prev_sent[SCENE_WORKERS] = {0}, prev_heads[SCENE_WORKERS] = {0};
+	struct stall_looks looks = {.workers = SCENE_WORKERS};
 	/* Each client's request in flight (an index in scene_requests), or
 	 * SIZE_MAX before its first. */
 	size_t current[SCENE_MAX_CLIENTS];
@@ -196,30 +197,14 @@ static bool closed_loop_simulate(struct closed_loop_run *run, bool route_away)
 		if (run->hung >= 0 && run->bound_opened == 0 &&
 		    scene_bound_says_open(sent, heads, run->hung))
 			run->bound_opened = now;
-		uint64_t d_sent[SCENE_WORKERS], d_heads[SCENE_WORKERS], pending[SCENE_WORKERS];
-		uint64_t all_sent = 0, all_heads = 0, all_pending = 0;
+		struct breaker_event ev[SCENE_WORKERS];
+		stall_looks_judge(&looks, &t, e, w, sent, heads, scur, now > SCENE_LOOK_MS,
+				  SCENE_T0 + now, ev);
 		for (int k = 0; k < SCENE_WORKERS; k++) {
-			d_sent[k] = sent[k] - prev_sent[k];
-			d_heads[k] = heads[k] - prev_heads[k];
-			uint64_t open = sent[k] - heads[k];
-			pending[k] = open < scur[k] ? open : scur[k];
-			all_sent += d_sent[k];
-			all_heads += d_heads[k];
-			all_pending += pending[k];
-		}
-		for (int k = 0; k < SCENE_WORKERS; k++) {
-			struct stall_look l = {.baseline = now > SCENE_LOOK_MS,
-					       .answered = d_heads[k] > 0,
-					       .sent = d_sent[k],
-					       .nb_sent = all_sent - d_sent[k],
-					       .nb_answered = all_heads - d_heads[k],
-					       .nb_pending = all_pending - pending[k],
-					       .now_ms = SCENE_T0 + now};
-			struct breaker_event ev = breaker_table_look_in_flight(
-				&t, e[k], &w[k], scur[k] > 0, d_heads[k] > 0, SCENE_T0 + now, &l);
-			if (ev.to == BREAKER_OPEN && ev.from != BREAKER_OPEN && !run->opened[k]) {
+			if (ev[k].to == BREAKER_OPEN && ev[k].from != BREAKER_OPEN &&
+			    !run->opened[k]) {
 				run->opened[k] = now;
-				run->opened_by[k] = ev.trip_rule;
+				run->opened_by[k] = ev[k].trip_rule;
 			}
 			if (k != run->hung && w[k].from_ms != 0) {
 				uint64_t answered = w[k].nb_answered > w[k].nb_pending_then
@@ -229,8 +214,6 @@ static bool closed_loop_simulate(struct closed_loop_run *run, bool route_away)
 				if (odds < run->lowest_healthy_log_odds)
 					run->lowest_healthy_log_odds = odds;
 			}
-			prev_sent[k] = sent[k];
-			prev_heads[k] = heads[k];
 		}
 	}
 	breaker_table_free(&t);

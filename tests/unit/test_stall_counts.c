@@ -21,6 +21,7 @@
 
 #include "core/breaker.h"
 #include "core/silence_odds.h"
+#include "stall_looks.h"
 
 #define T0 1000000
 #define LOOK_MS 500
@@ -107,7 +108,7 @@ static void simulate(struct run *run)
 	struct breaker_table_entry *e[WORKERS];
 	struct stall_watch w[WORKERS];
 	char err[128], name[8];
-	uint64_t prev_sent[WORKERS] = {0}, prev_heads[WORKERS] = {0};
+	struct stall_looks looks = {.workers = WORKERS};
 	size_t nb = 0;
 	unsigned next_rr = 0;
 
@@ -158,33 +159,14 @@ static void simulate(struct run *run)
 			heads[q->worker] += q->head <= now;
 			scur[q->worker] += q->end > now;
 		}
-		uint64_t d_sent[WORKERS], d_heads[WORKERS], pending[WORKERS];
-		uint64_t all_sent = 0, all_heads = 0, all_pending = 0;
+		struct breaker_event ev[WORKERS];
+		stall_looks_judge(&looks, &t, e, w, sent, heads, scur, now > LOOK_MS, T0 + now, ev);
 		for (int k = 0; k < WORKERS; k++) {
-			d_sent[k] = sent[k] - prev_sent[k];
-			d_heads[k] = heads[k] - prev_heads[k];
-			uint64_t open = sent[k] - heads[k];
-			pending[k] = open < scur[k] ? open : scur[k];
-			all_sent += d_sent[k];
-			all_heads += d_heads[k];
-			all_pending += pending[k];
-		}
-		for (int k = 0; k < WORKERS; k++) {
-			struct stall_look l = {.baseline = now > LOOK_MS,
-					       .answered = d_heads[k] > 0,
-					       .sent = d_sent[k],
-					       .nb_sent = all_sent - d_sent[k],
-					       .nb_answered = all_heads - d_heads[k],
-					       .nb_pending = all_pending - pending[k],
-					       .now_ms = T0 + now};
-			struct breaker_event ev = breaker_table_look_in_flight(
-				&t, e[k], &w[k], scur[k] > 0, d_heads[k] > 0, T0 + now, &l);
-			if (ev.to == BREAKER_OPEN && ev.from != BREAKER_OPEN && !run->opened[k]) {
-				assert_int_equal(ev.trip_rule, BREAKER_TRIP_STALLED);
+			if (ev[k].to == BREAKER_OPEN && ev[k].from != BREAKER_OPEN &&
+			    !run->opened[k]) {
+				assert_int_equal(ev[k].trip_rule, BREAKER_TRIP_STALLED);
 				run->opened[k] = now;
 			}
-			prev_sent[k] = sent[k];
-			prev_heads[k] = heads[k];
 		}
 	}
 	breaker_table_free(&t);
