@@ -96,7 +96,7 @@ PURE_SRCS  := $(wildcard spoa/core/*.c) \
               spoa/records/map_file.c spoa/records/haproxy_record.c spoa/records/owner_map.c spoa/records/retry_map.c spoa/records/watched_map.c spoa/records/verdicts.c \
               spoa/link/faults.c spoa/link/enforce_plan.c spoa/link/ejection.c spoa/link/ack_hold.c spoa/link/agent_check_parse.c spoa/link/wiring.c spoa/link/endpoints.c spoa/link/steady_support.c spoa/link/capacity.c \
               spoa/admin/metrics.c spoa/admin/metrics_servers.c spoa/admin/metrics_text.c spoa/admin/state_json.c \
-              spoa/state/snapshot_codec.c \
+              spoa/state/snapshot_codec.c spoa/config/values.c spoa/daemon/control_parse.c \
               spoa/util/strbuf.c spoa/util/errmsg.c spoa/util/names.c spoa/util/sockaddr.c \
               spoa/util/histogram.c spoa/util/cidr.c spoa/util/log_escape.c spoa/util/index_list.c
 PURE_OBJS  := $(PURE_SRCS:spoa/%.c=$(BUILD)/obj/%.o)
