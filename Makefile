@@ -20,7 +20,8 @@
 #   make sim             the agent's real core and link in a simulated HAProxy and fleet: seeded
 #                        schedules, invariants at every step, a failure shrunk to a replayable
 #                        case (SIM_SEED, SIM_SCHEDULES, SIM_SECONDS of CPU, SIM_LENGTH; docs/testing.md)
-#   make bench-closed-loop  the stalled rule under closed-loop clients over many seeds (no HAProxy)
+#   make bench-closed-loop  install missing packages, then the stalled rule under closed-loop
+#                        clients over many seeds, against the best its bound allows (no HAProxy)
 #   make bench-fleet     install missing packages, then a simulated fleet behind HAProxy: client
 #                        success, errors, latency, time out of rotation, with and without the agent
 #   make man             the manual page, build/spoa-breaker.8 (scdoc)
@@ -258,12 +259,13 @@ bench-tools: $(BENCH_BINS)
 # The stalled rule under closed-loop clients over many seeds, against the
 # best its bound allows (bench/closed_loop_spread.c): the agent's pure
 # core, no HAProxy. Figures only.
-$(BUILD)/bench/closed_loop_spread: bench/closed_loop_spread.c tests/unit/closed_loop_scene.h $(BUILD)/libspoa.a
+$(BUILD)/bench/closed_loop_spread: bench/closed_loop_spread.c tests/unit/closed_loop_scene.h tests/unit/stall_looks.h $(BUILD)/libspoa.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests/unit $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libspoa.a $(DEP_LIBS)
 
-bench-closed-loop: $(BUILD)/bench/closed_loop_spread
-	@$<
+bench-closed-loop: deps-bench
+	@$(MAKE) --no-print-directory $(BUILD)/bench/closed_loop_spread
+	@$(BUILD)/bench/closed_loop_spread
 
 # Installs its own packages (bench/install-deps.sh), then builds the agent
 # and the tools. Not part of check: it prints figures, asserts none.
