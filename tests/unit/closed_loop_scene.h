@@ -108,7 +108,7 @@ static void scene_answer_times(struct scene_request *q, bool hung, uint64_t time
 
 /* The bound alone at this look (see the header): the hung worker's
  * requests, all unanswered, against every request of its neighbours and
- * every head they gave. */
+ * every head they gave, judged by the silence reading's own test. */
 static bool scene_bound_says_open(const uint64_t *sent, const uint64_t *heads, int hung)
 {
 	uint64_t nb_sent = 0, nb_heads = 0;
@@ -119,8 +119,7 @@ static bool scene_bound_says_open(const uint64_t *sent, const uint64_t *heads, i
 		nb_sent += sent[k];
 		nb_heads += heads[k];
 	}
-	return nb_heads >= SILENCE_MIN_NB_ANSWERS &&
-	       silence_odds_log(sent[hung], nb_sent, nb_heads) < SCENE_LN_BOUND;
+	return silence_is_unlikely(sent[hung], nb_sent, nb_heads);
 }
 
 /* Runs the scene; false when it does not fit (too many clients or
@@ -129,12 +128,8 @@ static bool scene_bound_says_open(const uint64_t *sent, const uint64_t *heads, i
  * alone would take, unhindered by the rule having acted). */
 static bool closed_loop_simulate(struct closed_loop_run *run, bool route_away)
 {
-	struct breaker_policy policy;
-	struct breaker_table t;
-	struct breaker_table_entry *e[SCENE_WORKERS];
-	struct stall_watch w[SCENE_WORKERS];
-	char err[128], name[8];
-	struct stall_looks looks = {.workers = SCENE_WORKERS};
+	struct stall_looks looks;
+	const struct stall_watch *w = looks.watches;
 	/* Each client's request in flight (an index in scene_requests), or
 	 * SIZE_MAX before its first. */
 	size_t current[SCENE_MAX_CLIENTS];
@@ -146,22 +141,9 @@ static bool closed_loop_simulate(struct closed_loop_run *run, bool route_away)
 	scene_rng = run->seed;
 	run->lowest_healthy_log_odds = 0;
 	run->bound_opened = 0;
-	breaker_policy_defaults(&policy);
-	policy.cooldown_ms = 1000000000; /* once open, it stays for the run */
-	if (!breaker_table_init(&t, 64, err, sizeof(err)))
+	if (!stall_looks_start(&looks, SCENE_WORKERS, SCENE_T0))
 		return false;
-	for (int i = 0; i < SCENE_WORKERS; i++) {
-		enum breaker_table_status status;
-		snprintf(name, sizeof(name), "w%d", i + 1);
-		e[i] = breaker_table_get(&t, "be", 2, name, strlen(name), SCENE_T0, &status);
-		if (e[i] == NULL) {
-			breaker_table_free(&t);
-			return false;
-		}
-		breaker_set_policy(&e[i]->breaker, &policy);
-		memset(&w[i], 0, sizeof(w[i]));
-		run->opened[i] = 0;
-	}
+	memset(run->opened, 0, sizeof(run->opened));
 	for (unsigned c = 0; c < run->clients; c++)
 		current[c] = SIZE_MAX; /* sends at SCENE_LOAD_FROM_MS */
 	for (uint64_t now = 0; now <= run->duration_ms; now += 50) {
@@ -171,7 +153,7 @@ static bool closed_loop_simulate(struct closed_loop_run *run, bool route_away)
 			if (current[c] != SIZE_MAX && scene_requests[current[c]].end > now)
 				continue;
 			if (nb >= SCENE_MAX_REQUESTS) {
-				breaker_table_free(&t);
+				stall_looks_end(&looks);
 				return false;
 			}
 			unsigned k = next_rr++ % SCENE_WORKERS;
@@ -198,8 +180,8 @@ static bool closed_loop_simulate(struct closed_loop_run *run, bool route_away)
 		    scene_bound_says_open(sent, heads, run->hung))
 			run->bound_opened = now;
 		struct breaker_event ev[SCENE_WORKERS];
-		stall_looks_judge(&looks, &t, e, w, sent, heads, scur, now > SCENE_LOOK_MS,
-				  SCENE_T0 + now, ev);
+		stall_looks_judge(&looks, sent, heads, scur, now > SCENE_LOOK_MS, SCENE_T0 + now,
+				  ev);
 		for (int k = 0; k < SCENE_WORKERS; k++) {
 			if (ev[k].to == BREAKER_OPEN && ev[k].from != BREAKER_OPEN &&
 			    !run->opened[k]) {
@@ -216,7 +198,7 @@ static bool closed_loop_simulate(struct closed_loop_run *run, bool route_away)
 			}
 		}
 	}
-	breaker_table_free(&t);
+	stall_looks_end(&looks);
 	return true;
 }
 

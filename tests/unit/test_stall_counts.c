@@ -103,28 +103,13 @@ struct run {
 
 static void simulate(struct run *run)
 {
-	struct breaker_policy policy;
-	struct breaker_table t;
-	struct breaker_table_entry *e[WORKERS];
-	struct stall_watch w[WORKERS];
-	char err[128], name[8];
-	struct stall_looks looks = {.workers = WORKERS};
+	struct stall_looks looks;
 	size_t nb = 0;
 	unsigned next_rr = 0;
 
 	rng_state = 42;
-	breaker_policy_defaults(&policy);
-	policy.cooldown_ms = 1000000000; /* once open, it stays for the run */
-	assert_true(breaker_table_init(&t, 64, err, sizeof(err)));
-	for (int i = 0; i < WORKERS; i++) {
-		enum breaker_table_status status;
-		snprintf(name, sizeof(name), "w%d", i);
-		e[i] = breaker_table_get(&t, "be", 2, name, strlen(name), T0, &status);
-		assert_non_null(e[i]);
-		breaker_set_policy(&e[i]->breaker, &policy);
-		memset(&w[i], 0, sizeof(w[i]));
-		run->opened[i] = 0;
-	}
+	assert_true(stall_looks_start(&looks, WORKERS, T0));
+	memset(run->opened, 0, sizeof(run->opened));
 	double next_arrival = 0;
 	for (uint64_t now = LOOK_MS; now <= run->duration_ms; now += LOOK_MS) {
 		/* The arrivals of this interval, round robin over the servers
@@ -160,7 +145,7 @@ static void simulate(struct run *run)
 			scur[q->worker] += q->end > now;
 		}
 		struct breaker_event ev[WORKERS];
-		stall_looks_judge(&looks, &t, e, w, sent, heads, scur, now > LOOK_MS, T0 + now, ev);
+		stall_looks_judge(&looks, sent, heads, scur, now > LOOK_MS, T0 + now, ev);
 		for (int k = 0; k < WORKERS; k++) {
 			if (ev[k].to == BREAKER_OPEN && ev[k].from != BREAKER_OPEN &&
 			    !run->opened[k]) {
@@ -169,7 +154,7 @@ static void simulate(struct run *run)
 			}
 		}
 	}
-	breaker_table_free(&t);
+	stall_looks_end(&looks);
 }
 
 static void expect(struct run *run, const char *what, uint64_t hung_found_within_ms)
