@@ -63,6 +63,8 @@ struct capacity {
 	uint16_t backoff;      /* the wait after the last refused raise (doubles, bounded) */
 	uint32_t edge;         /* the limit last refused (0: none known); a raise to it waits */
 	uint32_t raised;       /* the last raise's size: undone whole if refused */
+	uint64_t answers_counted; /* HAProxy's 1xx-3xx answers of the server at the previous look */
+	bool answered;         /* it answered a request at a look after its limit was set */
 };
 
 /* One look at one server whose breaker is closed. */
@@ -71,6 +73,7 @@ struct capacity_look {
 			    * and retried elsewhere (HAProxy's counters) */
 	uint32_t sessions; /* requests in flight there (scur) */
 	uint32_t ceiling;  /* the operator's maxconn; 0: none */
+	uint64_t answers;  /* requests it answered (1xx-3xx) since the previous look */
 };
 
 enum capacity_change {
@@ -110,6 +113,19 @@ void capacity_forget(struct capacity *c);
  * finds it full and unrefused until its first refusal: slow start.
  */
 void capacity_join(struct capacity *c, uint32_t start);
+
+/*
+ * Whether the limit learnt says what a worker of the backend can take, so
+ * that a neighbour with none may start there (capacity_join()): above the
+ * floor, and answered under - the worker served a request at a look after
+ * its limit was set. A worker that refuses every request says nothing of
+ * its capacity, whatever it held when a look found it (a slow refusal
+ * holds its requests as long as an answer would): starting its neighbours
+ * at its limit would make HAProxy queue, and the queue hands a retried
+ * refusal to whichever server frees a slot first, the refusing one above
+ * all, so that its clients get its refusal after every try.
+ */
+bool capacity_speaks_for_neighbours(const struct capacity *c);
 
 const char *capacity_change_name(enum capacity_change change);
 

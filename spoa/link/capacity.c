@@ -21,7 +21,7 @@ static uint32_t within_ceiling(uint32_t v, uint32_t ceiling)
  * to find, within seconds, a worker that can take more. */
 #define CAPACITY_PROBE_WAIT_MAX 20
 
-enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_look *look)
+static enum capacity_change judge_look(struct capacity *c, const struct capacity_look *look)
 {
 	/* Whether the previous look raised the limit: this one judges it. */
 	bool probed = c->probing;
@@ -69,6 +69,8 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 			return CAPACITY_UNCHANGED;
 		enum capacity_change change =
 			c->limit == 0 || want < c->limit ? CAPACITY_LOWERED : CAPACITY_RAISED;
+		if (c->limit == 0)
+			c->answered = false; /* a first limit: nothing answered under it yet */
 		c->limit = want;
 		c->lowered = change == CAPACITY_LOWERED;
 		return change;
@@ -111,6 +113,22 @@ enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_
 	return CAPACITY_RAISED;
 }
 
+enum capacity_change capacity_on_look(struct capacity *c, const struct capacity_look *look)
+{
+	/* Answers of a look that finds a limit count; those of the look that
+	 * sets the first one came before it. */
+	bool limited = c->limit != 0;
+	enum capacity_change change = judge_look(c, look);
+	if (limited && c->limit != 0 && look->answers > 0)
+		c->answered = true;
+	return change;
+}
+
+bool capacity_speaks_for_neighbours(const struct capacity *c)
+{
+	return c->limit > CAPACITY_FLOOR && c->answered;
+}
+
 enum capacity_change capacity_on_refusal(struct capacity *c, uint32_t sessions,
 					 uint32_t ceiling)
 {
@@ -141,6 +159,7 @@ void capacity_slow_start(struct capacity *c, uint32_t start)
 	c->step = from;
 	c->probing = false;
 	c->wait = 0; /* doubling back at once: the worker held that much before */
+	c->answered = false; /* judged anew: what it answered before the trip is gone */
 }
 
 void capacity_join(struct capacity *c, uint32_t start)
@@ -150,6 +169,7 @@ void capacity_join(struct capacity *c, uint32_t start)
 	c->limit = at_least_floor(start);
 	c->step = c->limit;
 	c->slow_start_to = UINT32_MAX; /* no known edge: doubling until refused */
+	c->answered = false;
 	c->probing = false;
 	c->wait = 0;
 	c->edge = 0;
@@ -165,6 +185,7 @@ void capacity_forget(struct capacity *c)
 	c->backoff = 0;
 	c->edge = 0;
 	c->lowered = false;
+	c->answered = false;
 }
 
 const char *capacity_change_name(enum capacity_change change)

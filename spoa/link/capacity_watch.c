@@ -61,6 +61,12 @@ void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *e
 	uint64_t told_since = c->counted && told >= c->refusals_counted ? told - c->refusals_counted
 									  : 0;
 	c->refusals_counted = told;
+	/* And what it answered, by HAProxy's count (both SPOE modes alike);
+	 * none across an HAProxy restart, whose counters start again. */
+	uint64_t answers_since = c->counted && en->successes_counted >= c->answers_counted
+					 ? en->successes_counted - c->answers_counted
+					 : 0;
+	c->answers_counted = en->successes_counted;
 	c->counted = true;
 	if (b->policy->pin_maxconn) {
 		capacity_forget(c); /* pinned by the operator: the server's own maxconn */
@@ -70,7 +76,8 @@ void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *e
 		return;
 	struct capacity_look look = {.refusals = told_since + en->look_capacity_retries,
 				     .sessions = en->seen.sessions,
-				     .ceiling = ceiling_of(en)};
+				     .ceiling = ceiling_of(en),
+				     .answers = answers_since};
 	uint32_t was = c->limit;
 	enum capacity_change change = capacity_on_look(c, &look);
 	if (change != CAPACITY_UNCHANGED)
@@ -90,13 +97,13 @@ void link_capacity_group(struct haproxy_link *link, const uint32_t *members, uin
 	for (uint32_t i = 0; i < nb; i++) {
 		const struct breaker_table_entry *entry = breaker_table_at(t, members[i]);
 		const struct capacity *c = &link->entries[members[i]].capacity;
-		/* A limit at the floor is a worker that refuses even one
-		 * request at a time: it says nothing of what its neighbours
-		 * can take, and starting them there would throttle the whole
-		 * backend to one request a server while HAProxy's queue sends
-		 * the retries of its refusals back to it. */
-		if (entry && entry->in_use && learns(&entry->breaker) && c->limit > CAPACITY_FLOOR &&
-		    c->limit > largest)
+		/* A limit at the floor (a worker refusing even one request at
+		 * a time), or one under which the worker answered nothing (it
+		 * refuses everything), says nothing of what its neighbours can
+		 * take: starting them there would make HAProxy queue, and its
+		 * queue sends the retries of the refusals back to it. */
+		if (entry && entry->in_use && learns(&entry->breaker) &&
+		    capacity_speaks_for_neighbours(c) && c->limit > largest)
 			largest = c->limit;
 	}
 	if (largest == 0)

@@ -4,8 +4,9 @@
 # the limit probes one above and is refused back) from the agent's looks,
 # and HAProxy queues what is beyond it; a worker whose capacity grows gets
 # a higher limit; one that sends Retry-After while it answers other
-# requests is never drained; pin_maxconn leaves a server's own maxconn
-# alone. Every load is bounded in count and time.
+# requests is never drained; one that refuses everything gives its
+# neighbours no limit; pin_maxconn leaves a server's own maxconn alone.
+# Every load is bounded in count and time.
 
 load helpers
 load rest_scene
@@ -65,6 +66,10 @@ limit_between() { # SERVER LOW HIGH
 	local v
 	v=$(limit_of "$1")
 	[ "$v" -ge "$2" ] && [ "$v" -le "$3" ]
+}
+
+learnt_at_least() { # SERVER N
+	[ "$(breaker_field "workers/$1" maxconn_learnt)" -ge "$2" ]
 }
 
 backpressure_of() { # SERVER
@@ -150,6 +155,39 @@ backpressure_of() { # SERVER
 	run metric 'spoa_breaker_server_rests_total{proxy="workers",server="w1"}'
 	assert_output 0
 	[ "$(breaker_field workers/w1 state)" = closed ]
+	stop_load
+}
+
+# A worker that refuses every request, 0.3 s after it came: the closed-loop
+# clients pile up there, a look finds it holding several, and the agent
+# limits it above the floor. It answered nothing under that limit, so the
+# limit says nothing of its neighbours': they are not started there (once
+# they were, and HAProxy's queue then handed a retried refusal back to
+# whichever server freed a slot first - the refusing one).
+@test "a worker refusing every request, slowly, gets a limit its neighbours do not start from" {
+	W1_BEHAVIOUR=slow:0.3:429 start_capacity_scene
+	start_load 9
+	# Not vacuous: w1 is limited above the floor, the limit a neighbour
+	# would start from.
+	wait_until 30 learnt_at_least w1 2
+	local looks i
+	looks=$(looks_ok)
+	for i in $(seq 300); do
+		[ "$(limit_of w3)" = 0 ]
+		[ "$(limit_of w2)" = 50 ]
+		[ "$(looks_ok)" -ge $((looks + 10)) ] && break
+		sleep 0.1
+	done
+	[ "$(looks_ok)" -ge $((looks + 10)) ]
+	[ "$(limit_of w3)" = 0 ]
+	[ "$(limit_of w2)" = 50 ]
+	[ "$(breaker_field workers/w3 maxconn_learnt)" = 0 ]
+	# Its refusals reached SPOP as what they are.
+	[ "$(backpressure_of w1)" -gt 0 ]
+	# Busy is not dead: never opened, never drained, never rested.
+	[ "$(breaker_field workers/w1 state)" = closed ]
+	is_not_drained w1
+	[ "$(breaker_field workers/w1 rests)" = 0 ]
 	stop_load
 }
 
