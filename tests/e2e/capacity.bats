@@ -72,6 +72,25 @@ learnt_at_least() { # SERVER N
 	[ "$(breaker_field "workers/$1" maxconn_learnt)" -ge "$2" ]
 }
 
+# holds_through_looks N CONDITION...: CONDITION holds at every sample, one
+# each 0.1 s, until the agent has made N more looks than now (at most 600
+# samples); fails at the first sample where it does not.
+holds_through_looks() {
+	local n=$1 looks i
+	shift
+	looks=$(looks_ok)
+	for i in $(seq 600); do
+		"$@" || return 1
+		[ "$(looks_ok)" -ge $((looks + n)) ] && return 0
+		sleep 0.1
+	done
+	echo "# $n looks were not made in 600 samples" >&3
+	return 1
+}
+
+# w2 at its own maxconn, w3 at none: no limit of the agent's on either.
+neighbours_unlimited() { [ "$(limit_of w3)" = 0 ] && [ "$(limit_of w2)" = 50 ]; }
+
 backpressure_of() { # SERVER
 	local v
 	v=$(metric "spoa_breaker_server_responses_total{proxy=\"workers\",server=\"$1\",outcome=\"backpressure\",source=\"spop\"}")
@@ -86,17 +105,8 @@ backpressure_of() { # SERVER
 	# worker's capacity is.
 	wait_until 30 limit_between w1 3 4
 	[ "$(backpressure_of w1)" -gt 0 ]
-	# It stays there: sampled through ten more looks, never out of
-	# K - 1 .. K + 1 (bounded: 300 samples).
-	local looks i
-	looks=$(looks_ok)
-	for i in $(seq 300); do
-		limit_between w1 2 4
-		[ "$(looks_ok)" -ge $((looks + 10)) ] && break
-		sleep 0.1
-	done
-	[ "$(looks_ok)" -ge $((looks + 10)) ]
-	limit_between w1 2 4
+	# It stays there: through ten more looks, never out of K - 1 .. K + 1.
+	holds_through_looks 10 limit_between w1 2 4
 	# /state says what the agent holds there.
 	local learnt
 	learnt=$(breaker_field workers/w1 maxconn_learnt)
@@ -136,21 +146,15 @@ backpressure_of() { # SERVER
 	# At least 5 of them, then five more looks: once its limit is learnt
 	# it may refuse no more (HAProxy queues for it instead), so a count
 	# of words alone could wait for ever.
-	local drains=0 i looks
+	local drains=0 i
 	for i in $(seq 600); do
 		is_drained w1 && drains=$((drains + 1))
 		[ "$(backpressure_of w1)" -ge 5 ] && break
 		sleep 0.1
 	done
 	[ "$(backpressure_of w1)" -ge 5 ]
-	looks=$(looks_ok)
-	for i in $(seq 600); do
-		is_drained w1 && drains=$((drains + 1))
-		[ "$(looks_ok)" -ge $((looks + 5)) ] && break
-		sleep 0.1
-	done
-	[ "$(looks_ok)" -ge $((looks + 5)) ]
 	[ "$drains" = 0 ]
+	holds_through_looks 5 is_not_drained w1
 	[ "$(breaker_field workers/w1 rests)" = 0 ]
 	run metric 'spoa_breaker_server_rests_total{proxy="workers",server="w1"}'
 	assert_output 0
@@ -170,17 +174,7 @@ backpressure_of() { # SERVER
 	# Not vacuous: w1 is limited above the floor, the limit a neighbour
 	# would start from.
 	wait_until 30 learnt_at_least w1 2
-	local looks i
-	looks=$(looks_ok)
-	for i in $(seq 300); do
-		[ "$(limit_of w3)" = 0 ]
-		[ "$(limit_of w2)" = 50 ]
-		[ "$(looks_ok)" -ge $((looks + 10)) ] && break
-		sleep 0.1
-	done
-	[ "$(looks_ok)" -ge $((looks + 10)) ]
-	[ "$(limit_of w3)" = 0 ]
-	[ "$(limit_of w2)" = 50 ]
+	holds_through_looks 10 neighbours_unlimited
 	[ "$(breaker_field workers/w3 maxconn_learnt)" = 0 ]
 	# Its refusals reached SPOP as what they are.
 	[ "$(backpressure_of w1)" -gt 0 ]
