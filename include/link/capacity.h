@@ -63,7 +63,6 @@ struct capacity {
 	uint16_t backoff;      /* the wait after the last refused raise (doubles, bounded) */
 	uint32_t edge;         /* the limit last refused (0: none known); a raise to it waits */
 	uint32_t raised;       /* the last raise's size: undone whole if refused */
-	uint64_t answers_counted; /* HAProxy's 1xx-3xx answers of the server at the previous look */
 	bool answered;         /* it answered a request at a look after its limit was set */
 };
 

@@ -226,8 +226,10 @@ void link_follow_endpoint(struct haproxy_link *link, struct breaker_table_entry 
 /* signals.c: what one `show stat` row's counters say, in this order. */
 void link_record_faults(struct haproxy_link *link, struct breaker_table_entry *entry,
 			struct enforce_entry *en, const struct runtime_api_stat_row *row);
-void link_note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
-				 struct enforce_entry *en, const struct runtime_api_stat_row *row);
+/* Returns the server's 1xx-3xx answers since the previous look (0 at a
+ * first look or across an HAProxy restart: no baseline). */
+uint64_t link_note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
+				     struct enforce_entry *en, const struct runtime_api_stat_row *row);
 /* The look's verdict on the server's kept Retry-After word, once its
  * server states are read (signals.c). */
 void link_judge_rest_word(struct haproxy_link *link, struct breaker_table_entry *entry,
@@ -235,10 +237,11 @@ void link_judge_rest_word(struct haproxy_link *link, struct breaker_table_entry 
 void link_look_in_flight(struct haproxy_link *link, struct breaker_table_entry *entry,
 			 struct enforce_entry *en, const struct runtime_api_stat_row *row);
 /* capacity_watch.c: the capacity each look learns (capacity.h), after
- * the row's faults are recorded; and whether a breaker's server takes the
- * limit learnt (no operator's hand, pin_maxconn off). */
+ * the row's faults are recorded, given what the server answered since the
+ * previous look (link_note_counted_successes()); and whether a breaker's
+ * server takes the limit learnt (no operator's hand, pin_maxconn off). */
 void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *entry,
-			struct enforce_entry *en);
+			struct enforce_entry *en, uint64_t answers_since);
 bool link_capacity_applies(const struct breaker *b);
 /* At the end of a backend's rows: its servers with no limit get one where
  * a neighbour has one (capacity_join()). */

@@ -50,7 +50,7 @@ bool link_capacity_refused(struct haproxy_link *link, struct breaker_table_entry
 }
 
 void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *entry,
-			struct enforce_entry *en)
+			struct enforce_entry *en, uint64_t answers_since)
 {
 	const struct breaker *b = &entry->breaker;
 	struct capacity *c = &en->capacity;
@@ -61,12 +61,6 @@ void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *e
 	uint64_t told_since = c->counted && told >= c->refusals_counted ? told - c->refusals_counted
 									  : 0;
 	c->refusals_counted = told;
-	/* And what it answered, by HAProxy's count (both SPOE modes alike);
-	 * none across an HAProxy restart, whose counters start again. */
-	uint64_t answers_since = c->counted && en->successes_counted >= c->answers_counted
-					 ? en->successes_counted - c->answers_counted
-					 : 0;
-	c->answers_counted = en->successes_counted;
 	c->counted = true;
 	if (b->policy->pin_maxconn) {
 		capacity_forget(c); /* pinned by the operator: the server's own maxconn */
@@ -77,6 +71,7 @@ void link_look_capacity(struct haproxy_link *link, struct breaker_table_entry *e
 	struct capacity_look look = {.refusals = told_since + en->look_capacity_retries,
 				     .sessions = en->seen.sessions,
 				     .ceiling = ceiling_of(en),
+				     /* by HAProxy's count: both SPOE modes alike */
 				     .answers = answers_since};
 	uint32_t was = c->limit;
 	enum capacity_change change = capacity_on_look(c, &look);

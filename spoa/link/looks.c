@@ -167,9 +167,9 @@ static void on_stat_row(void *ctx, const struct runtime_api_stat_row *row)
 		en->seen.maxconn = row->slim < 0 ? 0 : (uint32_t)row->slim;
 	en->seen.sessions = row->scur > UINT32_MAX ? UINT32_MAX : (uint32_t)row->scur;
 	link_record_faults(link, entry, en, row);
-	link_note_counted_successes(link, entry, en, row);
+	uint64_t answers_since = link_note_counted_successes(link, entry, en, row);
 	link_look_in_flight(link, entry, en, row);
-	link_look_capacity(link, entry, en);
+	link_look_capacity(link, entry, en, answers_since);
 }
 
 static size_t on_stat_bytes(void *ctx, const char *buf, size_t len, bool at_end)

@@ -163,8 +163,8 @@ static void judge_rest_word(struct haproxy_link *link, struct breaker_table_entr
  * look gave the baseline, and not across an HAProxy restart (its counters
  * start again).
  */
-void link_note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
-				 struct enforce_entry *en, const struct runtime_api_stat_row *row)
+uint64_t link_note_counted_successes(struct haproxy_link *link, struct breaker_table_entry *entry,
+				     struct enforce_entry *en, const struct runtime_api_stat_row *row)
 {
 	uint64_t counted = row->hrsp_1xx + row->hrsp_2xx + row->hrsp_3xx;
 	bool baseline = en->seen_in_look != 0 && !link->look.restarted && counted >= en->successes_counted;
@@ -180,6 +180,7 @@ void link_note_counted_successes(struct haproxy_link *link, struct breaker_table
 		en->rest.answered = delta > 0;
 		en->rest.in_flight = en->seen.sessions;
 	}
+	return delta;
 }
 
 void link_judge_rest_word(struct haproxy_link *link, struct breaker_table_entry *entry,

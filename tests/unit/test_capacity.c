@@ -19,11 +19,19 @@
 
 #include "link/capacity.h"
 
+/* One look, and what the worker answered (1xx-3xx) since the previous. */
+static enum capacity_change look_answered(struct capacity *c, uint64_t refusals,
+					  uint32_t sessions, uint32_t ceiling, uint64_t answers)
+{
+	struct capacity_look l = {
+		.refusals = refusals, .sessions = sessions, .ceiling = ceiling, .answers = answers};
+	return capacity_on_look(c, &l);
+}
+
 static enum capacity_change look(struct capacity *c, uint64_t refusals, uint32_t sessions,
 				 uint32_t ceiling)
 {
-	struct capacity_look l = {.refusals = refusals, .sessions = sessions, .ceiling = ceiling};
-	return capacity_on_look(c, &l);
+	return look_answered(c, refusals, sessions, ceiling, 0);
 }
 
 /* (limit before, refusals, in flight, ceiling) -> (change, limit after). */
@@ -201,13 +209,6 @@ static void test_join(void **state)
 	assert_int_equal(c.limit, 31);
 }
 
-static enum capacity_change look_answered(struct capacity *c, uint64_t refusals,
-					  uint32_t sessions, uint64_t answers)
-{
-	struct capacity_look l = {.refusals = refusals, .sessions = sessions, .answers = answers};
-	return capacity_on_look(c, &l);
-}
-
 /* A limit speaks for the neighbours only once the worker answered under
  * it: one that refuses everything, however much a look found it holding
  * (a slow refusal), never does; nor a limit at the floor; and a limit
@@ -216,31 +217,31 @@ static void test_speaks_for_neighbours(void **state)
 {
 	(void)state;
 	struct capacity refuses_all = {0};
-	assert_int_equal(look_answered(&refuses_all, 12, 8, 0), CAPACITY_LOWERED);
+	assert_int_equal(look_answered(&refuses_all, 12, 8, 0, 0), CAPACITY_LOWERED);
 	assert_int_equal(refuses_all.limit, 7);
 	for (int i = 0; i < 20; i++) {
-		look_answered(&refuses_all, 9, refuses_all.limit, 0);
+		look_answered(&refuses_all, 9, refuses_all.limit, 0, 0);
 		assert_false(capacity_speaks_for_neighbours(&refuses_all));
 	}
 	assert_int_equal(refuses_all.limit, CAPACITY_FLOOR);
 
 	/* Answers of the look that set the first limit came before it. */
 	struct capacity serves = {0};
-	assert_int_equal(look_answered(&serves, 3, 5, 40), CAPACITY_LOWERED);
+	assert_int_equal(look_answered(&serves, 3, 5, 0, 40), CAPACITY_LOWERED);
 	assert_int_equal(serves.limit, 4);
 	assert_false(capacity_speaks_for_neighbours(&serves));
-	look_answered(&serves, 0, 2, 0);
+	look_answered(&serves, 0, 2, 0, 0);
 	assert_false(capacity_speaks_for_neighbours(&serves));
-	look_answered(&serves, 0, 3, 25);
+	look_answered(&serves, 0, 3, 0, 25);
 	assert_true(capacity_speaks_for_neighbours(&serves));
 	/* Refusing everything from then on: what it answered stays said. */
-	look_answered(&serves, 4, 4, 0);
+	look_answered(&serves, 4, 4, 0, 0);
 	assert_true(capacity_speaks_for_neighbours(&serves));
 
 	/* A trip: judged anew. */
 	capacity_slow_start(&serves, 1);
 	assert_false(capacity_speaks_for_neighbours(&serves));
-	look_answered(&serves, 0, 1, 3);
+	look_answered(&serves, 0, 1, 0, 3);
 	assert_int_equal(serves.limit, 2);
 	assert_true(capacity_speaks_for_neighbours(&serves));
 	capacity_forget(&serves);
@@ -248,11 +249,11 @@ static void test_speaks_for_neighbours(void **state)
 
 	/* At the floor, answered or not, it speaks for none. */
 	struct capacity one = {0};
-	look_answered(&one, 5, 2, 0);
+	look_answered(&one, 5, 2, 0, 0);
 	assert_int_equal(one.limit, CAPACITY_FLOOR);
-	look_answered(&one, 0, 1, 30);
+	look_answered(&one, 0, 1, 0, 30);
 	assert_int_equal(one.limit, 2); /* full and unrefused: raised */
-	look_answered(&one, 1, 2, 10);
+	look_answered(&one, 1, 2, 0, 10);
 	assert_int_equal(one.limit, CAPACITY_FLOOR);
 	assert_false(capacity_speaks_for_neighbours(&one));
 }
