@@ -161,14 +161,18 @@ w1_sessions_above() { [ "$(w1_sessions)" -gt "$1" ]; }
 drive_queue_timeout() {
 	only_w1
 	cli "set maxconn server workers/w1 1"
-	# One request holds w1's only slot until the server timeout (1 s); the
-	# next waits in the queue for the queue timeout (300 ms).
+	# One request holds w1's only slot, a stream of an event every 100 ms
+	# (no server timeout ends it), until it is ended below; the next waits
+	# in the queue for the queue timeout (300 ms). Not a hang: that holds
+	# the slot only for the server timeout (1 s), which a loaded machine
+	# can spend before the next request's client has started.
 	local before holder
 	before=$(w1_sessions)
-	curl -s -o /dev/null -m 5 "http://127.0.0.1:$FE_PORT/status/hang" &
+	curl -s -o /dev/null -m 60 "http://127.0.0.1:$FE_PORT/status/stream:0:60" &
 	holder=$!
-	wait_until 5 w1_sessions_above "$before" # it holds the slot now
+	wait_until 15 w1_sessions_above "$before" # it holds the slot now
 	get /status/200
+	kill "$holder" 2>/dev/null || true
 	wait "$holder" || true
 }
 drive_breaker_drained() {
