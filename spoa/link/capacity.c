@@ -69,8 +69,6 @@ static enum capacity_change judge_look(struct capacity *c, const struct capacity
 			return CAPACITY_UNCHANGED;
 		enum capacity_change change =
 			c->limit == 0 || want < c->limit ? CAPACITY_LOWERED : CAPACITY_RAISED;
-		if (c->limit == 0)
-			c->answered = false; /* a first limit: nothing answered under it yet */
 		c->limit = want;
 		c->lowered = change == CAPACITY_LOWERED;
 		return change;
