@@ -110,7 +110,7 @@ w3_drained() {
 	return 1
 }
 check "the agent drains the broken worker w3 through the shared socket" w3_drained
-check "the agent's health check passes" bash -c "podman healthcheck run '$PROJECT-agent' 2>/dev/null"
+check "the agent's health check passes" podman_healthy "$PROJECT-agent"
 
 # A third container, not in the file, its namespace linked to the
 # project's: SPOP is on loopback, shut to it; the admin listener is on

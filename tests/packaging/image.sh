@@ -126,7 +126,7 @@ check "a third container, its own network namespace linked to the agent's" \
 check "  ... SPOP (12345) refuses it" third_is_refused 12345
 check "  ... the admin listener (9786) refuses it" third_is_refused 9786
 
-check "podman healthcheck run: healthy" p healthcheck run "$AGENT"
+check "podman healthcheck run: healthy" podman_healthy "$AGENT"
 check "the state directory is the agent's to write" p exec "$AGENT" touch /var/lib/spoa-breaker/.written
 check "the operator's control socket answers as shipped (podman exec ... spoa-breaker ctl)" \
 	bash -c "podman exec '$AGENT' /usr/sbin/spoa-breaker ctl show breakers | grep -q '^# backend/server'"

@@ -68,6 +68,24 @@ podman_remove_dir() { # DIR
 	rm -rf "$1"
 }
 
+# Whether the container's HEALTHCHECK passes, judged as the runtime judges
+# it: healthy at the first run that passes, unhealthy only after as many
+# runs in a row fail as the check's retries. One failed run is not that
+# verdict: on a loaded host the check's exec can start late enough to meet
+# its timeout while the agent answers /healthz at once. Each failed run's
+# output, then the health log podman keeps, is printed.
+podman_healthy() { # CONTAINER
+	local retries try out
+	retries=$(podman inspect --format '{{.Config.Healthcheck.Retries}}' "$1" 2>/dev/null)
+	[[ "$retries" =~ ^[1-9][0-9]*$ ]] || retries=3
+	for try in $(seq "$retries"); do
+		out=$(podman healthcheck run "$1" 2>&1) && return 0
+		echo "run $try of $retries failed (exit $?): $(grep -v "$PODMAN_NOISE" <<<"$out")"
+	done
+	podman inspect --format '{{json .State.Health}}' "$1"
+	return 1
+}
+
 # podman, less the error it logs for each health check timer it cannot set
 # up where systemd does not run.
 PODMAN_NOISE='unable to get systemd connection'
