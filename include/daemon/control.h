@@ -6,7 +6,9 @@
  * works, and `spoa-breaker ctl` (ctl_client.c) is a thin client of it.
  *
  * Each connection carries one command: the agent reads its line, answers,
- * and closes. Bounded so that no client can hold the loop or the agent's
+ * and closes (a line too long: answered at once, the rest the client sends
+ * dropped until its stream ends, so that its writes meanwhile do not fail
+ * before it reads the error). Bounded so that no client can hold the loop or the agent's
  * descriptors: at most CONTROL_MAX_CLIENTS at once (one more is told so
  * and closed), CONTROL_LINE_MAX bytes a line, CONTROL_TIMEOUT_S for the
  * line to come and for the answer to be read. Who may connect is who may

@@ -1,6 +1,7 @@
 /*
  * control.c - the control socket's I/O (see control.h): accept, read one
- * line, answer, close. What a command does is the exec callback's.
+ * line, answer, close (a line too long: answer, drop the rest the client
+ * sends, close). What a command does is the exec callback's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +25,12 @@ struct control_client {
 	char line[CONTROL_LINE_MAX + 2];
 	size_t len;
 	bool too_long; /* past CONTROL_LINE_MAX with no newline: refused */
+	/* Answered before the client's stream ended (a line too long): once
+	 * the answer is sent, the rest it sends is read and dropped until it
+	 * ends. Closing at once would leave its data unread, and the client's
+	 * next write would fail (EPIPE): socat, for one, then exits without
+	 * reading the answer that waits for it. The timeout bounds it. */
+	bool drop_rest;
 	char *answer;  /* being written */
 	size_t answer_len, answer_sent;
 };
@@ -52,8 +59,21 @@ static void client_close(struct control_client *cl)
 }
 
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents);
+static void on_rest(struct ev_loop *loop, ev_io *w, int revents);
 
-/* Writes what the socket takes of the answer; closes once all is sent. */
+/* All the answer is sent: the end of it told, the client's rest dropped
+ * until its stream ends (or the timeout set at the answer runs out). */
+static void drop_rest(struct control_client *cl)
+{
+	struct control *c = cl->owner;
+	shutdown(cl->fd, SHUT_WR);
+	ev_io_stop(c->loop, &cl->io);
+	ev_io_init(&cl->io, on_rest, cl->fd, EV_READ);
+	ev_io_start(c->loop, &cl->io);
+}
+
+/* Writes what the socket takes of the answer; closes once all is sent
+ * (or, for a client still writing, drops its rest first). */
 static void write_some(struct control_client *cl)
 {
 	while (cl->answer_sent < cl->answer_len) {
@@ -70,7 +90,10 @@ static void write_some(struct control_client *cl)
 		client_close(cl); /* gone: nobody to answer */
 		return;
 	}
-	client_close(cl);
+	if (cl->drop_rest)
+		drop_rest(cl);
+	else
+		client_close(cl);
 }
 
 /* The answer is ready: from now on the client is only written to. */
@@ -122,6 +145,28 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
 	write_some(container_of(w, struct control_client, io));
 }
 
+/* The client's rest after an answer given early: read and dropped, a
+ * bounded amount a wake-up so that a client writing without pause does
+ * not hold the loop; closed at its end or on any error. */
+static void on_rest(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct control_client *cl = container_of(w, struct control_client, io);
+	(void)loop;
+	(void)revents;
+	for (int reads = 0; reads < 16; reads++) {
+		char buf[4096];
+		ssize_t n = recv(cl->fd, buf, sizeof(buf), 0);
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		client_close(cl);
+		return;
+	}
+}
+
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct control_client *cl = container_of(w, struct control_client, io);
@@ -155,6 +200,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 		memcpy(cl->line + cl->len, buf, take);
 		cl->len += take;
 		if (cl->too_long) {
+			cl->drop_rest = true; /* its stream has not ended */
 			answer_text(cl, "error: line longer than 1024 bytes\n");
 			return;
 		}

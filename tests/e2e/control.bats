@@ -236,6 +236,60 @@ never_served_by() { # NAME
 	assert_output --partial "release all"
 }
 
+# A client still writing a line too long when the agent answers: it reads
+# the error and may go on writing (the agent reads and drops the rest; had
+# it closed, the next write would fail with EPIPE, and socat would exit
+# without printing the error); one that never ends its stream is closed at
+# the socket's timeout, and SPOP is answered meanwhile.
+@test "a line too long is answered while its client still writes, whose rest is dropped until the timeout" {
+	stop_all
+	W2_BEHAVIOUR=200 setup
+	python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)  # a bound on every wait below, not a measure
+s.connect(sys.argv[1])
+s.sendall(b"x" * 1100)
+reply = b""
+while True:  # the answer, then the end of the agent'"'"'s side
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    reply += chunk
+print(reply.decode(), end="", flush=True)
+try:
+    s.sendall(b"x" * 100000)
+except BrokenPipeError:
+    sys.exit("the agent closed before the client had written its line")
+print("the rest of the line went through", flush=True)
+start = time.monotonic()
+while time.monotonic() - start < 60:
+    try:
+        s.send(b"x" * 512)
+    except (BrokenPipeError, ConnectionResetError):
+        print("closed while the client still wrote")
+        sys.exit(0)
+    time.sleep(0.1)
+sys.exit("still open 60 s after the answer")
+' "$CONTROL" >"$BATS_TEST_TMPDIR/writer.out" 2>&1 3>&- &
+	local writer=$!
+	wait_until 10 bash -c "grep -q 'the rest of the line went through' '$BATS_TEST_TMPDIR/writer.out' ||
+		! kill -0 $writer 2>/dev/null"
+	grep -q "the rest of the line went through" "$BATS_TEST_TMPDIR/writer.out" ||
+		{ cat "$BATS_TEST_TMPDIR/writer.out"; false; }
+	grep -qx "error: line longer than 1024 bytes" "$BATS_TEST_TMPDIR/writer.out"
+	# While it writes on, SPOP and the socket serve.
+	run header_of / x-breaker-state
+	assert_output closed
+	run ctl show breakers workers/w1
+	assert_success
+	local status=0
+	wait "$writer" || status=$?
+	cat "$BATS_TEST_TMPDIR/writer.out"
+	[ "$status" -eq 0 ]
+	grep -q "closed while the client still wrote" "$BATS_TEST_TMPDIR/writer.out"
+}
+
 @test "a client that never finishes its line does not stall SPOP, and is answered and closed" {
 	stop_all
 	W2_BEHAVIOUR=200 setup
